@@ -1,0 +1,136 @@
+# taskpool: build, database and test targets. `make help` lists them.
+#
+# Everything talks to the server named by DATABASE_URL, through the libpq variables (PGHOST,
+# PGPORT, PGUSER, PGDATABASE, ...) that scripts/pgenv derives from it. Left alone, DATABASE_URL
+# is the project-local cluster that `make db` starts (scripts/cluster); set it in the
+# environment (or on the command line) to use an existing server instead: then `make db`
+# starts nothing and only checks that the server answers.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+# The test steps share server-wide objects (roles): run them one after the other, even under -j.
+.NOTPARALLEL:
+MAKEFLAGS += --no-print-directory
+
+PGPORT ?= 55432
+DB_NAME ?= taskpool
+DATABASE_URL ?= postgresql://postgres@127.0.0.1:$(PGPORT)/$(DB_NAME)
+ROUNDTRIP_DB ?= taskpool_roundtrip
+TEST_DB ?= taskpool_test
+DEMO_DB ?= taskpool_demo
+PG_BINDIR ?= /usr/lib/postgresql/15/bin
+PYTHON ?= python3
+VENV ?= .venv
+PYTEST_ARGS ?= -q
+DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap \
+	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl
+
+# An explicit DATABASE_URL (environment or command line) means: use that server, start nothing.
+ifneq ($(filter environment% command%,$(origin DATABASE_URL)),)
+EXTERNAL_DB := 1
+endif
+
+export DATABASE_URL PG_BINDIR
+PGENV := scripts/pgenv
+CLUSTER := scripts/cluster
+VENV_STAMP := $(VENV)/.installed
+
+.PHONY: help deps db db-stop deploy revert psql cron demo test test-roundtrip test-sql test-py clean
+
+# TARGET help: list the targets (the default goal)
+help:
+	@echo 'Usage: make TARGET [VAR=value ...]'
+	@echo
+	@awk '/^# TARGET [^:]+: / { sub(/^# TARGET /, ""); i = index($$0, ":"); \
+		printf "  %-16s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(MAKEFILE_LIST)
+	@echo
+	@echo 'Variables: DATABASE_URL=$(DATABASE_URL)'
+	@echo '           PGPORT=$(PGPORT) DB_NAME=$(DB_NAME) TEST_DB=$(TEST_DB) ROUNDTRIP_DB=$(ROUNDTRIP_DB) DEMO_DB=$(DEMO_DB)'
+
+# TARGET deps: install the missing Debian packages, then the Python environment (.venv)
+deps:
+	@scripts/apt-install $(DEB_PACKAGES)
+	@$(MAKE) -s $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml
+	@if [[ ! -x $(VENV)/bin/python ]]; then \
+		echo "deps: creating $(VENV)"; \
+		command -v $(PYTHON) >/dev/null || scripts/apt-install python3 python3-venv; \
+		if ! $(PYTHON) -m venv $(VENV) >/dev/null 2>&1; then \
+			rm -rf $(VENV); \
+			scripts/apt-install python3-venv; \
+			$(PYTHON) -m venv $(VENV); \
+		fi; \
+	fi
+	@echo "deps: installing the project into $(VENV) (pip install -e '.[test]')"
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+# TARGET db: start the local cluster (init if missing, restarted if its settings are old), its database and pg_cron; with DATABASE_URL set, only check that server answers
+db: deps
+ifdef EXTERNAL_DB
+	@$(PGENV) pg_isready -q -t 10 || { echo 'db: the server in DATABASE_URL does not answer' >&2; exit 1; }
+else
+	@$(CLUSTER) up --port '$(PGPORT)' --dbname '$(DB_NAME)'
+endif
+
+# TARGET db-stop: stop the local cluster (fast mode) if it runs
+db-stop:
+	@$(CLUSTER) stop
+
+# TARGET deploy: deploy the Sqitch plan into DATABASE_URL, verifying each change
+deploy: deps db
+	@$(PGENV) sqitch deploy --verify
+
+# TARGET revert: revert every Sqitch change from DATABASE_URL
+revert: deps db
+	@$(PGENV) sqitch revert -y
+
+# TARGET cron: deploy, then schedule the tick (tick_schedules()) every minute with pg_cron (pyworker cron install)
+cron: deps db deploy
+	@$(VENV)/bin/pyworker cron install
+
+# TARGET demo: crawl the simulated platform end to end in a fresh database (DEMO_DB): discovery, crawls, a resync round, analytics, a summary
+demo: deps db
+	@DEMO_DB='$(DEMO_DB)' VENV='$(VENV)' scripts/demo
+
+# TARGET psql: open psql on DATABASE_URL
+psql: deps db
+	@$(PGENV) psql
+
+# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-sql, test-py
+test: deps db deploy test-roundtrip test-sql test-py
+
+# TARGET test-roundtrip: deploy, revert and deploy again in a scratch database (ROUNDTRIP_DB)
+test-roundtrip: deps db
+	@$(PGENV) dropdb --if-exists --force '$(ROUNDTRIP_DB)'; \
+	$(PGENV) createdb '$(ROUNDTRIP_DB)'; \
+	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch deploy --verify; \
+	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch revert -y; \
+	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch deploy --verify; \
+	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
+
+# TARGET test-sql: deploy into a fresh TEST_DB, load pgTAP and sql_tests/helpers, run pg_prove on sql_tests/
+test-sql: deps db
+	@$(PGENV) dropdb --if-exists --force '$(TEST_DB)'
+	@$(PGENV) createdb '$(TEST_DB)'
+	@$(PGENV) -d '$(TEST_DB)' sqitch deploy --verify
+	@$(PGENV) -d '$(TEST_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+		-c 'CREATE EXTENSION IF NOT EXISTS pgtap'
+	@export LC_ALL=C; shopt -s nullglob; for helper in sql_tests/helpers/*.sql; do \
+		echo "test-sql: loading $$helper"; \
+		$(PGENV) -d '$(TEST_DB)' psql -X -q -v ON_ERROR_STOP=1 -f "$$helper"; \
+	done
+	@$(PGENV) -d '$(TEST_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls sql_tests/*.sql)
+
+# TARGET test-py: run the Python tests (pytest) against DATABASE_URL's server
+test-py: deps db
+	@$(PGENV) $(VENV)/bin/pytest $(PYTEST_ARGS) tests/
+
+# TARGET clean: stop the local cluster and delete it, .venv and caches
+clean:
+	@$(CLUSTER) remove
+	rm -rf $(VENV) .pytest_cache *.egg-info .demo
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,7 @@
+"""pyworker: the thin Python worker of taskpool.
+
+It claims tasks through the SQL functions that the Sqitch plan deploys, runs the role's handler,
+heartbeats while it runs and records the result; the queue's logic stays in PL/pgSQL.
+"""
+
+__version__ = "0.1.0"

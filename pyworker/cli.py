@@ -1,0 +1,1084 @@
+"""The `pyworker` command line: the worker (`pyworker --role R`) and the operator verbs.
+
+One click group. Its options (or their environment variables) land in a `Settings` object in
+`ctx.obj`, with the invocation's one `Database`. Each operator verb is one command that calls one
+or two `Database` methods and prints a table for people, or one JSON document with `--json`.
+
+Exit codes: 0 done, 1 refused (the database's reason: a missing task, a finished task that
+cannot be cancelled, an unreachable database), 2 bad usage or bad input. Errors become those
+exit codes in one place, `TaskpoolGroup.invoke`; tracebacks only with `-v`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shlex
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, TextIO
+
+import click
+
+from pyworker import __version__
+from pyworker import cron as cron_jobs
+from pyworker.config import DEFAULT_DATABASE_URL, WorkerConfig, default_worker_id
+from pyworker.db import Database
+from pyworker.errors import ConfigurationError, InvalidInput, NotFound, TaskpoolError
+from pyworker.simulator.cli import simulator as simulator_command
+
+# The task states, as worker_tasks' status CHECK allows them (for `list --status`).
+TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
+
+# enqueue_tasks takes at most 10000 specs a call; a file goes in batches of this many.
+ENQUEUE_BATCH = 1000
+
+
+class InputRefused(click.ClickException):
+    """The database refused a value (or the set-up is unusable): bad input, exit 2."""
+
+    exit_code = 2
+
+
+class TaskpoolGroup(click.Group):
+    """The group that turns pyworker's exceptions into exit codes, for every command at once."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        verbose = bool(ctx.params.get("verbose"))
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (InvalidInput, ConfigurationError) as error:
+            _traceback_if(verbose)
+            raise InputRefused(str(error)) from error
+        except TaskpoolError as error:
+            # NotFound, Refused, SchemaMissing, DatabaseUnavailable and the rest: refused, exit 1.
+            _traceback_if(verbose)
+            raise click.ClickException(str(error)) from error
+        except Exception as error:
+            if verbose:
+                raise
+            raise click.ClickException(
+                f"unexpected {type(error).__name__}: {error} (run with -v for the traceback)"
+            ) from error
+
+
+def _traceback_if(verbose: bool) -> None:
+    if verbose:
+        click.echo(traceback.format_exc(), err=True, nl=False)
+
+
+@dataclass
+class Settings:
+    """The global options, resolved from the command line or the environment (`ctx.obj`)."""
+
+    database_url: str
+    verbose: bool
+    role: str | None
+    worker_id: str
+    poll_interval_ms: int
+    heartbeat_interval_ms: int
+    handlers: tuple[str, ...]
+    command: str | None
+    log_format: str
+    shutdown_grace_seconds: float
+    concurrency: int
+    db: Database
+
+    def worker_config(self) -> WorkerConfig:
+        """The WorkerConfig of `pyworker --role R` (intervals in seconds)."""
+        assert self.role is not None
+        try:
+            command = tuple(shlex.split(self.command)) if self.command else ()
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="'--command' / PYWORKER_COMMAND")
+        try:
+            return WorkerConfig(
+                database_url=self.database_url,
+                role=self.role,
+                worker_id=self.worker_id,
+                poll_interval=self.poll_interval_ms / 1000,
+                heartbeat_interval=self.heartbeat_interval_ms / 1000,
+                handler_modules=self.handlers,
+                command=command,
+                log_format=self.log_format,
+                shutdown_grace=self.shutdown_grace_seconds,
+            )
+        except ValueError as error:
+            raise click.UsageError(str(error))
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+@click.group(
+    cls=TaskpoolGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--database-url",
+    envvar="DATABASE_URL",
+    default=DEFAULT_DATABASE_URL,
+    show_default=True,
+    show_envvar=True,
+    metavar="URL",
+    help="PostgreSQL URL of the taskpool database.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks with errors.")
+@click.option(
+    "--role",
+    envvar="WORKER_ROLE",
+    show_envvar=True,
+    metavar="ROLE",
+    help="Run a worker for this role (with no command).",
+)
+@click.option(
+    "--worker-id",
+    envvar="WORKER_ID",
+    show_envvar=True,
+    show_default="host-pid-random",
+    metavar="ID",
+    help="The worker's name in the registry and on its tasks.",
+)
+@click.option(
+    "--poll-interval-ms",
+    envvar="POLL_INTERVAL_MS",
+    show_envvar=True,
+    type=click.IntRange(min=1),
+    default=5000,
+    show_default=True,
+    help="Look for tasks at least this often when no notification comes.",
+)
+@click.option(
+    "--heartbeat-interval-ms",
+    envvar="HEARTBEAT_INTERVAL_MS",
+    show_envvar=True,
+    type=click.IntRange(min=1),
+    default=30000,
+    show_default=True,
+    help="Heartbeat a running task this often.",
+)
+@click.option(
+    "--handlers",
+    envvar="PYWORKER_HANDLERS",
+    show_envvar=True,
+    multiple=True,
+    metavar="MODULE",
+    help="Import this module to register handlers (repeatable; the variable: space-separated).",
+)
+@click.option(
+    "--command",
+    envvar="PYWORKER_COMMAND",
+    show_envvar=True,
+    metavar="COMMAND",
+    help="Run each task with this external command (split like a shell line).",
+)
+@click.option(
+    "--log-format",
+    envvar="LOG_FORMAT",
+    show_envvar=True,
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Worker log lines as text or JSON.",
+)
+@click.option(
+    "--shutdown-grace-seconds",
+    envvar="SHUTDOWN_GRACE_SECONDS",
+    show_envvar=True,
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM, let running tasks finish this long before handing them back.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run this many worker processes of the role under this command (ids <worker-id>-1..N).",
+)
+@click.pass_context
+def main(
+    ctx: click.Context,
+    database_url: str,
+    verbose: bool,
+    role: str | None,
+    worker_id: str | None,
+    poll_interval_ms: int,
+    heartbeat_interval_ms: int,
+    handlers: tuple[str, ...],
+    command: str | None,
+    log_format: str,
+    shutdown_grace_seconds: float,
+    concurrency: int,
+) -> None:
+    """taskpool worker and operator commands.
+
+    With --role and no command, run a worker for that role. Otherwise run one of the commands
+    below; each prints a table, or one JSON document with --json.
+
+    Exit codes: 0 done, 1 refused (the reason is printed), 2 bad usage or input.
+    """
+    db = Database(database_url, application_name="pyworker-cli")
+    ctx.call_on_close(db.close)
+    settings = Settings(
+        database_url=database_url,
+        verbose=verbose,
+        role=role,
+        worker_id=worker_id or default_worker_id(),
+        poll_interval_ms=poll_interval_ms,
+        heartbeat_interval_ms=heartbeat_interval_ms,
+        handlers=tuple(handlers),
+        command=command,
+        log_format=log_format,
+        shutdown_grace_seconds=shutdown_grace_seconds,
+        concurrency=concurrency,
+        db=db,
+    )
+    ctx.obj = settings
+    if ctx.invoked_subcommand is not None:
+        return
+    if role is None:
+        click.echo(ctx.get_help())
+        ctx.exit(0)
+    config = settings.worker_config()
+    # Imported here: the operator commands need none of the worker's machinery.
+    worker = importlib.import_module("pyworker.worker")
+    if concurrency == 1:
+        code = worker.run_worker(config)
+    else:
+        code = worker.run_workers(config, concurrency)
+    ctx.exit(code)
+
+
+# Output
+
+
+def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The --json flag every operator command takes."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document instead of a table."
+    )(command)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Decimal):
+        # A number when a float holds it exactly (rates, hours: numeric(…, 1..3)), else text.
+        number = float(value)
+        return number if Decimal(repr(number)) == value else str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=_json_value, ensure_ascii=False))
+
+
+def _cell(value: Any, width: int = 60) -> str:
+    """A value as one table cell: times to the second, JSON compact, long text cut."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        text = value.isoformat(sep=" ", timespec="seconds")
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, timedelta):
+        text = str(timedelta(seconds=round(value.total_seconds())))
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(value, default=_json_value, ensure_ascii=False)
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# (header, key) or (header, function of the row)
+Column = tuple[str, Any]
+
+
+def render_table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """Rows as aligned columns under a header; numbers right-aligned.
+
+    Each column is (header, key) or (header, function of the row).
+    """
+    headers = [header for header, _ in columns]
+    raw = [
+        [source(row) if callable(source) else row.get(source) for _, source in columns]
+        for row in rows
+    ]
+    cells = [[_cell(value) for value in values] for values in raw]
+    widths = [
+        max([len(header)] + [len(line[i]) for line in cells]) for i, header in enumerate(headers)
+    ]
+    numeric = [
+        bool(raw)
+        and all(
+            isinstance(values[i], (int, float, Decimal)) and not isinstance(values[i], bool)
+            or values[i] is None
+            for values in raw
+        )
+        for i in range(len(headers))
+    ]
+
+    def line(texts: list[str]) -> str:
+        return "  ".join(
+            text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i])
+            for i, text in enumerate(texts)
+        ).rstrip()
+
+    return "\n".join([line(headers)] + [line(texts) for texts in cells])
+
+
+def echo_table(rows: list[dict[str, Any]], columns: Sequence[Column], empty: str) -> None:
+    click.echo(render_table(rows, columns) if rows else empty)
+
+
+def echo_fields(row: dict[str, Any]) -> None:
+    """One `key: value` line per field, values aligned."""
+    width = max(len(key) for key in row) + 1
+    for key, value in row.items():
+        text = _cell(value, width=10_000)
+        click.echo(f"{key + ':':<{width}} {text}".rstrip())
+
+
+ENQUEUED_COLUMNS: list[Column] = [
+    ("id", "id"),
+    ("role", "role"),
+    ("store", "dispensary_id"),
+    ("status", "status"),
+    ("scheduled_for", "scheduled_for"),
+]
+
+TASK_COLUMNS: list[Column] = [
+    ("id", "id"),
+    ("role", "role"),
+    ("store", "dispensary_id"),
+    ("status", "status"),
+    ("priority", "priority"),
+    ("attempt", "attempt"),
+    ("retries", lambda row: f"{row['retry_count']}/{row['max_retries']}"),
+    ("scheduled_for", "scheduled_for"),
+    ("worker", "worker_id"),
+    ("error", "error_message"),
+]
+
+ATTEMPT_COLUMNS: list[Column] = [
+    ("attempt", "attempt"),
+    ("worker", "worker_id"),
+    ("claimed_at", "claimed_at"),
+    ("started_at", "started_at"),
+    ("last_heartbeat_at", "last_heartbeat_at"),
+    ("ended_at", "ended_at"),
+    ("outcome", "outcome"),
+    ("error", "error_message"),
+]
+
+
+# Operator commands
+
+
+class JsonValue(click.ParamType):
+    """Any JSON text, parsed on the client (the database checks what it must be)."""
+
+    name = "json"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as error:
+            self.fail(f"not valid JSON: {error}", param, ctx)
+
+
+# enqueue_tasks names a bad spec by its index in the batch: "tasks[3]: unknown role 'x'".
+_SPEC_INDEX = re.compile(r"^tasks\[(\d+)\]: ")
+
+
+def _enqueue_batch(
+    db: Database, specs: list[dict[str, Any]], line_numbers: list[int] | None, done: int
+) -> list[dict[str, Any]]:
+    """enqueue_tasks for one batch, its errors naming the file line (or, for one task, nothing)."""
+    try:
+        return db.enqueue_tasks(specs)
+    except TaskpoolError as error:
+        message = error.args[0] if error.args else str(error)
+        match = _SPEC_INDEX.match(message)
+        if match is None:
+            raise
+        reason = message[match.end() :]
+        if line_numbers is None:
+            raise type(error)(reason, hint=error.hint) from error
+        line = line_numbers[int(match.group(1))]
+        reason = f"line {line}: {reason}"
+        if done:
+            reason += (
+                f"; the {done} tasks before line {line_numbers[0]} were enqueued,"
+                f" none from line {line_numbers[0]} on"
+            )
+        raise type(error)(reason, hint=error.hint) from error
+
+
+def _read_specs(spec_file: TextIO) -> tuple[list[Any], list[int]]:
+    """The JSON lines of `spec_file` (blank lines skipped) and their line numbers."""
+    specs: list[Any] = []
+    line_numbers: list[int] = []
+    for number, line in enumerate(spec_file, start=1):
+        if not line.strip():
+            continue
+        try:
+            specs.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise click.BadParameter(
+                f"line {number} is not valid JSON: {error}", param_hint="'--file'"
+            ) from error
+        line_numbers.append(number)
+    return specs, line_numbers
+
+
+@main.command()
+@click.argument("role", required=False)
+@click.option("--payload", type=JsonValue(), help="The task's input, a JSON object.")
+@click.option("--store", type=int, metavar="ID", help="The store (dispensary_id) it acts on.")
+@click.option("--priority", type=int, help="-100..100, higher runs first (default 0).")
+@click.option(
+    "--scheduled-for", metavar="TIMESTAMP", help="Not before this time (ISO 8601; default now)."
+)
+@click.option("--dedupe-key", metavar="KEY", help="Enqueue nothing while a task with it is active.")
+@click.option("--max-retries", type=int, metavar="N", help="0..1000 (default: the role's).")
+@click.option("--platform", metavar="P", help="Platform (default: the store's).")
+@click.option(
+    "--file",
+    "spec_file",
+    type=click.File("r", encoding="utf-8"),
+    metavar="PATH",
+    help="Read task specs from JSON lines instead (- for stdin): one object per line, with the"
+    " fields of enqueue_tasks (role, payload, dispensary_id, ...).",
+)
+@json_option
+@pass_settings
+def enqueue(
+    settings: Settings,
+    role: str | None,
+    payload: Any,
+    store: int | None,
+    priority: int | None,
+    scheduled_for: str | None,
+    dedupe_key: str | None,
+    max_retries: int | None,
+    platform: str | None,
+    spec_file: TextIO | None,
+    as_json: bool,
+) -> None:
+    """Add one task of ROLE, or every task of a JSON-lines --file.
+
+    A file goes in batches of 1000 tasks; each batch is all or nothing, and a bad line is named
+    by its number. Prints the tasks (with --json, a list of task objects).
+    """
+    fields = {
+        "payload": payload,
+        "dispensary_id": store,
+        "priority": priority,
+        "scheduled_for": scheduled_for,
+        "dedupe_key": dedupe_key,
+        "max_retries": max_retries,
+        "platform": platform,
+    }
+    db = settings.db
+    if spec_file is not None:
+        if role is not None or any(value is not None for value in fields.values()):
+            raise click.UsageError(
+                "--file takes every field from its lines: give no ROLE or task options with it"
+            )
+        specs, line_numbers = _read_specs(spec_file)
+        tasks: list[dict[str, Any]] = []
+        for start in range(0, len(specs), ENQUEUE_BATCH):
+            end = start + ENQUEUE_BATCH
+            tasks += _enqueue_batch(db, specs[start:end], line_numbers[start:end], done=len(tasks))
+    elif role is not None:
+        spec = {"role": role, **{key: value for key, value in fields.items() if value is not None}}
+        tasks = _enqueue_batch(db, [spec], None, done=0)
+    else:
+        raise click.UsageError("give the ROLE of the task to enqueue, or --file PATH")
+    if as_json:
+        echo_json(tasks)
+    else:
+        echo_table(tasks, ENQUEUED_COLUMNS, empty="no tasks enqueued")
+
+
+@main.command("list")
+@click.option("--role", metavar="ROLE", help="Only tasks of this role.")
+@click.option("--status", type=click.Choice(TASK_STATUSES), help="Only tasks in this state.")
+@click.option("--store", type=int, metavar="ID", help="Only tasks of this store (dispensary_id).")
+@click.option(
+    "--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="Tasks per page."
+)
+@click.option(
+    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page number."
+)
+@json_option
+@pass_settings
+def list_tasks(
+    settings: Settings,
+    role: str | None,
+    status: str | None,
+    store: int | None,
+    limit: int,
+    page: int,
+    as_json: bool,
+) -> None:
+    """List tasks, newest first, a page at a time."""
+    db = settings.db
+    if role is not None:
+        roles = db.roles()
+        if role not in roles:
+            raise InvalidInput(f"unknown role {role!r}", hint=f"Known roles: {', '.join(roles)}.")
+    tasks = db.list_tasks(
+        role=role, status=status, store=store, limit=limit, offset=(page - 1) * limit
+    )
+    if as_json:
+        echo_json(tasks)
+    else:
+        echo_table(tasks, TASK_COLUMNS, empty=f"no tasks on page {page}")
+
+
+@main.command()
+@click.argument("task_id", metavar="ID", type=int)
+@json_option
+@pass_settings
+def show(settings: Settings, task_id: int, as_json: bool) -> None:
+    """Show task ID: every field, then the attempts that ended without completing it."""
+    db = settings.db
+    task = db.get_task(task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    attempts = db.task_attempts(task_id)
+    if as_json:
+        echo_json({"task": task, "attempts": attempts})
+        return
+    echo_fields(task)
+    click.echo()
+    if attempts:
+        click.echo("attempt history:")
+        click.echo(render_table(attempts, ATTEMPT_COLUMNS))
+    else:
+        click.echo("attempt history: none ended without completing")
+
+
+@main.command()
+@json_option
+@pass_settings
+def counts(settings: Settings, as_json: bool) -> None:
+    """Count tasks by role and status."""
+    rows = settings.db.counts()
+    if as_json:
+        echo_json(rows)
+    else:
+        columns = [("role", "role"), ("status", "status"), ("count", "tasks")]
+        echo_table(rows, columns, empty="no tasks")
+
+
+@main.command("recover-stale")
+@click.option(
+    "--threshold-minutes",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Stale after N minutes without a heartbeat (default: each role's stale_threshold).",
+)
+@json_option
+@pass_settings
+def recover_stale(settings: Settings, threshold_minutes: int | None, as_json: bool) -> None:
+    """Take back claimed or running tasks whose worker stopped heartbeating.
+
+    Each goes back to pending while it has retries left, else to failed (cancelled if a cancel
+    was requested). Prints how many.
+    """
+    recovered = settings.db.recover_stale_tasks(threshold_minutes)
+    if as_json:
+        echo_json({"recovered": recovered})
+    else:
+        click.echo(f"recovered {recovered} stale task{'' if recovered == 1 else 's'}")
+
+
+@main.command()
+@click.argument("task_id", metavar="ID", type=int)
+@json_option
+@pass_settings
+def cancel(settings: Settings, task_id: int, as_json: bool) -> None:
+    """Cancel task ID: a pending one now, a claimed or running one at its next heartbeat.
+
+    Finished tasks cannot be cancelled (exit 1).
+    """
+    task = settings.db.cancel_task(task_id)
+    if as_json:
+        echo_json(task)
+    elif task["status"] == "cancelled":
+        click.echo(f"task {task_id} cancelled")
+    else:
+        click.echo(
+            f"task {task_id} is {task['status']}: cancel requested; its worker stops it at its"
+            " next heartbeat"
+        )
+
+
+@main.command()
+@click.argument("task_id", metavar="ID", type=int)
+@json_option
+@pass_settings
+def retry(settings: Settings, task_id: int, as_json: bool) -> None:
+    """Put failed or cancelled task ID back to pending now, with a fresh retry budget.
+
+    Any other task is refused (exit 1).
+    """
+    task = settings.db.retry_task(task_id)
+    if as_json:
+        echo_json(task)
+    else:
+        click.echo(
+            f"task {task_id} is {task['status']} again, retries reset to 0/{task['max_retries']}"
+        )
+
+
+@main.command()
+@click.option(
+    "--older-than",
+    required=True,
+    metavar="INTERVAL",
+    help="A PostgreSQL interval, e.g. '7 days' or '12 hours'.",
+)
+@click.option(
+    "--max-tasks", type=click.IntRange(min=1), metavar="N", help="Delete at most N, oldest first."
+)
+@json_option
+@pass_settings
+def prune(settings: Settings, older_than: str, max_tasks: int | None, as_json: bool) -> None:
+    """Delete finished tasks (and their attempt history) finished longer ago than --older-than.
+
+    Pending, claimed and running tasks are never deleted. Prints how many went.
+    """
+    pruned = settings.db.prune_tasks(older_than, max_tasks)
+    if as_json:
+        echo_json({"pruned": pruned})
+    else:
+        click.echo(f"pruned {pruned} task{'' if pruned == 1 else 's'}")
+
+
+@main.command()
+@json_option
+@pass_settings
+def workers(settings: Settings, as_json: bool) -> None:
+    """List the registered workers and the task each is running."""
+    rows = settings.db.workers()
+    if as_json:
+        echo_json(rows)
+    else:
+        echo_table(
+            rows,
+            [
+                ("worker", "worker_id"),
+                ("role", "role"),
+                ("host", "host"),
+                ("pid", "pid"),
+                ("started_at", "started_at"),
+                ("last_seen_at", "last_seen_at"),
+                ("task", "task_id"),
+            ],
+            empty="no workers registered",
+        )
+
+
+# Capacity and health
+
+CAPACITY_COLUMNS: list[Column] = [
+    ("role", "role"),
+    ("pending", "pending_tasks"),
+    ("ready", "ready_tasks"),
+    ("running", "running_tasks"),
+    ("workers", "active_workers"),
+    ("per_worker_hour", "tasks_per_worker_hour"),
+    ("hours_to_drain", "estimated_hours_to_drain"),
+    ("need_1h", "workers_needed_for_1_hour"),
+    ("need_4h", "workers_needed_for_4_hours"),
+    ("need_8h", "workers_needed_for_8_hours"),
+    ("oldest_ready", "oldest_ready_age"),
+    ("arrived_1h", "arrivals_last_hour"),
+    ("done_1h", "completed_last_hour"),
+    ("failed_1h", "failed_attempts_last_hour"),
+    ("failure_rate", "failure_rate"),
+]
+
+ACTIVE_WORKER_COLUMNS: list[Column] = [
+    ("worker", "worker_id"),
+    ("role", "role"),
+    ("host", "host"),
+    ("pid", "pid"),
+    ("last_seen_at", "last_seen_at"),
+    ("task", "task_id"),
+    ("task_status", "task_status"),
+    ("store", "dispensary_id"),
+]
+
+STUCK_TASK_COLUMNS: list[Column] = [
+    ("id", "id"),
+    ("role", "role"),
+    ("store", "dispensary_id"),
+    ("status", "status"),
+    ("worker", "worker_id"),
+    ("attempt", "attempt"),
+    ("last_heartbeat_at", "last_heartbeat_at"),
+    ("silent_for", "silent_for"),
+    ("stale_after", "stale_threshold"),
+]
+
+
+@main.command()
+@click.argument("role", required=False)
+@json_option
+@pass_settings
+def capacity(settings: Settings, role: str | None, as_json: bool) -> None:
+    """Show each role's backlog, workers, throughput and the workers it takes to drain it.
+
+    With ROLE, that role alone; with --json, worker_capacity(ROLE): the document an autoscaler
+    reads. An unknown ROLE exits 2. Rates cover the last hour: empty (null) when no task of the
+    role completed in it.
+    """
+    db = settings.db
+    if role is None:
+        rows = db.worker_capacity_rows()
+        if as_json:
+            echo_json(rows)
+        else:
+            echo_table(rows, CAPACITY_COLUMNS, empty="no roles")
+        return
+    document = db.worker_capacity(role)
+    if as_json:
+        echo_json(document)
+    else:
+        (row,) = db.worker_capacity_rows(role)
+        echo_fields(row)
+
+
+@main.command()
+@json_option
+@pass_settings
+def health(settings: Settings, as_json: bool) -> None:
+    """Show the pool's health: tasks by role and status, active workers, and stuck tasks.
+
+    Stuck tasks are claimed or running tasks whose worker went silent past the role's stale
+    threshold; the next tick recovers them, so ones that stay mean the tick is not running.
+    With --json, one document: {"task_counts": [...], "active_workers": [...],
+    "stuck_tasks": [...]}.
+    """
+    db = settings.db
+    report = {
+        "task_counts": db.task_counts(),
+        "active_workers": db.active_workers(),
+        "stuck_tasks": db.stuck_tasks(),
+    }
+    if as_json:
+        echo_json(report)
+        return
+    click.echo("tasks by role and status:")
+    echo_table(
+        report["task_counts"],
+        [("role", "role"), ("status", "status"), ("count", "tasks")],
+        empty="no tasks",
+    )
+    click.echo()
+    click.echo("active workers (seen in the last 2 minutes):")
+    echo_table(report["active_workers"], ACTIVE_WORKER_COLUMNS, empty="none")
+    click.echo()
+    click.echo("stuck tasks (silent past their role's stale threshold):")
+    echo_table(report["stuck_tasks"], STUCK_TASK_COLUMNS, empty="none")
+
+
+# Schedules and planning
+
+SCHEDULE_COLUMNS: list[Column] = [
+    ("name", "name"),
+    ("role", "role"),
+    ("kind", "kind"),
+    ("enabled", "enabled"),
+    ("every", lambda row: f"{row['interval_hours']} h"),
+    ("priority", "priority"),
+    ("next_run_at", "next_run_at"),
+    ("last_run_at", "last_run_at"),
+    ("last_tasks", "last_task_count"),
+    ("last_error", "last_error"),
+]
+
+
+@main.group()
+def schedules() -> None:
+    """List, change and run the recurring schedules (the tick runs the due ones)."""
+
+
+@schedules.command("list")
+@json_option
+@pass_settings
+def list_schedules(settings: Settings, as_json: bool) -> None:
+    """List the schedules by name, with when each runs next and how its last run went."""
+    rows = settings.db.schedules()
+    if as_json:
+        echo_json(rows)
+    else:
+        echo_table(rows, SCHEDULE_COLUMNS, empty="no schedules")
+
+
+@schedules.command("update")
+@click.argument("name")
+@click.option("--enable/--disable", "enabled", default=None, help="Turn the schedule on or off.")
+@click.option(
+    "--interval-hours",
+    type=int,
+    metavar="N",
+    help="Run every N hours (1..8760), counted from the last run, never earlier than now.",
+)
+@click.option("--priority", type=int, metavar="N", help="Priority of its tasks (-100..100).")
+@json_option
+@pass_settings
+def update_schedule(
+    settings: Settings,
+    name: str,
+    enabled: bool | None,
+    interval_hours: int | None,
+    priority: int | None,
+    as_json: bool,
+) -> None:
+    """Change schedule NAME: enable or disable it, its interval or its tasks' priority.
+
+    Options left out keep their value. Prints the schedule. An unknown NAME exits 1, naming the
+    schedules there are; a value out of range exits 2.
+    """
+    if enabled is None and interval_hours is None and priority is None:
+        raise click.UsageError("give at least one of --enable/--disable, --interval-hours, --priority")
+    row = settings.db.update_schedule(
+        name, enabled=enabled, interval_hours=interval_hours, priority=priority
+    )
+    if as_json:
+        echo_json(row)
+    else:
+        echo_fields(row)
+
+
+@schedules.command("trigger")
+@click.argument("name")
+@json_option
+@pass_settings
+def trigger_schedule(settings: Settings, name: str, as_json: bool) -> None:
+    """Run schedule NAME now, enabled or not; its next regular run stays where it was.
+
+    Prints how many tasks it created (with --json, the schedule). An unknown NAME exits 1.
+    """
+    row = settings.db.trigger_schedule(name)
+    if as_json:
+        echo_json(row)
+    else:
+        count = row["last_task_count"]
+        click.echo(f"schedule {row['name']} ran: {count} task{'' if count == 1 else 's'} created")
+
+
+@main.group()
+def resync() -> None:
+    """Plan product resyncs."""
+
+
+@resync.command("generate")
+@click.option(
+    "--batches",
+    type=int,
+    default=6,
+    show_default=True,
+    metavar="N",
+    help="Spread the stores over N slots a day (1..1440), starting at local midnight.",
+)
+@click.option(
+    "--day",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    metavar="YYYY-MM-DD",
+    help="The day to plan (default: today in the time zone).",
+)
+@click.option(
+    "--time-zone",
+    metavar="TZ",
+    help="The slots' wall-clock time zone, e.g. America/New_York (default: the session's).",
+)
+@click.option(
+    "--priority", type=int, default=0, show_default=True, help="The tasks' priority (-100..100)."
+)
+@json_option
+@pass_settings
+def generate_resync(
+    settings: Settings,
+    batches: int,
+    day: datetime | None,
+    time_zone: str | None,
+    priority: int,
+    as_json: bool,
+) -> None:
+    """Plan a day of product_resync: one task per active store, in --batches slots.
+
+    Idempotent: a store planned for that day once, or with a product_resync under way, is
+    skipped. Prints how many tasks it created.
+    """
+    plan = settings.db.generate_resync_tasks(
+        batches, day.date() if day is not None else None, time_zone, priority
+    )
+    if as_json:
+        echo_json({**plan, "batches": batches, "priority": priority})
+    else:
+        created = plan["created"]
+        click.echo(
+            f"planned {created} product_resync task{'' if created == 1 else 's'} for"
+            f" {plan['day'].isoformat()} ({batches} batch{'' if batches == 1 else 'es'},"
+            f" time zone {plan['time_zone']})"
+        )
+
+
+# The tick: pg_cron or the scheduler loop
+
+
+@main.group()
+def cron() -> None:
+    """Run the tick (tick_schedules()) every minute with pg_cron.
+
+    The job is named taskpool_tick:<database>, one per taskpool database on the server. It goes
+    into this database when pg_cron is installed here, else into pg_cron's database
+    (cron.database_name) with cron.schedule_in_database. Without pg_cron, run
+    `pyworker scheduler` instead.
+    """
+
+
+@cron.command("install")
+@json_option
+@pass_settings
+def cron_install(settings: Settings, as_json: bool) -> None:
+    """Schedule the tick every minute; again, and it is still one job.
+
+    Exits 1 when pg_cron is not loaded on the server, or not installed in its database.
+    """
+    installed = cron_jobs.install(settings.db)
+    if as_json:
+        echo_json(installed)
+        return
+    job = installed["job"]
+    where = (
+        "" if installed["cron_database"] == installed["database"]
+        else f" (a job of pg_cron's database {installed['cron_database']})"
+    )
+    click.echo(
+        f"pg_cron job {installed['job_name']} (id {job['jobid']}) runs"
+        f" `{job['command']}` every minute in {installed['database']}{where}"
+    )
+
+
+@cron.command("uninstall")
+@json_option
+@pass_settings
+def cron_uninstall(settings: Settings, as_json: bool) -> None:
+    """Remove the tick's job. With no job (or no pg_cron), there is nothing to do: exit 0."""
+    removed = cron_jobs.uninstall(settings.db)
+    if as_json:
+        echo_json(removed)
+    elif removed["removed"] is not None:
+        click.echo(f"removed pg_cron job {removed['job_name']} (id {removed['removed']})")
+    elif "reason" in removed:
+        click.echo(f"no pg_cron job {removed['job_name']} to remove: {removed['reason']}")
+    else:
+        click.echo(f"no pg_cron job {removed['job_name']}: nothing to remove")
+
+
+CRON_RUN_COLUMNS: list[Column] = [
+    ("run", "runid"),
+    ("status", "status"),
+    ("start_time", "start_time"),
+    ("end_time", "end_time"),
+    ("message", "return_message"),
+]
+
+
+@cron.command("status")
+@click.option(
+    "--runs",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="Show the last N runs.",
+)
+@json_option
+@pass_settings
+def cron_status(settings: Settings, runs: int, as_json: bool) -> None:
+    """Show the tick's job (schedule, command, database, active) and its last runs.
+
+    Not installed: says so (exit 0; with --json, "job" is null). Exits 1 without pg_cron.
+    """
+    report = cron_jobs.status(settings.db, runs)
+    if as_json:
+        echo_json(report)
+        return
+    job = report["job"]
+    if job is None:
+        click.echo(
+            f"no pg_cron job {report['job_name']}: run `pyworker cron install` (or"
+            " `pyworker scheduler`)"
+        )
+        return
+    echo_fields({**job, "cron_database": report["cron_database"]})
+    click.echo()
+    if report["runs"]:
+        click.echo("last runs:")
+        click.echo(render_table(report["runs"], CRON_RUN_COLUMNS))
+    else:
+        click.echo("last runs: none yet (pg_cron starts it at the next minute)")
+
+
+@main.command()
+@click.option(
+    "--interval-seconds",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    metavar="N",
+    help="Tick every N seconds (the first tick is at once).",
+)
+@pass_settings
+def scheduler(settings: Settings, interval_seconds: int) -> None:
+    """Run the tick (tick_schedules()) on a loop, where pg_cron is not available.
+
+    It recovers stale tasks and runs the due schedules, logging each tick that did something
+    (in --log-format, tagged with --worker-id). Several schedulers, or a scheduler and pg_cron,
+    may tick at once: each due schedule still runs once. A lost connection is retried;
+    SIGTERM or SIGINT stop it at once (exit 0).
+    """
+    # Imported here: the other commands need none of the loop's machinery.
+    scheduler_module = importlib.import_module("pyworker.scheduler")
+    code = scheduler_module.run_scheduler(
+        settings.database_url, interval_seconds, settings.worker_id, settings.log_format
+    )
+    click.get_current_context().exit(code)
+
+
+@main.command()
+def version() -> None:
+    """Print the pyworker version."""
+    click.echo(f"pyworker {__version__}")
+
+
+main.add_command(simulator_command)
+
+# The reference crawler's commands live with the crawler; imported last, as they build on the
+# helpers above.
+from pyworker.crawler.cli import payloads as payloads_command  # noqa: E402
+
+main.add_command(payloads_command)

@@ -1,0 +1,55 @@
+"""Worker settings, from the command line or the environment (the CLI resolves which)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+from psycopg.conninfo import make_conninfo
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/taskpool"
+
+
+def database_url_for(url: str, dbname: str) -> str:
+    """The same server, user and options as `url` (a URL or a key=value string), another database."""
+    if "://" in url:
+        # Not urlunsplit(): it drops the "//" of an empty host (postgresql:///db?host=/socket).
+        parts = urlsplit(url)
+        # A dbname query parameter would override the path: drop it.
+        params = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"]
+        query = f"?{urlencode(params, safe='/', quote_via=quote)}" if params else ""
+        return f"{parts.scheme}://{parts.netloc}/{quote(dbname, safe='')}{query}"
+    return make_conninfo(url, dbname=dbname)
+
+
+def default_worker_id() -> str:
+    """host-pid-random: unique across restarts and hosts, readable in logs."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    database_url: str
+    role: str
+    worker_id: str = field(default_factory=default_worker_id)
+    poll_interval: float = 5.0
+    heartbeat_interval: float = 30.0
+    handler_modules: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    log_format: str = "text"
+    shutdown_grace: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.poll_interval <= 0:
+            raise ValueError(f"the poll interval must be positive, not {self.poll_interval} s")
+        if self.heartbeat_interval <= 0:
+            raise ValueError(
+                f"the heartbeat interval must be positive, not {self.heartbeat_interval} s"
+            )
+        if self.shutdown_grace < 0:
+            raise ValueError(f"the shutdown grace must be 0 or more, not {self.shutdown_grace} s")
+        if self.log_format not in ("text", "json"):
+            raise ValueError(f"the log format must be text or json, not {self.log_format!r}")

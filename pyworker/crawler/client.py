@@ -1,0 +1,203 @@
+"""The platform interface the handlers crawl, and its HTTP implementation.
+
+A platform lists its stores by state, serves each store's menu, and resolves a menu URL to the
+store's id on the platform. `PlatformClient` is that interface; `HttpPlatformClient` speaks the
+simulator's HTTP API (`pyworker simulator`):
+
+    GET /platforms/{platform}/stores?state=XX               {"stores": [{"platform_store_id", ...}]}
+    GET /platforms/{platform}/stores/{platform_store_id}/menu   the menu JSON (returned raw)
+    GET /platforms/{platform}/resolve?menu_url=URL          {"platform_store_id"}
+
+To crawl a real platform, implement the three methods (raising PlatformError for what went
+wrong) and install a factory with `pyworker.crawler.handlers.set_client_factory`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import urllib.error
+import urllib.request
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode
+
+USER_AGENT = "taskpool-crawler/0.1"
+# Error bodies are quoted in messages up to this many characters.
+BODY_EXCERPT_CHARS = 200
+
+
+class PlatformError(Exception):
+    """A platform request failed.
+
+    retryable: whether asking again later may work (HTTP 429 and 5xx, timeouts, connection
+    errors, a listing that is not JSON) or not (404 and the other 4xx). status is the HTTP
+    status when there was one; retry_after the seconds a 429 or 503 asked to wait, if it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+
+
+class PlatformClient(Protocol):
+    """What the handlers need of a platform. `platform` is its name in taskpool."""
+
+    platform: str
+
+    def list_stores(self, state: str) -> list[dict[str, Any]]:
+        """The stores open in `state`: dicts with platform_store_id, name, state, city and
+        menu_url (the fields upsert_discovered_stores takes)."""
+        ...
+
+    def fetch_menu(self, platform_store_id: str) -> bytes:
+        """The store's menu, the raw body as the platform sent it (saved as it is, then parsed).
+        PlatformError(retryable=False) when the platform does not know the store."""
+        ...
+
+    def resolve(self, menu_url: str) -> str | None:
+        """The platform_store_id of the store whose menu is at `menu_url`; None when the
+        platform knows no such store."""
+        ...
+
+
+class HttpPlatformClient:
+    """PlatformClient over the simulator's HTTP API (urllib, one connection per request)."""
+
+    def __init__(self, base_url: str, platform: str, timeout: float = 10) -> None:
+        if not base_url:
+            raise ValueError("the platform base URL is empty: set TASKPOOL_PLATFORM_URL")
+        if timeout <= 0:
+            raise ValueError(f"the timeout must be positive, not {timeout}")
+        self.base_url = base_url.rstrip("/")
+        self.platform = platform
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"HttpPlatformClient({self.base_url!r}, {self.platform!r}, timeout={self.timeout})"
+
+    def _url(self, *segments: str, query: dict[str, str] | None = None) -> str:
+        path = "/".join(
+            quote(segment, safe="") for segment in ("platforms", self.platform, *segments)
+        )
+        return f"{self.base_url}/{path}" + (f"?{urlencode(query)}" if query else "")
+
+    def list_stores(self, state: str) -> list[dict[str, Any]]:
+        url = self._url("stores", query={"state": state})
+        document = _json_document(self.get(url), url)
+        stores = document.get("stores") if isinstance(document, dict) else None
+        if not isinstance(stores, list) or not all(isinstance(s, dict) for s in stores):
+            raise PlatformError(
+                f"GET {url}: the answer has no list of store objects under 'stores'",
+                retryable=True,
+            )
+        return stores
+
+    def fetch_menu(self, platform_store_id: str) -> bytes:
+        return self.get(self._url("stores", str(platform_store_id), "menu"))
+
+    def resolve(self, menu_url: str) -> str | None:
+        url = self._url("resolve", query={"menu_url": menu_url})
+        try:
+            body = self.get(url)
+        except PlatformError as error:
+            if error.status == 404:
+                return None
+            raise
+        document = _json_document(body, url)
+        store_id = document.get("platform_store_id") if isinstance(document, dict) else None
+        if (
+            not isinstance(store_id, (str, int))
+            or isinstance(store_id, bool)
+            or str(store_id) == ""
+        ):
+            raise PlatformError(f"GET {url}: the answer has no platform_store_id", retryable=True)
+        return str(store_id)
+
+    def get(self, url: str) -> bytes:
+        """The body of a 200 answer to GET `url`; PlatformError for anything else."""
+        request = urllib.request.Request(
+            url, headers={"User-Agent": USER_AGENT, "Accept": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            raise _http_error(url, error) from error
+        except (TimeoutError, socket.timeout) as error:
+            raise PlatformError(
+                f"GET {url}: no answer within {self.timeout:g} s", retryable=True
+            ) from error
+        except urllib.error.URLError as error:
+            reason = error.reason
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                raise PlatformError(
+                    f"GET {url}: no answer within {self.timeout:g} s", retryable=True
+                ) from error
+            raise PlatformError(f"GET {url}: {reason}", retryable=True) from error
+        except (http.client.HTTPException, ConnectionError) as error:
+            # A connection dropped mid-answer (RemoteDisconnected, IncompleteRead, a reset).
+            raise PlatformError(
+                f"GET {url}: the connection broke: {type(error).__name__}: {error}", retryable=True
+            ) from error
+
+
+def _http_error(url: str, error: urllib.error.HTTPError) -> PlatformError:
+    """The PlatformError for a non-200 answer: 429 and 5xx are worth another try, 4xx are not."""
+    status = error.code
+    try:
+        body = error.read()
+    except (OSError, http.client.HTTPException):
+        body = b""
+    finally:
+        error.close()
+    detail = _error_detail(body)
+    retry_after = _retry_after(error.headers.get("Retry-After") if error.headers else None)
+    message = f"GET {url}: HTTP {status}" + (f": {detail}" if detail else "")
+    retryable = status == 429 or status >= 500
+    return PlatformError(message, retryable=retryable, status=status, retry_after=retry_after)
+
+
+def _error_detail(body: bytes) -> str:
+    """The message of an error body: its JSON "error" field, else its start."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and isinstance(document.get("error"), str):
+        text = document["error"]
+    text = " ".join(text.split())
+    return text if len(text) <= BODY_EXCERPT_CHARS else text[: BODY_EXCERPT_CHARS - 1] + "…"
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds (the delta-seconds form; an HTTP date is ignored)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _json_document(body: bytes, url: str) -> Any:
+    """A listing or resolve answer parsed; PlatformError (retryable) when it is not JSON."""
+    try:
+        return json.loads(body)
+    except ValueError as error:
+        raise PlatformError(
+            f"GET {url}: the answer is not JSON ({error}): {_error_detail(body)!r}",
+            retryable=True,
+        ) from error

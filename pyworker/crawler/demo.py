@@ -1,0 +1,541 @@
+"""The crawler demo that `make demo` runs (through scripts/demo): a whole crawl, in a few minutes.
+
+    python -m pyworker.crawler.demo --database-url postgresql://.../taskpool_demo
+
+The database must hold the deployed schema (scripts/demo deploys a fresh one each run). Then:
+
+ 1. demo settings, time compressed: the crawler roles retry after 1 s (doubling, at most 5 s),
+    the platforms allow 3000 requests a minute and pause 8 s when their circuit opens; the
+    default schedules are disabled, so the tick (registered with pg_cron, `pyworker cron
+    install`; `pyworker scheduler` without it) only recovers stale tasks while the demo runs
+    each step itself;
+ 2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
+    with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body;
+ 3. workers for every role (`pyworker --role R --handlers pyworker.crawler.handlers
+    --concurrency N`);
+ 4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
+    first crawl (product_discovery) and each crawl's product_refresh;
+ 5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
+    queued for every store, and dutchie goes down until its circuit opens;
+ 6. analytics: the analytics_refresh schedule runs now;
+ 7. the summary: tasks by role and status, tasks per second, the capacity view, one store's
+    payload diff, the circuit-breaker events.
+
+Progress shows every two seconds. Whatever happens, the workers and the simulator are stopped
+(SIGTERM, then SIGKILL after a grace) and the cron job removed; the database, the payload files
+and the logs stay for a look (the paths are printed at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyworker import cron
+from pyworker.cli import CAPACITY_COLUMNS, render_table
+from pyworker.config import DEFAULT_DATABASE_URL
+from pyworker.crawler.cli import echo_diff
+from pyworker.db import Database
+from pyworker.errors import CronMissing, TaskpoolError
+
+HANDLERS = "pyworker.crawler.handlers"
+# Worker processes per role: the crawl and refresh roles are the busy ones.
+WORKERS = {
+    "store_discovery": 1,
+    "entry_point_discovery": 1,
+    "product_discovery": 4,
+    "product_resync": 4,
+    "product_refresh": 3,
+    "analytics_refresh": 1,
+}
+CRAWLER_ROLES = tuple(WORKERS)
+PLATFORMS = ("dutchie", "jane")
+STATES = ("AZ", "CA", "CO", "MI")
+OUTAGE_PLATFORM = "dutchie"
+ACTIVE = ("pending", "claimed", "running")
+PROGRESS_SECONDS = 2.0
+STOP_GRACE_SECONDS = 10.0
+
+# Time compression: the crawler roles' retry backoff, the platforms' rate and cooldown.
+BACKOFF_BASE, BACKOFF_CAP = "1 second", "5 seconds"
+REQUESTS_PER_MINUTE, COOLDOWN = 3000, "8 seconds"
+# Failed attempts by cause, from the start of their error message.
+CAUSES = (
+    ("corrupt", "corrupt menu"),
+    ("HTTP 500", "HTTP 500"),
+    ("HTTP 429", "HTTP 429"),
+    ("no answer within", "timeout"),
+)
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def heading(text: str) -> None:
+    say()
+    say(f"== {text}")
+
+
+@dataclass
+class Demo:
+    database_url: str
+    workdir: Path
+    stores: int
+    seed: int
+    error_rate: float
+    corrupt_rate: float
+    db: Database = field(init=False)
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    simulator_url: str = ""
+    cron_installed: bool = False
+
+    def __post_init__(self) -> None:
+        self.db = Database(self.database_url, application_name="pyworker demo")
+        self.logs = self.workdir / "logs"
+        self.storage = self.workdir / "storage"
+
+    # Plumbing: processes, the simulator's admin API, SQL
+
+    def spawn(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child keeps it
+        process = subprocess.Popen(
+            argv,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a Ctrl-C reaches the demo, which stops them in order
+        )
+        log.close()
+        self.processes[name] = process
+        return process
+
+    def admin(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            f"{self.simulator_url}{path}",
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="GET" if body is None else "POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    # The steps
+
+    def prepare(self) -> None:
+        for directory in (self.logs, self.storage):
+            directory.mkdir(parents=True, exist_ok=True)
+        # A fresh run: the payload files of the last one belong to its (dropped) database.
+        for old in sorted(self.storage.rglob("*"), reverse=True):
+            old.rmdir() if old.is_dir() else old.unlink()
+        for old in self.logs.glob("*.log"):
+            old.unlink()
+        db = self.db
+        db.check_schema()
+        for role in CRAWLER_ROLES:
+            db.set_role_backoff(role, BACKOFF_BASE, BACKOFF_CAP)
+        for platform in PLATFORMS:
+            db.set_platform_limits(platform, REQUESTS_PER_MINUTE, COOLDOWN)
+        for schedule in db.schedules():
+            db.update_schedule(schedule["name"], enabled=False)
+        say(
+            f"demo settings: retries after {BACKOFF_BASE} (at most {BACKOFF_CAP});"
+            f" {REQUESTS_PER_MINUTE} requests/minute per platform, {COOLDOWN} circuit cooldown;"
+            " default schedules disabled (the demo runs each step)"
+        )
+        try:
+            installed = cron.install(self.db)
+            self.cron_installed = True
+            say(f"the tick: pg_cron job {installed['job_name']} runs tick_schedules() every minute")
+        except CronMissing as missing:
+            say(f"the tick: {missing}; starting `pyworker scheduler` instead")
+            self.spawn(
+                "scheduler",
+                [
+                    sys.executable,
+                    "-m",
+                    "pyworker",
+                    "--database-url",
+                    self.database_url,
+                    "scheduler",
+                    "--interval-seconds",
+                    "60",
+                ],
+            )
+
+    def start_simulator(self) -> None:
+        port_file = self.workdir / "simulator.port"
+        port_file.unlink(missing_ok=True)
+        self.spawn(
+            "simulator",
+            [
+                sys.executable,
+                "-m",
+                "pyworker",
+                "simulator",
+                "--port",
+                "0",
+                "--port-file",
+                str(port_file),
+                "--seed",
+                str(self.seed),
+                "--stores",
+                str(self.stores),
+                "--platforms",
+                ",".join(PLATFORMS),
+                "--states",
+                ",".join(STATES),
+            ],
+        )
+        deadline = time.monotonic() + 20
+        while not port_file.exists():
+            if self.processes["simulator"].poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the simulator did not start: see {self.logs / 'simulator.log'}"
+                )
+            time.sleep(0.05)
+        self.simulator_url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+        for platform in PLATFORMS:
+            self.admin(
+                "/admin/faults",
+                {
+                    "platform": platform,
+                    "error_rate": self.error_rate,
+                    "error_kinds": ["500", "429", "timeout"],
+                    "corrupt_rate": self.corrupt_rate,
+                    "latency_ms": 5,
+                },
+            )
+        state = self.admin("/admin/state")
+        open_now = sum(state["stores"][p]["open"] for p in PLATFORMS)
+        say(
+            f"simulator at {self.simulator_url}: {open_now} stores open now (of {self.stores})"
+            f" on {', '.join(PLATFORMS)} in {', '.join(STATES)}; faults: {self.error_rate:.0%} of"
+            f" requests fail (500, 429, timeout), {self.corrupt_rate:.0%} answer a corrupt body"
+        )
+
+    def start_workers(self) -> None:
+        env = {
+            "DATABASE_URL": self.database_url,
+            "TASKPOOL_PLATFORM_URL": self.simulator_url,
+            "TASKPOOL_STORAGE_DIR": str(self.storage),
+            "TASKPOOL_PLATFORM_TIMEOUT": "2",
+            "TASKPOOL_PLATFORMS": ",".join(PLATFORMS),
+            "TASKPOOL_STATES": ",".join(STATES),
+            "POLL_INTERVAL_MS": "1000",
+            "HEARTBEAT_INTERVAL_MS": "5000",
+            "SHUTDOWN_GRACE_SECONDS": "5",
+        }
+        for role, count in WORKERS.items():
+            self.spawn(
+                role,
+                [
+                    sys.executable,
+                    "-m",
+                    "pyworker",
+                    "--role",
+                    role,
+                    "--handlers",
+                    HANDLERS,
+                    "--worker-id",
+                    f"demo-{role}",
+                    "--concurrency",
+                    str(count),
+                ],
+                env,
+            )
+        wanted = sum(WORKERS.values())
+        deadline = time.monotonic() + 60
+        while (found := len(self.db.workers())) < wanted:
+            self.check_processes()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {found} of {wanted} workers registered: see {self.logs}")
+            time.sleep(0.2)
+        say(
+            "workers: "
+            + ", ".join(f"{role} x{count}" for role, count in WORKERS.items())
+            + f" ({wanted} processes)"
+        )
+
+    def check_processes(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"{name} exited with {process.returncode}: see {self.logs / (name + '.log')}"
+                )
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        return {(r["role"], r["status"]): r["tasks"] for r in self.db.task_counts()}
+
+    def run_until_idle(
+        self,
+        roles: tuple[str, ...],
+        what: str,
+        during: Callable[[dict[tuple[str, str], int]], None] | None = None,
+        timeout: float = 120,
+    ) -> float:
+        """Show progress until no task of `roles` is pending, claimed or running; the seconds."""
+        started = last = time.monotonic()
+        done_before = sum(n for (_, s), n in self.counts().items() if s == "completed")
+        done_last = done_before
+        while True:
+            time.sleep(PROGRESS_SECONDS)
+            self.check_processes()
+            counts = self.counts()
+            now = time.monotonic()
+            done = sum(n for (_, s), n in counts.items() if s == "completed")
+            parts = []
+            for role in roles:
+                total = sum(n for (r, _), n in counts.items() if r == role)
+                if not total:
+                    continue
+                finished = counts.get((role, "completed"), 0)
+                failed = counts.get((role, "failed"), 0)
+                active = sum(counts.get((role, s), 0) for s in ACTIVE)
+                parts.append(
+                    f"{role} {finished}/{total}"
+                    + (f" ({failed} failed)" if failed else "")
+                    + (f" [{active} to go]" if active else "")
+                )
+            rate = (done - done_last) / (now - last)
+            say(f"  {now - started:5.1f}s  " + "  ".join(parts) + f"  | {rate:5.1f} tasks/s")
+            last, done_last = now, done
+            if during is not None:
+                during(counts)
+            if not any(counts.get((role, s), 0) for role in roles for s in ACTIVE):
+                elapsed = now - started
+                say(
+                    f"  {what}: {done - done_before} tasks completed in {elapsed:.1f} s"
+                    f" ({(done - done_before) / elapsed:.1f} tasks/s)"
+                )
+                return elapsed
+            if now - started > timeout:
+                raise RuntimeError(f"{what} did not finish within {timeout:.0f} s: see {self.logs}")
+
+    def discovery(self) -> float:
+        heading("discovery -> first crawls -> refreshes")
+        self.db.trigger_schedule("store_discovery")
+        say(
+            "triggered the store_discovery schedule (the tasks chain: product_discovery per new store,"
+            " product_refresh per crawl)"
+        )
+        return self.run_until_idle(
+            ("store_discovery", "product_discovery", "product_refresh"), "discovery"
+        )
+
+    def resync_round(self) -> float:
+        heading("a resync round, 4 hours of drift later")
+        clock = self.admin("/admin/clock", {"advance_hours": 4})["clock_hours"]
+        stores = self.db.active_store_ids()
+        # An outage as the round starts: dutchie answers 500 until its circuit opens.
+        self.admin("/admin/faults", {"platform": OUTAGE_PLATFORM, "down": True})
+        down_since = time.monotonic()
+        self.db.enqueue_tasks([{"role": "product_resync", "dispensary_id": i} for i in stores])
+        say(
+            f"simulator clock at {clock:g} h; queued a product_resync for each of {len(stores)} stores"
+        )
+        say(f"  ** {OUTAGE_PLATFORM} is down (every request answers 500) until its circuit opens")
+        outage = {"over": False}
+
+        def end_the_outage(_counts: dict[tuple[str, str], int]) -> None:
+            if outage["over"]:
+                return
+            opened = any(
+                e["platform"] == OUTAGE_PLATFORM and e["event"] == "opened"
+                for e in self.db.platform_events()
+            )
+            if opened or time.monotonic() - down_since > 10:
+                self.admin("/admin/faults", {"platform": OUTAGE_PLATFORM, "down": False})
+                outage["over"] = True
+                say(
+                    f"  ** {OUTAGE_PLATFORM} is back"
+                    + (
+                        f"; its circuit opened: its tasks wait out the {COOLDOWN} cooldown, the"
+                        " other platform's run on"
+                        if opened
+                        else ""
+                    )
+                )
+
+        return self.run_until_idle(
+            ("product_resync", "product_refresh"), "resync round", end_the_outage
+        )
+
+    def analytics(self) -> float:
+        heading("analytics")
+        self.db.trigger_schedule("analytics_refresh")
+        elapsed = self.run_until_idle(("analytics_refresh",), "analytics")
+        (task,) = self.db.list_tasks(role="analytics_refresh", limit=1)
+        result = self.db.get_task(task["id"])["result"]
+        say(f"  refresh_analytics(): {json.dumps(result)}")
+        return elapsed
+
+    def summary(self, crawl_seconds: float) -> None:
+        heading("summary")
+        say("tasks by role and status:")
+        say(
+            render_table(
+                self.db.task_counts(), [("role", "role"), ("status", "status"), ("count", "tasks")]
+            )
+        )
+        completed = sum(r["tasks"] for r in self.db.task_counts() if r["status"] == "completed")
+        say()
+        say(
+            f"throughput: {completed} tasks completed in {crawl_seconds:.1f} s of crawling,"
+            f" {completed / crawl_seconds:.1f} tasks per second with {sum(WORKERS.values())} workers"
+        )
+        causes: dict[str, int] = {}
+        for row in self.db.attempt_errors():
+            message = row["error_message"] or ""
+            kind = next((name for text, name in CAUSES if text in message), "other")
+            causes[kind] = causes.get(kind, 0) + row["attempts"]
+        if causes:
+            say(
+                "failed attempts, by cause (retried with backoff; a spent task ends failed): "
+                + ", ".join(
+                    f"{kind} {n}" for kind, n in sorted(causes.items(), key=lambda c: -c[1])
+                )
+            )
+        payloads = self.db.payload_counts()
+        say(
+            "payloads: "
+            + ", ".join(f"{r['payloads']} {r['status']}" for r in payloads)
+            + f" (files under {self.storage})"
+        )
+        say()
+        say("capacity (v_worker_capacity):")
+        say(render_table(self.db.worker_capacity_rows(), CAPACITY_COLUMNS[:10]))
+        self.show_a_diff()
+        say()
+        say("circuit-breaker events (platform_events):")
+        events = self.db.platform_events()
+        say(
+            render_table(
+                events,
+                [
+                    ("platform", "platform"),
+                    ("event", "event"),
+                    ("at", "at"),
+                    ("failures", "consecutive_failures"),
+                    ("error", "error_message"),
+                ],
+            )
+            if events
+            else "none"
+        )
+
+    def show_a_diff(self) -> None:
+        """The diff of the store whose menu changed most in the resync round (of the first 40)."""
+        say()
+        best: tuple[int, int, dict[str, Any]] | None = None
+        for store_id in self.db.stores_with_applied_payloads(at_least=2, limit=40):
+            diff = self.db.diff_latest_payloads(store_id)
+            changes = sum(diff["diff"].values())
+            if best is None or changes > best[0]:
+                best = (changes, store_id, diff)
+        if best is None:
+            say("payload diff: no store has two applied payloads")
+            return
+        _, store_id, diff = best
+        store = self.db.get_dispensary(store_id)
+        say(
+            f"payload diff of store {store_id} ({store['name']}, {store['city']} {store['state_code']}),"
+            f" as `pyworker payloads diff --store {store_id}` shows it:"
+        )
+        echo_diff(diff)
+
+    def stop(self) -> None:
+        """SIGTERM everything started (workers hand back or finish their tasks), then SIGKILL."""
+        heading("stopping")
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for name, process in self.processes.items():
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                say(f"{name} did not stop within {STOP_GRACE_SECONDS:.0f} s: killing it")
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        say(f"stopped {len(self.processes)} processes (workers, simulator)")
+        if self.cron_installed:
+            try:
+                cron.uninstall(self.db)
+                say("removed the demo's pg_cron job")
+            except TaskpoolError as error:
+                say(f"could not remove the demo's pg_cron job: {error}")
+        self.db.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pyworker.crawler.demo", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL),
+        help="the demo's database, deployed and disposable (default: $DATABASE_URL)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(".demo"),
+        help="payload files and logs go here (default: .demo)",
+    )
+    parser.add_argument(
+        "--stores", type=int, default=300, help="stores in the simulator (default 300)"
+    )
+    parser.add_argument("--seed", type=int, default=42, help="the simulator's seed (default 42)")
+    parser.add_argument("--error-rate", type=float, default=0.03, help="share of failing requests")
+    parser.add_argument("--corrupt-rate", type=float, default=0.01, help="share of corrupt menus")
+    args = parser.parse_args(argv)
+
+    demo = Demo(
+        args.database_url,
+        args.workdir.resolve(),
+        args.stores,
+        args.seed,
+        args.error_rate,
+        args.corrupt_rate,
+    )
+    started = time.monotonic()
+    try:
+        heading("setting up")
+        demo.prepare()
+        demo.start_simulator()
+        demo.start_workers()
+        crawl_seconds = demo.discovery() + demo.resync_round() + demo.analytics()
+        demo.summary(crawl_seconds)
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    except (RuntimeError, TaskpoolError, OSError) as error:
+        say(f"demo failed: {error}")
+        return 1
+    finally:
+        demo.stop()
+    say()
+    say(
+        f"done in {time.monotonic() - started:.0f} s. The database stays for a look:"
+        f" DATABASE_URL={args.database_url} .venv/bin/pyworker payloads list"
+    )
+    say(f"logs: {demo.logs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

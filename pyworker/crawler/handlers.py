@@ -1,0 +1,470 @@
+"""The crawler's handlers, one per role; load them with `--handlers pyworker.crawler.handlers`.
+
+    store_discovery        list each platform's stores by state; upsert_discovered_stores;
+                           return {"newStoreIds": [...]} (SQL chains product_discovery per store)
+    entry_point_discovery  a store known by its menu URL: resolve its platform id, record it
+                           (set_store_platform_id), and queue its first crawl if it had none
+    product_discovery      a store's first crawl, and
+    product_resync         every later one: fetch the menu, save the raw body under the storage
+                           directory, record_crawl_payload; return {"payload_id": ...} (SQL
+                           chains product_refresh with that payload_id)
+    product_refresh        load the payload's FILE (never the network), normalize it and hand
+                           the rows to apply_menu_payload
+    analytics_refresh      refresh_analytics()
+
+Every platform request first asks acquire_platform_request (the per-platform rate limit and
+circuit breaker, in SQL), waiting in small steps while it says wait (an abort stops the wait),
+and reports its outcome with record_platform_result. A platform whose circuit is open snoozes
+the task (no retry spent); claim_task hands out none of its tasks until the cooldown ends.
+
+Outcomes: a platform error worth retrying (HTTP 429 and 5xx, a timeout, a dropped connection)
+and a corrupt menu fail the attempt, retried with the role's backoff; a corrupt menu's raw body
+is kept, recorded and marked corrupt (mark_payload_corrupt) first. What a retry cannot fix fails
+the task at once (PermanentError): an unknown or deleted store, a store the platform does not
+know (404), a missing or altered payload file (the error names the path).
+
+Settings, from the environment:
+    TASKPOOL_PLATFORM_URL      the platform's base URL (the simulator's), for the HTTP client
+    TASKPOOL_PLATFORM_TIMEOUT  seconds a platform request may take (default 10)
+    TASKPOOL_STORAGE_DIR       where payload files go (default ./storage)
+    TASKPOOL_PLATFORMS         store_discovery's platforms when its task names none
+                               (default dutchie,jane: the simulator's)
+    TASKPOOL_STATES            store_discovery's states when its task names none
+                               (default AZ,CA,CO,MI)
+    DATABASE_URL               the taskpool database (the worker exports its own)
+
+The handlers call only functions granted to taskpool_worker (get_dispensary, get_crawl_payload
+and the rest), so a crawler worker needs no table privileges. A real platform plugs in through
+`set_client_factory(lambda platform: MyClient(...))`, in a module loaded after this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any
+
+from pyworker.config import DEFAULT_DATABASE_URL
+from pyworker.crawler import storage
+from pyworker.crawler.client import HttpPlatformClient, PlatformClient, PlatformError
+from pyworker.crawler.normalize import CorruptMenu, normalize_menu
+from pyworker.db import Database, Task
+from pyworker.errors import (
+    ConfigurationError,
+    NotFound,
+    PermanentError,
+    Refused,
+    Snooze,
+)
+from pyworker.handlers import Aborted, Completion, handler
+
+log = logging.getLogger("pyworker")
+
+PLATFORM_URL_ENV = "TASKPOOL_PLATFORM_URL"
+PLATFORM_TIMEOUT_ENV = "TASKPOOL_PLATFORM_TIMEOUT"
+PLATFORMS_ENV = "TASKPOOL_PLATFORMS"
+STATES_ENV = "TASKPOOL_STATES"
+DEFAULT_PLATFORMS = ("dutchie", "jane")
+DEFAULT_STATES = ("AZ", "CA", "CO", "MI")
+DEFAULT_TIMEOUT_SECONDS = 10.0
+# While the rate limit says wait, sleep at most this long at a time (an abort ends the wait).
+WAIT_STEP_SECONDS = 0.25
+# A task that finds its platform's circuit open goes back for this long, spending no retry;
+# claim_task keeps the platform's tasks back until the cooldown ends anyway.
+CIRCUIT_OPEN_SNOOZE_SECONDS = 5.0
+
+ClientFactory = Callable[[str], PlatformClient]
+
+
+# Settings, the platform client and the database connection
+
+
+def http_client(platform: str) -> PlatformClient:
+    """The default client: the simulator's HTTP API at $TASKPOOL_PLATFORM_URL."""
+    base_url = os.environ.get(PLATFORM_URL_ENV)
+    if not base_url:
+        raise ConfigurationError(
+            f"{PLATFORM_URL_ENV} is not set: the crawler needs the platform's base URL"
+            " (the simulator's, e.g. http://127.0.0.1:8765)"
+        )
+    raw_timeout = os.environ.get(PLATFORM_TIMEOUT_ENV) or str(DEFAULT_TIMEOUT_SECONDS)
+    try:
+        timeout = float(raw_timeout)
+    except ValueError:
+        raise ConfigurationError(
+            f"{PLATFORM_TIMEOUT_ENV} must be a number of seconds, not {raw_timeout!r}"
+        ) from None
+    return HttpPlatformClient(base_url, platform, timeout=timeout)
+
+
+_client_factory: ClientFactory = http_client
+
+
+def set_client_factory(factory: ClientFactory) -> None:
+    """Crawl with `factory(platform)`'s clients instead of the HTTP one (a real platform, a fake)."""
+    global _client_factory
+    _client_factory = factory
+
+
+def client_for(platform: str) -> PlatformClient:
+    return _client_factory(platform)
+
+
+_db_lock = threading.Lock()
+_db: Database | None = None
+
+
+def database() -> Database:
+    """This process's connection for the handlers (one task runs at a time per worker)."""
+    global _db
+    with _db_lock:
+        if _db is None:
+            url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+            worker_id = os.environ.get("WORKER_ID", str(os.getpid()))
+            _db = Database(url, application_name=f"pyworker {worker_id} crawler")
+        return _db
+
+
+def _names(value: Any, what: str, normal: Callable[[str], str]) -> list[str]:
+    """A list of names from a payload field (a list or a comma-separated string)."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PermanentError(f"{what} must be a list of names, not {value!r}")
+    names = [normal(v.strip()) for v in value if v.strip()]
+    if not names:
+        raise PermanentError(f"{what} is empty")
+    return list(dict.fromkeys(names))
+
+
+def _from_env(name: str, default: tuple[str, ...]) -> list[str]:
+    raw = os.environ.get(name)
+    return [part.strip() for part in raw.split(",") if part.strip()] if raw else list(default)
+
+
+# Source governance
+
+
+def _check_abort(task: Task) -> None:
+    if task.abort.fired:
+        raise Aborted(task.abort.reason)
+
+
+def await_turn(task: Task, platform: str) -> None:
+    """Wait until the platform's rate limit lets one request through.
+
+    Snooze when its circuit is open; Aborted when the attempt is aborted while waiting.
+    """
+    db = database()
+    while True:
+        _check_abort(task)
+        try:
+            wait = db.acquire_platform_request(platform)
+        except Refused as refused:
+            log.warning(
+                "Task %s: %s; snoozing %.0f s", task.id, refused, CIRCUIT_OPEN_SNOOZE_SECONDS
+            )
+            raise Snooze(CIRCUIT_OPEN_SNOOZE_SECONDS) from refused
+        if wait <= 0:
+            return
+        if task.abort.wait(min(wait, WAIT_STEP_SECONDS)):
+            raise Aborted(task.abort.reason)
+
+
+def report(platform: str, succeeded: bool, error: str | None = None) -> None:
+    """Tell the circuit breaker how a platform request went; log a failure that finds it open."""
+    circuit = database().record_platform_result(platform, succeeded, error)
+    if not succeeded and circuit == "open":
+        log.warning(
+            "Platform %s: its circuit is open (claims of its tasks wait for the cooldown);"
+            " last error: %s",
+            platform,
+            error,
+        )
+
+
+def platform_call(task: Task, platform: str, call: Callable[[], Any]) -> Any:
+    """`call()` (one platform request) within the platform's rate limit, its outcome reported.
+
+    A platform that answered, even 404, is up: only retryable errors count as failures.
+    """
+    await_turn(task, platform)
+    try:
+        value = call()
+    except PlatformError as error:
+        report(platform, not error.retryable, None if not error.retryable else error.message)
+        raise
+    report(platform, True)
+    return value
+
+
+def _fail_for_good_unless_retryable(error: PlatformError, what: str) -> None:
+    """Raise PermanentError for a platform error no retry can fix (a 404, another 4xx); return
+    for one worth retrying, which the caller re-raises."""
+    if not error.retryable:
+        raise PermanentError(f"{what}: {error.message}") from error
+
+
+# Stores
+
+
+def _store(task: Task) -> dict[str, Any]:
+    """The task's store (get_dispensary); PermanentError when the task has none or it is gone."""
+    if task.dispensary_id is None:
+        raise PermanentError(f"role {task.role} needs a dispensary_id and the task has none")
+    try:
+        return database().get_dispensary(task.dispensary_id)
+    except NotFound as error:
+        raise PermanentError(
+            f"dispensary {task.dispensary_id} does not exist (deleted?)"
+        ) from error
+
+
+def _store_platform(task: Task, store: dict[str, Any]) -> str:
+    platform = store.get("platform") or task.platform
+    if not platform:
+        raise PermanentError(
+            f"dispensary {store['id']} has no platform: set dispensaries.platform to crawl it"
+        )
+    return platform
+
+
+def _inactive(store: dict[str, Any]) -> dict[str, Any] | None:
+    """The result that skips an inactive store, or None for an active one."""
+    if store.get("active", True):
+        return None
+    log.info("Dispensary %s is inactive: nothing to crawl", store["id"])
+    return {"skipped": f"dispensary {store['id']} is inactive"}
+
+
+# The handlers
+
+
+@handler("store_discovery")
+def store_discovery(task: Task) -> dict[str, Any]:
+    """List each platform's stores in each state, then upsert them all in one transaction.
+
+    Payload: {"platform": "dutchie"} or {"platforms": [...]}, {"states": ["AZ", ...]} or
+    {"state_code": "AZ"} (what a schedule with a state sets); what it leaves out comes from the
+    task's platform, then TASKPOOL_PLATFORMS and TASKPOOL_STATES. Every listing comes first and
+    the upserts commit together, so a failed attempt writes nothing and its retry still finds
+    the new stores new: no newStoreIds is ever lost.
+    """
+    payload = task.payload or {}
+    if "platforms" in payload:
+        platforms = _names(payload["platforms"], "platforms", str.lower)
+    elif payload.get("platform") or task.platform:
+        platforms = [str(payload.get("platform") or task.platform)]
+    else:
+        platforms = _from_env(PLATFORMS_ENV, DEFAULT_PLATFORMS)
+    if "states" in payload:
+        states = _names(payload["states"], "states", str.upper)
+    elif payload.get("state_code"):
+        states = _names([payload["state_code"]], "state_code", str.upper)
+    else:
+        states = _from_env(STATES_ENV, DEFAULT_STATES)
+
+    listed: dict[str, list[dict[str, Any]]] = {}
+    for platform in platforms:
+        client = client_for(platform)
+        stores: list[dict[str, Any]] = []
+        for state in states:
+            try:
+                found = platform_call(task, platform, partial(client.list_stores, state))
+            except PlatformError as error:
+                _fail_for_good_unless_retryable(error, f"listing {platform} stores in {state}")
+                raise
+            log.info("Task %s: %s lists %s stores in %s", task.id, platform, len(found), state)
+            stores.extend(found)
+        listed[platform] = stores
+    _check_abort(task)
+
+    db = database()
+    new_ids: list[int] = []
+    summary: dict[str, Any] = {}
+    with db.transaction():
+        for platform, stores in listed.items():
+            ids = db.upsert_discovered_stores(platform, stores) if stores else []
+            new_ids.extend(ids)
+            summary[platform] = {"stores": len(stores), "new": len(ids)}
+    log.info(
+        "Task %s: %s stores listed, %s new", task.id, sum(map(len, listed.values())), len(new_ids)
+    )
+    return {
+        "newStoreIds": new_ids,
+        "stores": sum(len(stores) for stores in listed.values()),
+        "states": states,
+        "platforms": summary,
+    }
+
+
+@handler("entry_point_discovery")
+def entry_point_discovery(task: Task) -> Any:
+    """Resolve the platform id of a store known by its menu URL, and record it.
+
+    A store never crawled gets its first crawl queued (product_discovery) in the same
+    completion. A store that has its id already is left as it is.
+    """
+    store = _store(task)
+    platform = _store_platform(task, store)
+    if store.get("platform_dispensary_id"):
+        return {
+            "platform": platform,
+            "platform_dispensary_id": store["platform_dispensary_id"],
+            "resolved": False,
+        }
+    menu_url = store.get("menu_url")
+    if not menu_url:
+        raise PermanentError(
+            f"dispensary {store['id']} has neither a platform id nor a menu URL: nothing to resolve"
+        )
+    client = client_for(platform)
+    try:
+        platform_id = platform_call(task, platform, lambda: client.resolve(menu_url))
+    except PlatformError as error:
+        _fail_for_good_unless_retryable(error, f"resolving {menu_url} on {platform}")
+        raise
+    if platform_id is None:
+        raise PermanentError(f"{platform} knows no store with the menu URL {menu_url}")
+    database().set_store_platform_id(store["id"], platform_id)
+    log.info("Task %s: dispensary %s is %s store %s", task.id, store["id"], platform, platform_id)
+    result = {"platform": platform, "platform_dispensary_id": platform_id, "resolved": True}
+    if store.get("last_crawled_at") is None and store.get("active", True):
+        return Completion(
+            result,
+            follow_ups=[{"role": "product_discovery", "dispensary_id": store["id"]}],
+        )
+    return result
+
+
+def fetch_and_save(task: Task) -> dict[str, Any]:
+    """product_discovery and product_resync: fetch the store's menu and keep it as a payload.
+
+    The raw body is saved and recorded whatever it holds. A body that does not parse is then
+    marked corrupt (kept for inspection) and the attempt fails, to be retried; the platform
+    counts it as a failed request.
+    """
+    store = _store(task)
+    skipped = _inactive(store)
+    if skipped is not None:
+        return skipped
+    platform = _store_platform(task, store)
+    platform_id = store.get("platform_dispensary_id")
+    if not platform_id:
+        raise PermanentError(
+            f"dispensary {store['id']} has no {platform} store id yet:"
+            " run entry_point_discovery for it (it resolves the menu URL)"
+        )
+    client = client_for(platform)
+    label = f"{platform} store {platform_id}"
+
+    await_turn(task, platform)
+    try:
+        body = client.fetch_menu(platform_id)
+    except PlatformError as error:
+        report(platform, not error.retryable, error.message if error.retryable else None)
+        _fail_for_good_unless_retryable(error, f"fetching the menu of {label}")
+        raise
+    fetched_at = datetime.now(timezone.utc)
+    problem: CorruptMenu | None = None
+    try:
+        products = normalize_menu(body)
+    except CorruptMenu as corrupt:
+        problem = corrupt
+    report(
+        platform,
+        problem is None,
+        None if problem is None else f"corrupt menu of {label}: {problem}",
+    )
+
+    saved = storage.save_payload(body, store["id"], fetched_at)
+    db = database()
+    payload_id = db.record_crawl_payload(
+        store["id"], fetched_at, saved.storage_path, saved.size_bytes, saved.sha256
+    )
+    if problem is not None:
+        message = (
+            f"the menu of {label} is corrupt: {problem}; its raw payload {payload_id} is kept"
+            f" at {saved.path}"
+        )
+        db.mark_payload_corrupt(payload_id, str(problem))
+        raise CorruptMenu(message) from problem
+    log.info(
+        "Task %s: saved the menu of dispensary %s (%s products, %s bytes) as payload %s",
+        task.id,
+        store["id"],
+        len(products),
+        saved.size_bytes,
+        payload_id,
+    )
+    return {
+        "payload_id": payload_id,
+        "products": len(products),
+        "storage_path": saved.storage_path,
+        "size_bytes": saved.size_bytes,
+    }
+
+
+handler("product_discovery")(fetch_and_save)
+handler("product_resync")(fetch_and_save)
+
+
+@handler("product_refresh")
+def product_refresh(task: Task) -> dict[str, Any]:
+    """Apply a saved payload: its file, checked against the recorded sha256, normalized.
+
+    Payload: {"payload_id": N}. Reads the disk only. A missing file, or one that is not the
+    bytes recorded, fails the task at once with the path; so does a payload of another store.
+    """
+    payload_id = (task.payload or {}).get("payload_id")
+    if not isinstance(payload_id, int) or isinstance(payload_id, bool):
+        raise PermanentError(
+            f'product_refresh needs a payload {{"payload_id": N}}, not {task.payload!r}'
+        )
+    db = database()
+    try:
+        payload = db.get_crawl_payload(payload_id)
+    except NotFound as error:
+        raise PermanentError(f"payload {payload_id} does not exist") from error
+    if task.dispensary_id is not None and payload["dispensary_id"] != task.dispensary_id:
+        raise PermanentError(
+            f"payload {payload_id} is of dispensary {payload['dispensary_id']},"
+            f" not of this task's dispensary {task.dispensary_id}"
+        )
+    if payload["status"] == "corrupt":
+        raise PermanentError(f"payload {payload_id} is corrupt: {payload['error_message']}")
+    try:
+        body = storage.load_payload(payload["storage_path"], payload["sha256"])
+        products = normalize_menu(body)
+    except storage.PayloadFileMissing as error:
+        raise PermanentError(str(error)) from error
+    except (storage.PayloadFileCorrupt, CorruptMenu) as error:
+        problem = str(error)
+        if isinstance(error, CorruptMenu):
+            problem = f"payload file {storage.resolve(payload['storage_path'])}: {problem}"
+        if payload["status"] == "saved":
+            # An applied payload keeps its status: its products are in the database already.
+            db.mark_payload_corrupt(payload_id, problem)
+        raise PermanentError(f"payload {payload_id}: {problem}") from error
+    _check_abort(task)
+    result = db.apply_menu_payload(payload_id, products)
+    log.info(
+        "Task %s: applied payload %s to dispensary %s: %s",
+        task.id,
+        payload_id,
+        payload["dispensary_id"],
+        result,
+    )
+    return {"payload_id": payload_id, **result}
+
+
+@handler("analytics_refresh")
+def analytics_refresh(task: Task) -> dict[str, Any]:
+    """Refresh the analytics materialized views (concurrently, in SQL)."""
+    rows = database().refresh_analytics()
+    log.info("Task %s: analytics refreshed: %s", task.id, rows)
+    return rows

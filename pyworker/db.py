@@ -1,0 +1,678 @@
+"""All of pyworker's SQL, one taskpool function call per method.
+
+Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
+A `Database` owns one autocommit connection (every call is its own short transaction, so a
+transaction-mode pooler works) and is used by one thread. A lost connection raises
+DatabaseUnavailable; the next call connects again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pyworker.errors import DatabaseUnavailable, Refused, SchemaMissing, TaskLost, translate
+
+# The schema version (taskpool_schema_version()) this pyworker was written against.
+REQUIRED_SCHEMA_VERSION = (0, 1, 0)
+# The schedules, the tick, resync planning and capacity came with this one.
+SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
+
+NOTIFY_CHANNEL = "taskpool_task_enqueued"
+
+
+class AbortSignal:
+    """Fires when the worker must stop the running attempt; handlers poll or wait on it.
+
+    reason: `cancelled` (an operator cancelled the task), `taken_by_another_worker` (the attempt
+    was recovered and may run elsewhere), `not_found` (the task is gone), `timeout` (the role's
+    run_timeout passed) or `shutdown` (the worker is stopping and hands the task back).
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason: str | None = None
+
+    def fire(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    @property
+    def fired(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the signal fires or `timeout` seconds pass; True when it fired."""
+        return self._event.wait(timeout)
+
+
+@dataclass
+class Task:
+    """A row of worker_tasks, as claim_task returns it, plus the attempt's abort signal."""
+
+    id: int
+    role: str
+    dispensary_id: int | None
+    platform: str | None
+    status: str
+    priority: int
+    scheduled_for: datetime
+    payload: dict[str, Any]
+    dedupe_key: str | None
+    worker_id: str | None
+    attempt: int
+    claimed_at: datetime | None
+    started_at: datetime | None
+    last_heartbeat_at: datetime | None
+    cancel_requested_at: datetime | None
+    completed_at: datetime | None
+    result: Any
+    error_message: str | None
+    retry_count: int
+    max_retries: int
+    created_at: datetime
+    updated_at: datetime
+    abort: AbortSignal = field(default_factory=AbortSignal, compare=False, repr=False)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Task:
+        names = {f.name for f in dataclasses.fields(cls)} - {"abort"}
+        return cls(**{name: row[name] for name in names})
+
+    def as_json(self) -> dict[str, Any]:
+        """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
+        # Not dataclasses.asdict: it deep-copies every field, and the abort signal holds a lock.
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "abort"}
+        return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in data.items()}
+
+
+# Worker side
+CLAIM_TASK = "SELECT * FROM claim_task(%(role)s::text, %(worker_id)s::text)"
+START_TASK = "SELECT * FROM start_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
+HEARTBEAT_TASK = (
+    "SELECT heartbeat_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer) AS answer"
+)
+COMPLETE_TASK = (
+    "SELECT * FROM complete_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
+    " %(result)s::jsonb, %(follow_ups)s::jsonb)"
+)
+FAIL_TASK = (
+    "SELECT * FROM fail_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
+    " %(error_message)s::text, %(retryable)s::boolean)"
+)
+SNOOZE_TASK = (
+    "SELECT * FROM snooze_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
+    " taskpool_now() + make_interval(secs => %(seconds)s::double precision))"
+)
+RELEASE_TASK = (
+    "SELECT * FROM release_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
+)
+REGISTER_WORKER = (
+    "SELECT * FROM register_worker(%(worker_id)s::text, %(role)s::text, %(host)s::text, %(pid)s::integer)"
+)
+HEARTBEAT_WORKER = "SELECT heartbeat_worker(%(worker_id)s::text) AS known"
+DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
+SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
+ROLE_SETTINGS = (
+    "SELECT role, max_retries, stale_threshold, run_timeout, requires_store"
+    " FROM task_roles WHERE role = %(role)s::text"
+)
+
+# Operator side
+ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
+LIST_TASKS = (
+    "SELECT id, role, dispensary_id, status, priority, attempt, retry_count, max_retries,"
+    " scheduled_for, worker_id, created_at, updated_at, error_message"
+    " FROM worker_tasks"
+    " WHERE (%(role)s::text IS NULL OR role = %(role)s::text)"
+    "   AND (%(status)s::text IS NULL OR status = %(status)s::text)"
+    "   AND (%(store)s::integer IS NULL OR dispensary_id = %(store)s::integer)"
+    " ORDER BY id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
+)
+GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
+TASK_ATTEMPTS = (
+    "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
+    " error_message FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
+)
+COUNTS = (
+    "SELECT role, status, count(*) AS tasks FROM worker_tasks GROUP BY role, status"
+    " ORDER BY role, status"
+)
+RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
+CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
+RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
+PRUNE_TASKS = "SELECT prune_tasks(%(older_than)s::interval, %(max_tasks)s::integer) AS pruned"
+ROLES = "SELECT role FROM task_roles ORDER BY role"
+WORKERS = (
+    "SELECT w.worker_id, w.role, w.host, w.pid, w.started_at, w.last_seen_at, t.id AS task_id"
+    " FROM task_workers w"
+    " LEFT JOIN worker_tasks t ON t.worker_id = w.worker_id AND t.status IN ('claimed', 'running')"
+    " ORDER BY w.role, w.worker_id"
+)
+
+# Schedules, planning, capacity and health
+TICK_SCHEDULES = "SELECT tick_schedules() AS report"
+SCHEDULES = "SELECT * FROM task_schedules ORDER BY name"
+UPDATE_SCHEDULE = (
+    "SELECT * FROM update_schedule(%(name)s::text, enabled => %(enabled)s::boolean,"
+    " interval_hours => %(interval_hours)s::integer, priority => %(priority)s::integer)"
+)
+TRIGGER_SCHEDULE = "SELECT * FROM trigger_schedule(%(name)s::text)"
+# The day defaults to today in the plan's time zone, as a resync_plan schedule's run takes it.
+GENERATE_RESYNC_TASKS = (
+    "WITH plan AS (SELECT coalesce(%(time_zone)s::text, current_setting('TimeZone')) AS time_zone)"
+    " SELECT d.day, p.time_zone,"
+    " generate_resync_tasks(%(batches)s::integer, d.day, p.time_zone, %(priority)s::integer) AS created"
+    " FROM plan p CROSS JOIN LATERAL (SELECT coalesce(%(day)s::date,"
+    " (taskpool_now() AT TIME ZONE p.time_zone)::date) AS day) d"
+)
+WORKER_CAPACITY_ROWS = "SELECT * FROM v_worker_capacity ORDER BY role"
+WORKER_CAPACITY_ROW = "SELECT * FROM v_worker_capacity WHERE role = %(role)s::text"
+WORKER_CAPACITY = "SELECT worker_capacity(%(role)s::text) AS capacity"
+TASK_COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
+ACTIVE_WORKERS = "SELECT * FROM v_active_workers ORDER BY role, worker_id"
+STUCK_TASKS = "SELECT * FROM v_stuck_tasks ORDER BY last_heartbeat_at, id"
+
+# The reference crawler (pyworker.crawler): stores, payloads, analytics, source governance
+GET_DISPENSARY = "SELECT * FROM get_dispensary(%(dispensary_id)s::integer)"
+SET_STORE_PLATFORM_ID = (
+    "SELECT * FROM set_store_platform_id(%(dispensary_id)s::integer,"
+    " %(platform_dispensary_id)s::text)"
+)
+UPSERT_DISCOVERED_STORES = (
+    "SELECT upsert_discovered_stores(%(platform)s::text, %(stores)s::jsonb) AS new_store_ids"
+)
+RECORD_CRAWL_PAYLOAD = (
+    "SELECT record_crawl_payload(%(dispensary_id)s::integer, %(fetched_at)s::timestamptz,"
+    " %(storage_path)s::text, %(size_bytes)s::integer, %(sha256)s::text) AS payload_id"
+)
+GET_CRAWL_PAYLOAD = "SELECT * FROM get_crawl_payload(%(payload_id)s::bigint)"
+MARK_PAYLOAD_CORRUPT = (
+    "SELECT mark_payload_corrupt(%(payload_id)s::bigint, %(error_message)s::text)"
+)
+APPLY_MENU_PAYLOAD = (
+    "SELECT apply_menu_payload(%(payload_id)s::bigint, %(products)s::jsonb) AS result"
+)
+REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
+ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
+RECORD_PLATFORM_RESULT = (
+    "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
+    " %(error_message)s::text) AS circuit"
+)
+# Operator side of the crawler (tables read directly: operators run as the schema owner)
+LIST_PAYLOADS = (
+    "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, p.fetched_at, p.status,"
+    " p.product_count, p.size_bytes, p.storage_path, p.error_message"
+    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
+    " WHERE (%(store)s::integer IS NULL OR p.dispensary_id = %(store)s::integer)"
+    "   AND (%(status)s::text IS NULL OR p.status = %(status)s::text)"
+    " ORDER BY p.fetched_at DESC, p.id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
+)
+GET_PAYLOAD = (
+    "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, d.platform_dispensary_id,"
+    " p.fetched_at, p.status, p.product_count, p.size_bytes, p.sha256, p.storage_path,"
+    " p.applied_at, p.apply_result, p.error_message"
+    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
+    " WHERE p.id = %(payload_id)s::bigint"
+)
+DIFF_PAYLOADS = (
+    "SELECT diff_payloads(%(from_payload_id)s::bigint, %(to_payload_id)s::bigint) AS diff"
+)
+DIFF_LATEST_PAYLOADS = "SELECT diff_latest_payloads(%(dispensary_id)s::integer) AS diff"
+# Tuning (the demo's time compression, an operator's hand): plain writes as the schema owner
+SET_ROLE_BACKOFF = (
+    "UPDATE task_roles SET backoff_base = %(backoff_base)s::interval, backoff_cap = %(backoff_cap)s::interval"
+    " WHERE role = %(role)s::text RETURNING role"
+)
+SET_PLATFORM_LIMITS = (
+    "INSERT INTO platform_governance AS g (platform, requests_per_minute, cooldown)"
+    " VALUES (%(platform)s::text, %(requests_per_minute)s::integer, %(cooldown)s::interval)"
+    " ON CONFLICT (platform) DO UPDATE"
+    " SET requests_per_minute = excluded.requests_per_minute, cooldown = excluded.cooldown"
+    " RETURNING g.platform, g.requests_per_minute, g.failure_threshold, g.cooldown"
+)
+ACTIVE_STORE_IDS = "SELECT id FROM dispensaries WHERE active ORDER BY id"
+STORES_WITH_APPLIED_PAYLOADS = (
+    "SELECT dispensary_id FROM raw_crawl_payloads WHERE status = 'applied'"
+    " GROUP BY dispensary_id HAVING count(*) >= %(at_least)s::integer"
+    " ORDER BY dispensary_id LIMIT %(limit)s::integer"
+)
+PAYLOAD_COUNTS = "SELECT status, count(*) AS payloads FROM raw_crawl_payloads GROUP BY status ORDER BY status"
+ATTEMPT_ERRORS = (
+    "SELECT error_message, count(*) AS attempts FROM worker_task_attempts"
+    " WHERE outcome IN ('retried', 'failed') GROUP BY error_message ORDER BY attempts DESC"
+)
+PLATFORM_EVENTS = (
+    "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
+    " ORDER BY at, id"
+)
+
+# pg_cron (1.4: jobs are upserted by name; cron.job and cron.job_run_details are per user)
+CRON_PLACEMENT = (
+    "SELECT current_database() AS database, to_regnamespace('cron') IS NOT NULL AS has_cron,"
+    " nullif(current_setting('cron.database_name', true), '') AS cron_database"
+)
+CRON_SCHEDULE = (
+    "SELECT cron.schedule(job_name => %(job_name)s::text, schedule => %(schedule)s::text,"
+    " command => %(command)s::text) AS jobid"
+)
+CRON_SCHEDULE_IN_DATABASE = (
+    "SELECT cron.schedule_in_database(job_name => %(job_name)s::text,"
+    " schedule => %(schedule)s::text, command => %(command)s::text,"
+    " database => %(database)s::text) AS jobid"
+)
+CRON_JOB = (
+    "SELECT jobid, jobname, schedule, command, database, username, active FROM cron.job"
+    " WHERE jobname = %(job_name)s::name AND username = current_user"
+)
+CRON_UNSCHEDULE = (
+    "SELECT j.jobid, cron.unschedule(j.jobid) AS removed FROM cron.job j"
+    " WHERE j.jobname = %(job_name)s::name AND j.username = current_user"
+)
+# Newest first, by the primary key: job_run_details has no index on jobid.
+CRON_JOB_RUNS = (
+    "SELECT runid, status, start_time, end_time, return_message FROM cron.job_run_details"
+    " WHERE jobid = %(jobid)s::bigint ORDER BY runid DESC LIMIT %(limit)s::integer"
+)
+
+
+class Database:
+    """One connection to the taskpool database, and a method per SQL call."""
+
+    def __init__(self, url: str, *, application_name: str = "pyworker") -> None:
+        self.url = url
+        self.application_name = application_name
+        self._conn: psycopg.Connection | None = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def connect(self) -> psycopg.Connection:
+        """The open connection, opened now if there is none or the last one broke."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self.close()
+            try:
+                self._conn = psycopg.connect(
+                    self.url,
+                    autocommit=True,
+                    row_factory=dict_row,
+                    application_name=self.application_name,
+                    connect_timeout=10,
+                )
+            except psycopg.Error as error:
+                raise translate(error) from error
+        return self._conn
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as error:
+            translated = translate(error)
+            if isinstance(translated, DatabaseUnavailable):
+                self.close()
+            raise translated from error
+
+    def _rows(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        conn = self.connect()
+        with self._translated():
+            return conn.execute(query, params).fetchall()
+
+    def _one(self, query: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        rows = self._rows(query, params)
+        return rows[0] if rows else None
+
+    # Start-up
+
+    def check_schema(self, required: tuple[int, ...] = REQUIRED_SCHEMA_VERSION) -> str:
+        """The schema version, or SchemaMissing saying what to run when it is absent or older
+        than `required`."""
+        row = self._one(SCHEMA_VERSION)
+        version = row["version"]
+        found = tuple(int(part) for part in version.split("."))
+        if found < required:
+            needed = ".".join(map(str, required))
+            raise SchemaMissing(
+                f"the taskpool schema is version {version}; this pyworker needs {needed} or later:"
+                " run `make deploy` (sqitch deploy) against this database"
+            )
+        return version
+
+    def role_settings(self, role: str) -> dict[str, Any] | None:
+        return self._one(ROLE_SETTINGS, {"role": role})
+
+    def register_worker(self, worker_id: str, role: str, host: str, pid: int) -> dict[str, Any]:
+        return self._one(
+            REGISTER_WORKER, {"worker_id": worker_id, "role": role, "host": host, "pid": pid}
+        )
+
+    def heartbeat_worker(self, worker_id: str) -> bool:
+        return self._one(HEARTBEAT_WORKER, {"worker_id": worker_id})["known"]
+
+    def deregister_worker(self, worker_id: str) -> bool:
+        return self._one(DEREGISTER_WORKER, {"worker_id": worker_id})["known"]
+
+    # Worker side
+
+    def claim_task(self, role: str, worker_id: str) -> Task | None:
+        row = self._one(CLAIM_TASK, {"role": role, "worker_id": worker_id})
+        return Task.from_row(row) if row else None
+
+    def start_task(self, task: Task) -> None:
+        self._owned(START_TASK, task)
+
+    def heartbeat_task(self, task: Task) -> str:
+        """continue, cancel_requested, lost or not_found."""
+        return self._one(HEARTBEAT_TASK, self._owner(task))["answer"]
+
+    def complete_task(
+        self, task: Task, result: Any = None, follow_ups: list[dict[str, Any]] | None = None
+    ) -> None:
+        self._owned(
+            COMPLETE_TASK,
+            task,
+            result=None if result is None else Jsonb(result),
+            follow_ups=None if follow_ups is None else Jsonb(follow_ups),
+        )
+
+    def fail_task(self, task: Task, error_message: str, *, retryable: bool = True) -> str:
+        """Records a failed attempt; returns the task's new status."""
+        return self._owned(FAIL_TASK, task, error_message=error_message, retryable=retryable)
+
+    def snooze_task(self, task: Task, seconds: float) -> None:
+        self._owned(SNOOZE_TASK, task, seconds=seconds)
+
+    def release_task(self, task: Task) -> None:
+        self._owned(RELEASE_TASK, task)
+
+    @staticmethod
+    def _owner(task: Task) -> dict[str, Any]:
+        return {"task_id": task.id, "worker_id": task.worker_id, "attempt": task.attempt}
+
+    def _owned(self, query: str, task: Task, **params: Any) -> str:
+        """Run a fenced call; TaskLost when the worker no longer owns the attempt."""
+        try:
+            row = self._one(query, {**self._owner(task), **params})
+        except Refused as refused:
+            raise TaskLost(str(refused)) from refused
+        return row["status"]
+
+    # Operator side
+
+    def enqueue_tasks(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs)})
+
+    def list_tasks(
+        self,
+        *,
+        role: str | None = None,
+        status: str | None = None,
+        store: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        return self._rows(
+            LIST_TASKS,
+            {"role": role, "status": status, "store": store, "limit": limit, "offset": offset},
+        )
+
+    def get_task(self, task_id: int) -> dict[str, Any] | None:
+        return self._one(GET_TASK, {"task_id": task_id})
+
+    def task_attempts(self, task_id: int) -> list[dict[str, Any]]:
+        return self._rows(TASK_ATTEMPTS, {"task_id": task_id})
+
+    def counts(self) -> list[dict[str, Any]]:
+        return self._rows(COUNTS)
+
+    def recover_stale_tasks(self, threshold_minutes: int | None = None) -> int:
+        return self._one(RECOVER_STALE, {"threshold_minutes": threshold_minutes})["recovered"]
+
+    def cancel_task(self, task_id: int) -> dict[str, Any]:
+        return self._one(CANCEL_TASK, {"task_id": task_id})
+
+    def retry_task(self, task_id: int) -> dict[str, Any]:
+        return self._one(RETRY_TASK, {"task_id": task_id})
+
+    def prune_tasks(self, older_than: str, max_tasks: int | None = None) -> int:
+        return self._one(PRUNE_TASKS, {"older_than": older_than, "max_tasks": max_tasks})["pruned"]
+
+    def roles(self) -> list[str]:
+        """The known role names, in order."""
+        return [row["role"] for row in self._rows(ROLES)]
+
+    def workers(self) -> list[dict[str, Any]]:
+        return self._rows(WORKERS)
+
+    # Schedules, planning, capacity and health
+
+    def tick_schedules(self) -> dict[str, Any]:
+        """{"recovered": n, "schedules": [{"schedule", "tasks", "error"}, ...]}: what the tick did."""
+        return self._one(TICK_SCHEDULES)["report"]
+
+    def schedules(self) -> list[dict[str, Any]]:
+        return self._rows(SCHEDULES)
+
+    def update_schedule(
+        self,
+        name: str,
+        *,
+        enabled: bool | None = None,
+        interval_hours: int | None = None,
+        priority: int | None = None,
+    ) -> dict[str, Any]:
+        return self._one(
+            UPDATE_SCHEDULE,
+            {"name": name, "enabled": enabled, "interval_hours": interval_hours, "priority": priority},
+        )
+
+    def trigger_schedule(self, name: str) -> dict[str, Any]:
+        return self._one(TRIGGER_SCHEDULE, {"name": name})
+
+    def generate_resync_tasks(
+        self,
+        batches: int,
+        day: date | None = None,
+        time_zone: str | None = None,
+        priority: int = 0,
+    ) -> dict[str, Any]:
+        """{"day", "time_zone", "created"}: the plan's day and zone (defaults filled in) and how
+        many tasks it created."""
+        return self._one(
+            GENERATE_RESYNC_TASKS,
+            {"batches": batches, "day": day, "time_zone": time_zone, "priority": priority},
+        )
+
+    def worker_capacity_rows(self, role: str | None = None) -> list[dict[str, Any]]:
+        """v_worker_capacity: every role's row, or only `role`'s."""
+        if role is None:
+            return self._rows(WORKER_CAPACITY_ROWS)
+        return self._rows(WORKER_CAPACITY_ROW, {"role": role})
+
+    def worker_capacity(self, role: str) -> dict[str, Any]:
+        """worker_capacity(role): the autoscaler's JSON; InvalidInput for an unknown role."""
+        return self._one(WORKER_CAPACITY, {"role": role})["capacity"]
+
+    def task_counts(self) -> list[dict[str, Any]]:
+        return self._rows(TASK_COUNTS)
+
+    def active_workers(self) -> list[dict[str, Any]]:
+        return self._rows(ACTIVE_WORKERS)
+
+    def stuck_tasks(self) -> list[dict[str, Any]]:
+        return self._rows(STUCK_TASKS)
+
+    # The reference crawler (pyworker.crawler.handlers): granted to taskpool_worker
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run the calls made inside the block in one transaction: all of them or none."""
+        conn = self.connect()
+        with self._translated(), conn.transaction():
+            yield
+
+    def get_dispensary(self, dispensary_id: int) -> dict[str, Any]:
+        """The store's dispensaries row; NotFound when there is none."""
+        return self._one(GET_DISPENSARY, {"dispensary_id": dispensary_id})
+
+    def set_store_platform_id(self, dispensary_id: int, platform_dispensary_id: str) -> dict[str, Any]:
+        """Record the store's id on its platform; the store's row."""
+        return self._one(
+            SET_STORE_PLATFORM_ID,
+            {"dispensary_id": dispensary_id, "platform_dispensary_id": platform_dispensary_id},
+        )
+
+    def upsert_discovered_stores(self, platform: str, stores: list[dict[str, Any]]) -> list[int]:
+        """Insert or update the platform's stores; the ids of those that were new."""
+        row = self._one(UPSERT_DISCOVERED_STORES, {"platform": platform, "stores": Jsonb(stores)})
+        return list(row["new_store_ids"])
+
+    def record_crawl_payload(
+        self, dispensary_id: int, fetched_at: datetime, storage_path: str, size_bytes: int, sha256: str
+    ) -> int:
+        """Record a payload file saved to disk; its id."""
+        return self._one(
+            RECORD_CRAWL_PAYLOAD,
+            {
+                "dispensary_id": dispensary_id,
+                "fetched_at": fetched_at,
+                "storage_path": storage_path,
+                "size_bytes": size_bytes,
+                "sha256": sha256,
+            },
+        )["payload_id"]
+
+    def get_crawl_payload(self, payload_id: int) -> dict[str, Any]:
+        """The payload's raw_crawl_payloads row; NotFound when there is none."""
+        return self._one(GET_CRAWL_PAYLOAD, {"payload_id": payload_id})
+
+    def mark_payload_corrupt(self, payload_id: int, error_message: str) -> None:
+        self._one(MARK_PAYLOAD_CORRUPT, {"payload_id": payload_id, "error_message": error_message})
+
+    def apply_menu_payload(self, payload_id: int, products: list[dict[str, Any]]) -> dict[str, Any]:
+        """Apply a payload's normalized products; what changed (products, added, updated, ...)."""
+        return self._one(APPLY_MENU_PAYLOAD, {"payload_id": payload_id, "products": Jsonb(products)})[
+            "result"
+        ]
+
+    def refresh_analytics(self) -> dict[str, Any]:
+        """Refresh the analytics views; the rows each holds."""
+        return self._one(REFRESH_ANALYTICS)["report"]
+
+    def acquire_platform_request(self, platform: str) -> float:
+        """Seconds to wait before asking again (0: send the request now); Refused while the
+        platform's circuit is open."""
+        return self._one(ACQUIRE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
+
+    def record_platform_result(
+        self, platform: str, succeeded: bool, error_message: str | None = None
+    ) -> str:
+        """Report a platform request's outcome to the circuit breaker; 'closed' or 'open'."""
+        return self._one(
+            RECORD_PLATFORM_RESULT,
+            {"platform": platform, "succeeded": succeeded, "error_message": error_message},
+        )["circuit"]
+
+    # The crawler's operator side (pyworker payloads ..., the demo)
+
+    def list_payloads(
+        self, *, store: int | None = None, status: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        return self._rows(
+            LIST_PAYLOADS, {"store": store, "status": status, "limit": limit, "offset": offset}
+        )
+
+    def get_payload(self, payload_id: int) -> dict[str, Any] | None:
+        """The payload with its store's name and platform ids; None when there is none."""
+        return self._one(GET_PAYLOAD, {"payload_id": payload_id})
+
+    def diff_payloads(self, from_payload_id: int, to_payload_id: int) -> dict[str, Any]:
+        return self._one(
+            DIFF_PAYLOADS, {"from_payload_id": from_payload_id, "to_payload_id": to_payload_id}
+        )["diff"]
+
+    def diff_latest_payloads(self, dispensary_id: int) -> dict[str, Any]:
+        return self._one(DIFF_LATEST_PAYLOADS, {"dispensary_id": dispensary_id})["diff"]
+
+    def set_role_backoff(self, role: str, backoff_base: str, backoff_cap: str) -> bool:
+        """Change a role's retry backoff (intervals as text); False for an unknown role."""
+        return self._one(
+            SET_ROLE_BACKOFF, {"role": role, "backoff_base": backoff_base, "backoff_cap": backoff_cap}
+        ) is not None
+
+    def set_platform_limits(self, platform: str, requests_per_minute: int, cooldown: str) -> dict[str, Any]:
+        """Set a platform's rate limit and circuit cooldown (its row made if missing)."""
+        return self._one(
+            SET_PLATFORM_LIMITS,
+            {"platform": platform, "requests_per_minute": requests_per_minute, "cooldown": cooldown},
+        )
+
+    def active_store_ids(self) -> list[int]:
+        return [row["id"] for row in self._rows(ACTIVE_STORE_IDS)]
+
+    def stores_with_applied_payloads(self, at_least: int = 2, limit: int = 100) -> list[int]:
+        """Stores with `at_least` applied payloads (the ones a diff can compare), by id."""
+        rows = self._rows(STORES_WITH_APPLIED_PAYLOADS, {"at_least": at_least, "limit": limit})
+        return [row["dispensary_id"] for row in rows]
+
+    def payload_counts(self) -> list[dict[str, Any]]:
+        """Payloads by status."""
+        return self._rows(PAYLOAD_COUNTS)
+
+    def attempt_errors(self) -> list[dict[str, Any]]:
+        """The errors of the attempts that ended in a failure, with how many ended so."""
+        return self._rows(ATTEMPT_ERRORS)
+
+    def platform_events(self) -> list[dict[str, Any]]:
+        """The circuit breaker's openings and closings, oldest first."""
+        return self._rows(PLATFORM_EVENTS)
+
+    # pg_cron (in whichever database holds its tables; see pyworker.cron)
+
+    def cron_placement(self) -> dict[str, Any]:
+        """This database's name, whether it has the `cron` schema, and cron.database_name
+        (None when pg_cron is not loaded)."""
+        return self._one(CRON_PLACEMENT)
+
+    def cron_schedule(self, job_name: str, schedule: str, command: str) -> int:
+        """cron.schedule: the job runs in this database; returns its jobid."""
+        params = {"job_name": job_name, "schedule": schedule, "command": command}
+        return self._one(CRON_SCHEDULE, params)["jobid"]
+
+    def cron_schedule_in_database(
+        self, job_name: str, schedule: str, command: str, database: str
+    ) -> int:
+        """cron.schedule_in_database: the job runs in `database`; returns its jobid."""
+        params = {"job_name": job_name, "schedule": schedule, "command": command, "database": database}
+        return self._one(CRON_SCHEDULE_IN_DATABASE, params)["jobid"]
+
+    def cron_job(self, job_name: str) -> dict[str, Any] | None:
+        """The current user's pg_cron job of that name, or None."""
+        return self._one(CRON_JOB, {"job_name": job_name})
+
+    def cron_unschedule(self, job_name: str) -> int | None:
+        """Removes the current user's job of that name; its jobid, or None when there was none."""
+        row = self._one(CRON_UNSCHEDULE, {"job_name": job_name})
+        return row["jobid"] if row else None
+
+    def cron_job_runs(self, jobid: int, limit: int = 10) -> list[dict[str, Any]]:
+        """The job's last runs from cron.job_run_details, newest first."""
+        return self._rows(CRON_JOB_RUNS, {"jobid": jobid, "limit": limit})
+
+
+def listen_query() -> sql.Composed:
+    """LISTEN on the channel enqueues notify (an identifier, never a string literal)."""
+    return sql.SQL("LISTEN {}").format(sql.Identifier(NOTIFY_CHANNEL))

@@ -1,0 +1,102 @@
+"""The exceptions pyworker raises, and the one place database errors become them.
+
+Each exception's docstring is its default message. `translate` maps a psycopg error to one of
+these by SQLSTATE class, so callers never look at SQLSTATEs themselves.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import errors as pg_errors
+
+
+class TaskpoolError(Exception):
+    """taskpool could not do that."""
+
+    def __init__(self, message: str | None = None, *, hint: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class InvalidInput(TaskpoolError):
+    """The database refused a value: it says which and what is allowed."""
+
+
+class NotFound(TaskpoolError):
+    """No such task."""
+
+
+class Refused(TaskpoolError):
+    """The task is not in a state that allows this."""
+
+
+class TaskLost(Refused):
+    """This worker no longer owns that attempt of the task: nothing was recorded."""
+
+
+class SchemaMissing(TaskpoolError):
+    """The database has no taskpool schema: run `make deploy` (sqitch deploy) against it."""
+
+
+class ConfigurationError(TaskpoolError):
+    """The worker cannot start as configured."""
+
+
+class DatabaseUnavailable(TaskpoolError):
+    """The database connection failed or was lost."""
+
+
+class CronMissing(TaskpoolError):
+    """pg_cron is not available on this server: run `pyworker scheduler` to tick the schedules."""
+
+
+class PermanentError(Exception):
+    """Raised by a handler: fail the task now, without retrying."""
+
+
+class Snooze(Exception):
+    """Raised by a handler: put the task back to pending for `seconds`, spending no retry."""
+
+    def __init__(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"Snooze needs a delay of 0 seconds or more, not {seconds}")
+        super().__init__(f"snoozed for {seconds} s")
+        self.seconds = seconds
+
+
+# SQLSTATEs the taskpool functions raise on purpose (see the README's bad-input table).
+_BY_SQLSTATE: dict[str, type[TaskpoolError]] = {
+    "P0002": NotFound,
+    "55000": Refused,
+    "23505": Refused,
+    "23503": InvalidInput,
+    "23514": Refused,
+    "54000": InvalidInput,
+    "42883": SchemaMissing,
+    "42P01": SchemaMissing,
+}
+
+
+def translate(error: psycopg.Error) -> TaskpoolError:
+    """The pyworker exception for a psycopg error."""
+    sqlstate = error.sqlstate or ""
+    kind = _BY_SQLSTATE.get(sqlstate)
+    if kind is None and sqlstate.startswith("22"):
+        kind = InvalidInput
+    # The SQLSTATEs above come first: psycopg files 55000 and 54000 under OperationalError.
+    if kind is None and (
+        isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError))
+        and not isinstance(error, pg_errors.QueryCanceled)
+    ):
+        return DatabaseUnavailable(f"database connection failed: {str(error).strip()}")
+    diag = error.diag
+    message = diag.message_primary or str(error).strip()
+    if kind is None:
+        kind = TaskpoolError
+    if kind is SchemaMissing:
+        return SchemaMissing(f"{SchemaMissing.__doc__.strip()} ({message})")
+    return kind(message, hint=diag.message_hint)

@@ -1,0 +1,253 @@
+"""Handlers: what runs a task of each role, and the middlewares around every attempt.
+
+A handler is a plain function `handle(task) -> dict | None`, registered for a role:
+
+    from pyworker.handlers import handler
+
+    @handler("product_resync")
+    def resync(task):
+        ...
+        return {"products": 118}
+
+It lives in the user's own module, loaded with `--handlers myapp.tasks`, or in any installed
+package that names it in the `pyworker.handlers` entry-point group. Raise PermanentError to fail
+the task now, Snooze(seconds) to put it back without spending a retry; any other exception is
+retried with the role's backoff. `task.abort` fires when the attempt must stop (cancelled, lost,
+timed out, shutdown): a long handler should poll it (`task.abort.fired`) or wait on it.
+
+A role can instead be bound to an external command (`command(role, argv)`, or `--command`): the
+task goes to its stdin as JSON, its stdout's JSON is the result; a non-zero exit fails the
+attempt with the tail of stderr. The command runs in its own process group, killed with all its
+children when the attempt is aborted.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from pyworker.db import Task
+from pyworker.errors import ConfigurationError
+
+Handler = Callable[[Task], Any]
+Middleware = Callable[[Task, Callable[[Task], Any]], Any]
+
+ENTRY_POINT_GROUP = "pyworker.handlers"
+STDERR_TAIL_CHARS = 2000
+KILL_GRACE_SECONDS = 2.0
+
+log = logging.getLogger("pyworker")
+
+# The task whose attempt is running in this context; log records carry its id.
+current_task: contextvars.ContextVar[Task | None] = contextvars.ContextVar(
+    "current_task", default=None
+)
+
+
+@dataclass
+class Completion:
+    """A handler's return value when the task should also enqueue follow-up tasks.
+
+    follow_ups are specs as enqueue_tasks takes them; they are enqueued in the transaction that
+    completes the task, so a chain link is never lost.
+    """
+
+    result: Any = None
+    follow_ups: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Aborted(Exception):
+    """The attempt was aborted before its handler finished."""
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(f"aborted: {reason}")
+        self.reason = reason
+
+
+class CommandFailed(Exception):
+    """An external command handler exited with an error or printed something that is not JSON."""
+
+
+class Registry:
+    """Handlers by role, and the middlewares that wrap every attempt (first added, outermost)."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+        self._middlewares: list[Middleware] = []
+
+    def handler(self, role: str) -> Callable[[Handler], Handler]:
+        """Decorator: `fn` handles the tasks of `role`."""
+
+        def register(fn: Handler) -> Handler:
+            self.register(role, fn)
+            return fn
+
+        return register
+
+    def register(self, role: str, fn: Handler) -> None:
+        if role in self._handlers and self._handlers[role] is not fn:
+            raise ConfigurationError(f"role {role!r} already has a handler: {self._handlers[role]!r}")
+        self._handlers[role] = fn
+
+    def command(self, role: str, argv: Sequence[str]) -> None:
+        """Bind `role` to an external command."""
+        self.register(role, CommandHandler(argv))
+
+    def middleware(self, fn: Middleware) -> Middleware:
+        """Decorator: `fn(task, call_next)` wraps every attempt."""
+        self._middlewares.append(fn)
+        return fn
+
+    def get(self, role: str) -> Handler | None:
+        return self._handlers.get(role)
+
+    @property
+    def roles(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def run(self, task: Task) -> Any:
+        """Run the role's handler for `task` through the middlewares."""
+        handler = self._handlers.get(task.role)
+        if handler is None:
+            raise ConfigurationError(f"no handler for role {task.role!r}")
+
+        def call(index: int, task: Task) -> Any:
+            if index == len(self._middlewares):
+                return handler(task)
+            return self._middlewares[index](task, lambda t: call(index + 1, t))
+
+        return call(0, task)
+
+
+registry = Registry()
+handler = registry.handler
+command = registry.command
+middleware = registry.middleware
+
+
+@registry.middleware
+def log_context_and_timing(task: Task, call_next: Callable[[Task], Any]) -> Any:
+    """Tag log records with the task, and log how long the attempt took."""
+    token = current_task.set(task)
+    started = time.monotonic()
+    try:
+        return call_next(task)
+    finally:
+        log.debug("Task %s ran for %.3f s", task.id, time.monotonic() - started)
+        current_task.reset(token)
+
+
+def load(modules: Iterable[str], target: Registry = registry) -> None:
+    """Import the handler modules named, then those of the `pyworker.handlers` entry points.
+
+    An entry point may name a module (importing it registers its handlers) or a callable that
+    takes the registry.
+    """
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise ConfigurationError(f"cannot import handler module {name!r}: {error}") from error
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        loaded = entry_point.load()
+        if callable(loaded):
+            loaded(target)
+
+
+# Children of running command handlers, killed too when the worker must exit at once.
+_running_children: set[subprocess.Popen] = set()
+_children_lock = threading.Lock()
+
+
+def kill_process_group(process: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the process's whole group, then after `grace` seconds SIGKILL what is left."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        # The leader may be gone while its children still run in its group.
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def kill_running_children() -> None:
+    """SIGKILL every command handler's process group at once (the worker is exiting)."""
+    with _children_lock:
+        children = list(_running_children)
+    for child in children:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class CommandHandler:
+    """Runs a task through an external command: task JSON on stdin, result JSON on stdout."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        if not argv:
+            raise ConfigurationError("a command handler needs a command to run")
+        self.argv = list(argv)
+
+    def __repr__(self) -> str:
+        return f"CommandHandler({self.argv!r})"
+
+    def __call__(self, task: Task) -> Any:
+        stdin = json.dumps(task.as_json()).encode()
+        # Its own session and process group: the whole tree can be killed, and a signal sent to
+        # the worker's terminal group does not reach it before the worker decides.
+        process = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        with _children_lock:
+            _running_children.add(process)
+        try:
+            stdout, stderr = self._communicate(process, stdin, task)
+        finally:
+            with _children_lock:
+                _running_children.discard(process)
+        if process.returncode != 0:
+            tail = stderr.decode(errors="replace")[-STDERR_TAIL_CHARS:].strip()
+            raise CommandFailed(f"command exited with status {process.returncode}: {tail}")
+        text = stdout.decode(errors="replace").strip()
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CommandFailed(f"command printed something that is not JSON: {error}") from error
+
+    @staticmethod
+    def _communicate(process: subprocess.Popen, stdin: bytes, task: Task) -> tuple[bytes, bytes]:
+        """Feed stdin and collect the output, killing the process group when the attempt aborts."""
+        pending_input: bytes | None = stdin
+        while True:
+            try:
+                return process.communicate(pending_input, timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pending_input = None
+            if task.abort.fired:
+                kill_process_group(process)
+                process.communicate()
+                raise Aborted(task.abort.reason)

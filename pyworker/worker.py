@@ -1,0 +1,491 @@
+"""The worker: claim a task, run its handler, heartbeat while it runs, record the outcome.
+
+One task at a time per process. Three connections, one per thread, each a short transaction
+per call: the main thread claims and records; a heartbeat thread keeps the running task and the
+worker's registry row fresh and turns the heartbeat's answer into the task's abort signal; a
+listener thread LISTENs for enqueued tasks of the role.
+
+The main thread sleeps on a doorbell (a pipe) that rings for whichever comes first: a
+notification, a signal, the handler finishing, or an abort. A pipe rather than an Event because
+a Python signal handler must not take a lock the interrupted code may hold; with
+signal.set_wakeup_fd the interpreter writes the byte itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import select
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import psycopg
+
+from pyworker import handlers
+from pyworker.config import WorkerConfig
+from pyworker.db import Database, Task, listen_query
+from pyworker.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    InvalidInput,
+    PermanentError,
+    Snooze,
+    TaskLost,
+    TaskpoolError,
+)
+
+log = logging.getLogger("pyworker")
+
+T = TypeVar("T")
+
+# What the heartbeat's answer means for the running attempt.
+ABORT_REASONS = {
+    "cancel_requested": "cancelled",
+    "lost": "taken_by_another_worker",
+    "not_found": "not_found",
+}
+BACKOFF_FIRST = 0.1
+BACKOFF_MAX = 10.0
+ABORT_WIND_DOWN_SECONDS = 3.0
+
+
+class Doorbell:
+    """A self-pipe: any thread (or the interpreter, on a signal) rings; the main thread waits."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    @property
+    def write_fd(self) -> int:
+        return self._write
+
+    def ring(self) -> None:
+        try:
+            os.write(self._write, b"\0")
+        except BlockingIOError:
+            pass  # full: it is ringing already
+
+    def drain(self) -> None:
+        try:
+            while os.read(self._read, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def wait(self, timeout: float | None) -> None:
+        select.select([self._read], [], [], timeout)
+        self.drain()
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
+
+
+@dataclass
+class Outcome:
+    """How an attempt ended, as the main thread saw it."""
+
+    result: Any = None
+    error: BaseException | None = None
+    handed_back: bool = False
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig, registry: handlers.Registry = handlers.registry) -> None:
+        self.config = config
+        self.registry = registry
+        self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}")
+        self.host = socket.gethostname()
+        self.run_timeout = 3600.0
+        self._doorbell = Doorbell()
+        self._exiting = threading.Event()
+        self._current: Task | None = None
+        # Written by the signal handler: plain attributes, no locks (see the module docstring).
+        self._stop_requested_at: float | None = None
+        self._signals = 0
+
+    # Start-up and shut-down
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT; the process exit code."""
+        self._start()
+        threads = [
+            threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
+            threading.Thread(target=self._listen_loop, name="listener", daemon=True),
+        ]
+        self._install_signal_handlers()
+        for thread in threads:
+            thread.start()
+        try:
+            self._loop()
+        finally:
+            self._exiting.set()
+            for thread in threads:
+                thread.join(timeout=5)
+            self._deregister()
+            self.db.close()
+            self._doorbell.close()
+        log.info("Worker %s stopped", self.config.worker_id)
+        return 0
+
+    def _start(self) -> None:
+        """Check the schema and the role, register: fail fast on what a retry cannot fix."""
+        config = self.config
+        self._retrying("connect", self.db.check_schema, interruptible=False)
+        settings = self._retrying(
+            "read role settings", lambda: self.db.role_settings(config.role), interruptible=False
+        )
+        if settings is None:
+            # register_worker refuses an unknown role, naming the known ones.
+            try:
+                self.db.register_worker(config.worker_id, config.role, self.host, os.getpid())
+            except InvalidInput as error:
+                raise ConfigurationError(str(error)) from error
+            raise ConfigurationError(f"unknown role {config.role!r}")
+        self.run_timeout = settings["run_timeout"].total_seconds()
+        if config.command:
+            self.registry.command(config.role, config.command)
+        if self.registry.get(config.role) is None:
+            known = ", ".join(self.registry.roles) or "none"
+            raise ConfigurationError(
+                f"no handler for role {config.role!r} (handlers are registered for: {known});"
+                " load one with --handlers MODULE or bind a command with --command"
+            )
+        self._retrying(
+            "register",
+            lambda: self.db.register_worker(config.worker_id, config.role, self.host, os.getpid()),
+            interruptible=False,
+        )
+        log.info("Starting worker %s for role: %s", config.worker_id, config.role)
+
+    def _deregister(self) -> None:
+        try:
+            self.db.deregister_worker(self.config.worker_id)
+        except TaskpoolError as error:
+            log.warning("Could not deregister worker %s: %s", self.config.worker_id, error)
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.set_wakeup_fd(self._doorbell.write_fd, warn_on_full_buffer=False)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            self._stop_requested_at = time.monotonic()
+            log.info(
+                "Received %s: finishing the current task (grace %.0f s), then exiting",
+                signal.Signals(signum).name,
+                self.config.shutdown_grace,
+            )
+            return
+        log.warning("Received %s again: exiting now", signal.Signals(signum).name)
+        handlers.kill_running_children()
+        os._exit(1)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_requested_at is not None
+
+    # The loop
+
+    def _loop(self) -> None:
+        while not self.stopping:
+            # Drained before the claim, so a notification that lands after an empty claim
+            # still wakes the wait below.
+            self._doorbell.drain()
+            task = self._retrying(
+                "claim", lambda: self.db.claim_task(self.config.role, self.config.worker_id)
+            )
+            if task is not None:
+                self._process(task)
+            elif not self.stopping:
+                self._doorbell.wait(self.config.poll_interval)
+
+    def _process(self, task: Task) -> None:
+        if task.dispensary_id is None:
+            log.info("Claimed task %s (%s)", task.id, task.role)
+        else:
+            log.info("Claimed task %s (%s) for dispensary %s", task.id, task.role, task.dispensary_id)
+        try:
+            self._retrying("start task", lambda: self.db.start_task(task), interruptible=False)
+        except TaskLost as lost:
+            log.warning("Task %s was lost before it started: %s", task.id, lost)
+            return
+        self._current = task
+        context = handlers.current_task.set(task)
+        try:
+            outcome = self._execute(task)
+            # The outcome is decided: stop heartbeating the attempt, or a heartbeat in flight
+            # while the outcome is recorded would come back "lost" and cry wolf.
+            self._current = None
+            self._record(task, outcome)
+        finally:
+            handlers.current_task.reset(context)
+            self._current = None
+
+    def _execute(self, task: Task) -> Outcome:
+        """Run the handler in its own thread; watch the run timeout and the shutdown grace."""
+        outcome = Outcome()
+        done = threading.Event()
+
+        def attempt() -> None:
+            try:
+                outcome.result = self.registry.run(task)
+            except BaseException as error:  # noqa: BLE001 - every failure is recorded
+                outcome.error = error
+            finally:
+                done.set()
+                self._doorbell.ring()
+
+        threading.Thread(target=attempt, name=f"task-{task.id}", daemon=True).start()
+        run_deadline = time.monotonic() + self.run_timeout
+        while not done.is_set():
+            now = time.monotonic()
+            deadlines = [run_deadline]
+            if self.stopping:
+                grace_deadline = self._stop_requested_at + self.config.shutdown_grace
+                if now >= grace_deadline:
+                    task.abort.fire("shutdown")
+                    # Let a command handler kill its process group before we hand back.
+                    done.wait(ABORT_WIND_DOWN_SECONDS)
+                    return Outcome(handed_back=True)
+                deadlines.append(grace_deadline)
+            if now >= run_deadline and not task.abort.fired:
+                log.warning("Task %s passed its run timeout of %.0f s: aborting it", task.id, self.run_timeout)
+                task.abort.fire("timeout")
+            self._doorbell.wait(max(0.0, min(deadlines) - now) if not task.abort.fired else 0.5)
+        return outcome
+
+    def _record(self, task: Task, outcome: Outcome) -> None:
+        """Tell the database how the attempt ended; nothing for an attempt the worker lost."""
+        reason = task.abort.reason
+        try:
+            if outcome.handed_back:
+                self._retrying("release task", lambda: self.db.release_task(task), interruptible=False)
+                log.info("Task %s handed back: the worker is stopping", task.id)
+            elif reason in ("taken_by_another_worker", "not_found"):
+                log.warning("Task %s was lost (%s): its result is dropped", task.id, reason)
+            elif reason == "cancelled":
+                self._fail(task, "cancelled by an operator while running", retryable=False)
+            elif reason == "timeout":
+                self._fail(task, f"timed out after {self.run_timeout:.0f} s", retryable=True)
+            elif isinstance(outcome.error, Snooze):
+                seconds = outcome.error.seconds
+                self._retrying("snooze task", lambda: self.db.snooze_task(task, seconds), interruptible=False)
+                log.info("Task %s snoozed for %s s", task.id, seconds)
+            elif isinstance(outcome.error, PermanentError):
+                self._fail(task, describe(outcome.error), retryable=False)
+            elif outcome.error is not None:
+                log.debug("Task %s raised:\n%s", task.id, "".join(traceback.format_exception(outcome.error)))
+                self._fail(task, describe(outcome.error), retryable=True)
+            else:
+                result, follow_ups = outcome.result, None
+                if isinstance(result, handlers.Completion):
+                    result, follow_ups = result.result, result.follow_ups
+                self._retrying(
+                    "complete task",
+                    lambda: self.db.complete_task(task, result, follow_ups),
+                    interruptible=False,
+                )
+                log.info("Task %s completed successfully", task.id)
+        except TaskLost as lost:
+            log.warning("Task %s was lost before its outcome was recorded: %s", task.id, lost)
+        except TaskpoolError as error:
+            # E.g. a result or follow-up the database refuses: the attempt fails instead.
+            log.error("Task %s: recording its outcome failed: %s", task.id, error)
+            try:
+                self._fail(task, f"recording the outcome failed: {error}", retryable=True)
+            except TaskpoolError as again:
+                log.error("Task %s: recording the failure failed too: %s", task.id, again)
+
+    def _fail(self, task: Task, message: str, *, retryable: bool) -> None:
+        status = self._retrying(
+            "fail task",
+            lambda: self.db.fail_task(task, message, retryable=retryable),
+            interruptible=False,
+        )
+        log.info("Task %s failed: %s (now %s)", task.id, message, status)
+
+    def _retrying(self, what: str, call: Callable[[], T], *, interruptible: bool = True) -> T | None:
+        """`call()`, retried with jittered backoff while the database is unreachable.
+
+        Interruptible calls give up (None) once the worker is stopping. A retried call may
+        repeat one whose answer was lost with the connection: the fenced functions make that
+        safe (a repeated completion is a no-op; an attempt already ended answers TaskLost).
+        """
+        delay = BACKOFF_FIRST
+        while True:
+            try:
+                return call()
+            except DatabaseUnavailable as error:
+                if interruptible and self.stopping:
+                    return None
+                pause = random.uniform(delay / 2, delay)
+                log.warning("%s: %s; retrying in %.1f s", what, error, pause)
+                time.sleep(pause)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    # Background threads
+
+    def _heartbeat_loop(self) -> None:
+        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} heartbeat")
+        try:
+            while not self._exiting.wait(self.config.heartbeat_interval):
+                try:
+                    self._beat(db)
+                except TaskpoolError as error:
+                    log.warning("Heartbeat failed: %s", error)
+        finally:
+            db.close()
+
+    def _beat(self, db: Database) -> None:
+        config = self.config
+        if not db.heartbeat_worker(config.worker_id):
+            db.register_worker(config.worker_id, config.role, self.host, os.getpid())
+        task = self._current
+        if task is None:
+            return
+        answer = db.heartbeat_task(task)
+        if self._current is not task:
+            # The attempt ended while we asked: the answer may be about our own outcome.
+            return
+        reason = ABORT_REASONS.get(answer)
+        if reason and not task.abort.fired:
+            log.warning("Task %s: heartbeat answered %s: aborting the handler", task.id, answer)
+            task.abort.fire(reason)
+            self._doorbell.ring()
+
+    def _listen_loop(self) -> None:
+        delay = BACKOFF_FIRST
+        while not self._exiting.is_set():
+            try:
+                with psycopg.connect(
+                    self.config.database_url,
+                    autocommit=True,
+                    application_name=f"pyworker {self.config.worker_id} listener",
+                    connect_timeout=10,
+                ) as conn:
+                    conn.execute(listen_query())
+                    # Whatever was enqueued while nobody listened: look once.
+                    self._doorbell.ring()
+                    delay = BACKOFF_FIRST
+                    while not self._exiting.is_set():
+                        for notification in conn.notifies(timeout=1.0):
+                            if notification.payload == self.config.role:
+                                self._doorbell.ring()
+            except psycopg.Error as error:
+                if self._exiting.is_set():
+                    return
+                pause = random.uniform(delay / 2, delay)
+                log.warning("Listener: %s; reconnecting in %.1f s", str(error).strip(), pause)
+                self._exiting.wait(pause)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+
+def describe(error: BaseException) -> str:
+    """The error text recorded for a failed attempt: its type and message."""
+    message = str(error).strip()
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class _TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s [%(worker_id)s] %(message)s")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(),
+            "level": record.levelname.lower(),
+            "worker_id": getattr(record, "worker_id", None),
+            "role": getattr(record, "role", None),
+            "task_id": getattr(record, "task_id", None),
+            "message": record.getMessage(),
+        }
+        return json.dumps(entry)
+
+
+def configure_logging(config: WorkerConfig) -> None:
+    """Log lines to stderr, as text or JSON lines, each tagged with the worker and its task."""
+    setup_logging(config.log_format, config.worker_id, config.role)
+
+
+def setup_logging(log_format: str, worker_id: str, role: str | None = None) -> None:
+    """The worker's log lines, for any process of pyworker: tagged with `worker_id` (the
+    process's name in the logs), `role` (None outside a worker) and the running task."""
+
+    def tag(record: logging.LogRecord) -> bool:
+        task = handlers.current_task.get()
+        record.worker_id = worker_id
+        record.role = role
+        record.task_id = task.id if task is not None else None
+        return True
+
+    stream = logging.StreamHandler(sys.stderr)
+    stream.addFilter(tag)
+    stream.setFormatter(_JsonFormatter() if log_format == "json" else _TextFormatter())
+    logger = logging.getLogger("pyworker")
+    logger.handlers[:] = [stream]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def run_worker(config: WorkerConfig) -> int:
+    """Load the handlers, then run one worker until it is told to stop; the exit code."""
+    configure_logging(config)
+    # Handlers (and the commands they run) that need the database find the worker's own here,
+    # however it was given (--database-url or the environment).
+    os.environ["DATABASE_URL"] = config.database_url
+    os.environ["WORKER_ID"] = config.worker_id
+    handlers.load(config.handler_modules)
+    return Worker(config).run()
+
+
+def run_workers(config: WorkerConfig, concurrency: int) -> int:
+    """Run `concurrency` worker processes (ids <worker_id>-1..N), forwarding SIGTERM/SIGINT."""
+    children = []
+    for number in range(1, concurrency + 1):
+        env = {
+            **os.environ,
+            "DATABASE_URL": config.database_url,
+            "WORKER_ROLE": config.role,
+            "WORKER_ID": f"{config.worker_id}-{number}",
+            "POLL_INTERVAL_MS": str(round(config.poll_interval * 1000)),
+            "HEARTBEAT_INTERVAL_MS": str(round(config.heartbeat_interval * 1000)),
+            "PYWORKER_HANDLERS": " ".join(config.handler_modules),
+            "PYWORKER_COMMAND": shlex.join(config.command),
+            "LOG_FORMAT": config.log_format,
+            "SHUTDOWN_GRACE_SECONDS": str(config.shutdown_grace),
+        }
+        # Own sessions: a Ctrl-C on the terminal reaches only this process, which forwards it
+        # once; a second, direct signal would make a worker exit at once.
+        children.append(
+            subprocess.Popen([sys.executable, "-m", "pyworker"], env=env, start_new_session=True)
+        )
+
+    def forward(signum: int, _frame: Any) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    return max(child.wait() for child in children)

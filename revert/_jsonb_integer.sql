@@ -1,0 +1,7 @@
+-- Revert taskpool:_jsonb_integer from pg
+
+BEGIN;
+
+DROP FUNCTION _jsonb_integer(jsonb);
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:_jsonb_timestamptz from pg
+
+BEGIN;
+
+DROP FUNCTION _jsonb_timestamptz(jsonb);
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:cancel_task from pg
+
+BEGIN;
+
+DROP FUNCTION cancel_task(bigint);
+
+COMMIT;

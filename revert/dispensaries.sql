@@ -1,0 +1,7 @@
+-- Revert taskpool:dispensaries from pg
+
+BEGIN;
+
+DROP TABLE dispensaries;
+
+COMMIT;

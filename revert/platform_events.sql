@@ -1,0 +1,7 @@
+-- Revert taskpool:platform_events from pg
+
+BEGIN;
+
+DROP TABLE platform_events;
+
+COMMIT;

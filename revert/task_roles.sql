@@ -1,0 +1,7 @@
+-- Revert taskpool:task_roles from pg
+
+BEGIN;
+
+DROP TABLE task_roles;
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:task_schedules from pg
+
+BEGIN;
+
+DROP TABLE task_schedules;
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:taskpool_schema_version from pg
+
+BEGIN;
+
+DROP FUNCTION taskpool_schema_version();
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:worker_tasks from pg
+
+BEGIN;
+
+DROP TABLE worker_tasks;
+
+COMMIT;

@@ -1,0 +1,359 @@
+-- 12_schedules: task_schedules and its default rows; tick_schedules (stale recovery, then each due
+-- schedule once: single, per_store, errors kept per schedule, the cadence without drift or
+-- backlog); trigger_schedule and update_schedule, the operator's handles.
+BEGIN;
+SELECT plan(71);
+
+-- pg_temp.schedules_rejects: throws_ok, then checks that the failed call changed no schedule and wrote no task.
+CREATE FUNCTION pg_temp.schedules_rejects(sql text, errcode text, message text, description text)
+RETURNS SETOF text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_schedules jsonb := (SELECT jsonb_agg(to_jsonb(s) ORDER BY s.id) FROM task_schedules s);
+    v_tasks     bigint := (SELECT count(*) FROM worker_tasks);
+BEGIN
+    RETURN NEXT throws_ok(sql, errcode, message, 'Should reject ' || description);
+    RETURN NEXT ok((SELECT jsonb_agg(to_jsonb(s) ORDER BY s.id) FROM task_schedules s) = v_schedules
+                   AND (SELECT count(*) FROM worker_tasks) = v_tasks,
+                   'Should change no schedule and write no task for ' || description);
+END;
+$$;
+
+-- pg_temp.error_hint: the HINT of the error a statement raises (NULL when it raises none).
+CREATE FUNCTION pg_temp.error_hint(sql text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_hint text;
+BEGIN
+    EXECUTE sql;
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
+    RETURN v_hint;
+END;
+$$;
+
+/****************************************************************************/
+-- Structure
+
+SELECT has_table('task_schedules', 'Should have table task_schedules');
+SELECT columns_are('task_schedules', ARRAY[
+    'id', 'name', 'role', 'kind', 'enabled', 'interval_hours', 'priority', 'state_code', 'payload', 'batches',
+    'time_zone', 'last_run_at', 'next_run_at', 'last_task_count', 'last_error', 'created_at', 'updated_at'],
+    'Should give task_schedules exactly its columns');
+SELECT col_is_pk('task_schedules', 'id', 'Should key task_schedules by id');
+SELECT col_is_unique('task_schedules', 'name', 'Should make schedule names unique');
+SELECT fk_ok('task_schedules', 'role', 'task_roles', 'role', 'Should tie a schedule to a known role');
+SELECT results_eq(
+    $$SELECT column_name::text COLLATE "default", data_type::text COLLATE "default", is_nullable::text COLLATE "default"
+      FROM information_schema.columns
+      WHERE table_schema = 'public' AND table_name = 'task_schedules'
+        AND column_name IN ('kind', 'enabled', 'interval_hours', 'payload', 'batches', 'time_zone',
+                            'last_run_at', 'next_run_at', 'last_task_count', 'last_error')
+      ORDER BY column_name$$,
+    $$VALUES ('batches', 'integer', 'NO'), ('enabled', 'boolean', 'NO'), ('interval_hours', 'integer', 'NO'),
+             ('kind', 'text', 'NO'), ('last_error', 'text', 'YES'), ('last_run_at', 'timestamp with time zone', 'YES'),
+             ('last_task_count', 'integer', 'YES'), ('next_run_at', 'timestamp with time zone', 'NO'),
+             ('payload', 'jsonb', 'NO'), ('time_zone', 'text', 'NO')$$,
+    'Should type the schedule columns, the run record nullable');
+SELECT results_eq(
+    $$SELECT conname::text COLLATE "default" FROM pg_constraint
+      WHERE conrelid = 'task_schedules'::regclass AND contype = 'c' ORDER BY conname$$,
+    $$VALUES ('task_schedules_batches_in_range'), ('task_schedules_interval_hours_in_range'),
+             ('task_schedules_kind_known'), ('task_schedules_name_not_blank'),
+             ('task_schedules_payload_is_object'), ('task_schedules_priority_in_range'),
+             ('task_schedules_resync_plan_makes_resyncs'), ('task_schedules_state_code_is_two_letters')$$,
+    'Should have exactly the named CHECK constraints of task_schedules');
+SELECT has_index('task_schedules', 'task_schedules_due_idx', ARRAY['next_run_at'],
+    'Should index enabled schedules by next_run_at for the tick');
+SELECT has_trigger('task_schedules', '_100_touch_updated_at', 'Should stamp updated_at on every schedule change');
+SELECT function_returns('public', 'tick_schedules', ARRAY[]::text[], 'jsonb', 'tick_schedules() should return jsonb');
+SELECT function_returns('public', 'trigger_schedule', ARRAY['text'], 'task_schedules',
+    'trigger_schedule(name) should return the schedule');
+SELECT function_returns('public', 'update_schedule', ARRAY['text', 'boolean', 'integer', 'integer'], 'task_schedules',
+    'update_schedule(name, enabled, interval_hours, priority) should return the schedule');
+
+-- The constraints, each fired by a row that breaks only it.
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours) VALUES (' ', 'store_discovery', 1)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_name_not_blank"',
+    'Should refuse a blank schedule name');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, kind, interval_hours) VALUES ('t12_x', 'store_discovery', 'weekly', 1)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_kind_known"',
+    'Should refuse an unknown kind');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, kind, interval_hours) VALUES ('t12_x', 'store_discovery', 'resync_plan', 1)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_resync_plan_makes_resyncs"',
+    'Should refuse a resync_plan schedule of a role other than product_resync');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours) VALUES ('t12_x', 'store_discovery', 0)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_interval_hours_in_range"',
+    'Should refuse an interval of 0 hours');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours, priority) VALUES ('t12_x', 'store_discovery', 1, 101)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_priority_in_range"',
+    'Should refuse priority 101');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours, state_code) VALUES ('t12_x', 'store_discovery', 1, 'az')$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_state_code_is_two_letters"',
+    'Should refuse a state code that is not two capital letters');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours, payload) VALUES ('t12_x', 'store_discovery', 1, '[]')$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_payload_is_object"',
+    'Should refuse a payload that is not a JSON object');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours, batches) VALUES ('t12_x', 'store_discovery', 1, 1441)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_batches_in_range"',
+    'Should refuse 1441 batches');
+
+-- The default schedules.
+SELECT results_eq(
+    $$SELECT name, role, kind, interval_hours, priority, state_code, payload, batches, time_zone
+      FROM task_schedules
+      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh')
+      ORDER BY name$$,
+    $$VALUES ('analytics_refresh'::text, 'analytics_refresh'::text, 'single'::text, 6, 0, NULL::text, '{}'::jsonb, 6, 'UTC'::text),
+             ('daily_resync_plan', 'product_resync', 'resync_plan', 24, 0, NULL, '{}', 6, 'UTC'),
+             ('store_discovery', 'store_discovery', 'single', 24, 5, NULL, '{}', 6, 'UTC')$$,
+    'Should ship store discovery daily at priority 5, the daily resync plan and analytics every 6 hours');
+
+/****************************************************************************/
+-- Fixtures: only this file's schedules and stores are live (this rolls back)
+
+UPDATE task_schedules SET enabled = false WHERE enabled;
+UPDATE dispensaries SET active = false WHERE active;
+
+INSERT INTO task_roles (role, description, requires_store, max_payload_bytes, stale_threshold) VALUES
+    ('t12_single', 'pgTAP 12_schedules: single schedules', false, 65536, '10 minutes'),
+    ('t12_store',  'pgTAP 12_schedules: per_store schedules', true, 65536, '10 minutes'),
+    ('t12_tiny',   'pgTAP 12_schedules: refuses payloads over 10 bytes', false, 10, '10 minutes'),
+    ('t12_stale',  'pgTAP 12_schedules: a task gone stale', false, 65536, '10 minutes');
+
+CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL);
+INSERT INTO fx (name, id) VALUES
+    ('az_1', tests.make_store(name := 't12 AZ 1')),
+    ('az_2', tests.make_store(name := 't12 AZ 2')),
+    ('az_busy', tests.make_store(name := 't12 AZ busy')),
+    ('az_off', tests.make_store(name := 't12 AZ inactive', active := false)),
+    ('ca_1', tests.make_store(name := 't12 CA 1'));
+UPDATE dispensaries SET state_code = CASE WHEN id = (SELECT id FROM fx WHERE name = 'ca_1') THEN 'CA' ELSE 'AZ' END
+WHERE id IN (SELECT id FROM fx);
+INSERT INTO fx (name, id)
+SELECT 'az_busy_task', tests.make_task(role := 't12_store', dispensary_id := id::integer) FROM fx WHERE name = 'az_busy';
+INSERT INTO fx (name, id)
+SELECT 'stale_task', id FROM tests.make_claimed_task(worker_id := 't12-w1', role := 't12_stale');
+SELECT tests.age_heartbeat((SELECT id FROM fx WHERE name = 'stale_task'), interval '1 hour') AS aged \gset
+
+-- Due in the order listed (next_run_at), then not due, then disabled.
+INSERT INTO task_schedules (name, role, kind, interval_hours, priority, state_code, payload, enabled, next_run_at) VALUES
+    ('t12_late',      't12_single', 'single',    4, 1, NULL, '{"s": "late"}',       true,  now() - interval '6 hours'),
+    ('t12_boundary',  't12_single', 'single',    4, 2, NULL, '{"s": "boundary"}',   true,  now() - interval '4 hours'),
+    ('t12_per_store', 't12_store',  'per_store', 24, 3, 'AZ', '{"s": "per_store"}', true,  now() - interval '3 minutes'),
+    ('t12_state',     't12_single', 'single',    24, 4, 'CA', '{"s": "state"}',     true,  now() - interval '2 minutes'),
+    ('t12_fails',     't12_tiny',   'single',    24, 0, NULL, '{"s": "0123456789"}', true, now() - interval '1 minute'),
+    ('t12_due',       't12_single', 'single',    6, 5, NULL, '{"s": "due"}',        true,  now()),
+    ('t12_future',    't12_single', 'single',    6, 0, NULL, '{"s": "future"}',     true,  now() + interval '1 minute'),
+    ('t12_disabled',  't12_single', 'single',    6, 0, NULL, '{"s": "disabled"}',   false, now() - interval '1 hour'),
+    ('t12_broken',    't12_tiny',   'single',    6, 0, NULL, '{"s": "0123456789"}', false, now() - interval '1 hour');
+INSERT INTO task_schedules (name, role, kind, interval_hours, priority, batches, time_zone, enabled, next_run_at) VALUES
+    ('t12_plan', 'product_resync', 'resync_plan', 24, 7, 4, 'America/New_York', false, now() - interval '1 hour');
+
+/****************************************************************************/
+-- tick_schedules: each due schedule runs once
+
+SELECT tick_schedules() AS report \gset
+
+SELECT is(:'report'::jsonb,
+    '{"recovered": 1,
+      "schedules": [{"schedule": "t12_late",      "tasks": 1, "error": null},
+                    {"schedule": "t12_boundary",  "tasks": 1, "error": null},
+                    {"schedule": "t12_per_store", "tasks": 2, "error": null},
+                    {"schedule": "t12_state",     "tasks": 1, "error": null},
+                    {"schedule": "t12_fails",     "tasks": 0, "error": "payload is 19 bytes; role t12_tiny allows at most 10"},
+                    {"schedule": "t12_due",       "tasks": 1, "error": null}]}'::jsonb,
+    'Should report the recovered count and each due schedule in due order, with its task count and error');
+SELECT is((SELECT status FROM worker_tasks WHERE id = (SELECT id FROM fx WHERE name = 'stale_task')), 'pending',
+    'Should recover a stale task before running the schedules');
+
+SELECT results_eq(
+    $$SELECT last_run_at, last_task_count, last_error, next_run_at FROM task_schedules WHERE name = 't12_due'$$,
+    $$VALUES (now(), 1, NULL::text, now() + interval '6 hours')$$,
+    'Should record the run of a schedule due now, and move next_run_at on by exactly its interval');
+SELECT results_eq(
+    $$SELECT last_run_at, last_task_count, last_error, next_run_at FROM task_schedules WHERE name = 't12_late'$$,
+    $$VALUES (now(), 1, NULL::text, now() + interval '2 hours')$$,
+    'Should run a schedule due 1.5 intervals ago once and move it to the next slot of its cadence after now');
+SELECT results_eq(
+    $$SELECT last_task_count, next_run_at FROM task_schedules WHERE name = 't12_boundary'$$,
+    $$VALUES (1, now() + interval '4 hours')$$,
+    'Should move a schedule due exactly one interval ago to now plus one interval');
+SELECT results_eq(
+    $$SELECT payload, priority, status FROM worker_tasks WHERE role = 't12_single' ORDER BY priority$$,
+    $$VALUES ('{"s": "late"}'::jsonb, 1, 'pending'::text),
+             ('{"s": "boundary"}', 2, 'pending'),
+             ('{"s": "state", "state_code": "CA"}', 4, 'pending'),
+             ('{"s": "due"}', 5, 'pending')$$,
+    'Should make one task per single schedule, with its payload (plus state_code when set) and priority, and no backlog');
+SELECT results_eq(
+    $$SELECT f.name, t.priority, t.payload
+      FROM worker_tasks t JOIN fx f ON f.id = t.dispensary_id AND f.name IN ('az_1', 'az_2', 'az_busy', 'az_off', 'ca_1')
+      WHERE t.role = 't12_store'
+      ORDER BY f.name$$,
+    $$VALUES ('az_1'::text, 3, '{"s": "per_store"}'::jsonb),
+             ('az_2', 3, '{"s": "per_store"}'),
+             ('az_busy', 0, '{}')$$,
+    'Should make a per_store task for each active store of the state, skipping a store with an active task of the role');
+SELECT results_eq(
+    $$SELECT last_run_at, last_task_count, last_error, next_run_at FROM task_schedules WHERE name = 't12_fails'$$,
+    $$VALUES (now(), 0, 'payload is 19 bytes; role t12_tiny allows at most 10'::text, now() + interval '10 minutes')$$,
+    'Should record a failed run''s error and 0 tasks, and retry it after least(interval, 10 minutes)');
+SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 't12_tiny'), 0::bigint,
+    'Should create no task for a failed run');
+SELECT results_eq(
+    $$SELECT name, last_run_at, last_task_count, next_run_at FROM task_schedules
+      WHERE name IN ('t12_future', 't12_disabled', 't12_broken', 't12_plan') ORDER BY name$$,
+    $$VALUES ('t12_broken'::text, NULL::timestamptz, NULL::integer, now() - interval '1 hour'),
+             ('t12_disabled', NULL, NULL, now() - interval '1 hour'),
+             ('t12_future', NULL, NULL, now() + interval '1 minute'),
+             ('t12_plan', NULL, NULL, now() - interval '1 hour')$$,
+    'Should not run a schedule that is not due yet, nor a disabled one');
+SELECT is((SELECT count(*) FROM worker_tasks WHERE payload ->> 's' IN ('future', 'disabled')), 0::bigint,
+    'Should create no task for a schedule not due or disabled');
+SELECT is_empty(
+    $$SELECT name FROM task_schedules
+      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh') AND last_run_at IS NOT NULL$$,
+    'Should leave the disabled default schedules alone');
+
+-- A second tick in the same transaction: nothing is due any more.
+SELECT count(*) AS tasks_before FROM worker_tasks \gset
+SELECT is(tick_schedules(), '{"recovered": 0, "schedules": []}'::jsonb,
+    'Should run nothing on a second tick in the same transaction');
+SELECT is((SELECT count(*) FROM worker_tasks), :tasks_before::bigint,
+    'Should create no task on the second tick');
+
+/****************************************************************************/
+-- trigger_schedule: run one schedule now, due or not, enabled or not
+
+SELECT results_eq(
+    $$SELECT name, enabled, last_run_at, last_task_count, last_error, next_run_at FROM trigger_schedule('t12_disabled')$$,
+    $$VALUES ('t12_disabled'::text, false, now(), 1, NULL::text, now() - interval '1 hour')$$,
+    'Should run a disabled schedule now, record the run, and keep it disabled with its next_run_at');
+SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 't12_single' AND payload = '{"s": "disabled"}'), 1::bigint,
+    'Should create the triggered schedule''s task');
+SELECT results_eq(
+    $$SELECT last_run_at, last_task_count, next_run_at FROM trigger_schedule('t12_future')$$,
+    $$VALUES (now(), 1, now() + interval '1 minute')$$,
+    'Should run a schedule that is not due yet, and keep its next_run_at');
+
+UPDATE task_schedules SET payload = '{}' WHERE name = 't12_fails';
+SELECT results_eq(
+    $$SELECT last_task_count, last_error, next_run_at FROM trigger_schedule('t12_fails')$$,
+    $$VALUES (1, NULL::text, now() + interval '10 minutes')$$,
+    'Should clear last_error when a triggered run succeeds');
+
+SELECT pg_temp.schedules_rejects($$SELECT trigger_schedule('t12_broken')$$,
+    '54000', 'payload is 19 bytes; role t12_tiny allows at most 10', 'a triggered run that fails, raising its error');
+SELECT results_eq(
+    $$SELECT last_run_at, last_task_count, last_error FROM task_schedules WHERE name = 't12_broken'$$,
+    $$VALUES (NULL::timestamptz, NULL::integer, NULL::text)$$,
+    'Should record nothing of a triggered run that failed');
+
+-- A resync_plan schedule: today in its time zone, its batches and priority.
+UPDATE dispensaries SET active = false WHERE active;
+INSERT INTO fx (name, id) VALUES
+    ('plan_1', tests.make_store(name := 't12 plan 1')),
+    ('plan_2', tests.make_store(name := 't12 plan 2'));
+SELECT is((SELECT last_task_count FROM trigger_schedule('t12_plan')), 2,
+    'Should plan one product_resync per active store from a resync_plan schedule');
+SELECT results_eq(
+    $$SELECT f.name, e.day, e.slot, e.scheduled_for, t.priority
+      FROM resync_plan_entries e
+      JOIN fx f ON f.id = e.dispensary_id
+      JOIN worker_tasks t ON t.id = e.task_id
+      ORDER BY f.name$$,
+    $$SELECT v.name, (now() AT TIME ZONE 'America/New_York')::date, v.slot,
+             ((now() AT TIME ZONE 'America/New_York')::date + v.slot * interval '6 hours') AT TIME ZONE 'America/New_York',
+             7
+      FROM (VALUES ('plan_1'::text, 0), ('plan_2', 1)) AS v(name, slot)
+      ORDER BY v.name$$,
+    'Should plan today in the schedule''s time zone, in its batches (4: every 6 hours) at its priority');
+
+SELECT pg_temp.schedules_rejects($$SELECT trigger_schedule('t12_nope')$$,
+    'P0002', 'schedule ''t12_nope'' does not exist', 'triggering an unknown schedule');
+SELECT is(pg_temp.error_hint($$SELECT trigger_schedule('t12_nope')$$),
+    'Schedules: analytics_refresh, daily_resync_plan, store_discovery, t12_boundary, t12_broken, t12_disabled, '
+    't12_due, t12_fails, t12_future, t12_late, t12_per_store, t12_plan, t12_state.',
+    'Should list the schedules, sorted, in the hint for an unknown schedule');
+SELECT pg_temp.schedules_rejects($$SELECT trigger_schedule(NULL)$$,
+    '22004', 'a schedule name is required', 'triggering a NULL schedule name');
+
+/****************************************************************************/
+-- update_schedule
+
+SELECT results_eq(
+    $$SELECT enabled, interval_hours, priority, next_run_at FROM update_schedule('t12_due', enabled := false)$$,
+    $$VALUES (false, 6, 5, now() + interval '6 hours')$$,
+    'Should disable a schedule and keep the rest');
+SELECT results_eq(
+    $$SELECT enabled, interval_hours, priority, next_run_at FROM update_schedule('t12_due', enabled := true)$$,
+    $$VALUES (true, 6, 5, now() + interval '6 hours')$$,
+    'Should enable a schedule and keep the rest');
+SELECT results_eq(
+    $$SELECT interval_hours, next_run_at FROM update_schedule('t12_due', interval_hours := 12)$$,
+    $$VALUES (12, now() + interval '12 hours')$$,
+    'Should count a new interval from the last run');
+
+UPDATE task_schedules SET last_run_at = now() - interval '1 hour' WHERE name = 't12_boundary';
+SELECT results_eq(
+    $$SELECT interval_hours, next_run_at FROM update_schedule('t12_boundary', interval_hours := 3)$$,
+    $$VALUES (3, now() + interval '2 hours')$$,
+    'Should put next_run_at at the last run plus the new interval');
+UPDATE task_schedules SET last_run_at = now() - interval '10 hours' WHERE name = 't12_late';
+SELECT results_eq(
+    $$SELECT interval_hours, next_run_at FROM update_schedule('t12_late', interval_hours := 2)$$,
+    $$VALUES (2, now())$$,
+    'Should put next_run_at no earlier than now when the last run plus the new interval is past');
+SELECT results_eq(
+    $$SELECT interval_hours, next_run_at FROM update_schedule('t12_broken', interval_hours := 8)$$,
+    $$VALUES (8, now() + interval '8 hours')$$,
+    'Should count a new interval from now for a schedule that never ran');
+SELECT results_eq(
+    $$SELECT interval_hours, next_run_at FROM update_schedule('t12_state', interval_hours := 24)$$,
+    $$VALUES (24, now() - interval '2 minutes' + interval '24 hours')$$,
+    'Should keep next_run_at when the interval given is the current one');
+SELECT results_eq(
+    $$SELECT enabled, interval_hours, priority, next_run_at FROM update_schedule('t12_state', priority := -7)$$,
+    $$VALUES (true, 24, -7, now() - interval '2 minutes' + interval '24 hours')$$,
+    'Should change the priority and keep the rest');
+SELECT is((SELECT priority FROM trigger_schedule('t12_state')), -7,
+    'Should keep the new priority in the schedule');
+SELECT is((SELECT priority FROM worker_tasks WHERE role = 't12_single' AND payload ->> 's' = 'state' ORDER BY id DESC LIMIT 1), -7,
+    'Should give the schedule''s next tasks its new priority');
+
+SELECT to_jsonb(s) - 'updated_at' AS per_store_before FROM task_schedules s WHERE name = 't12_per_store' \gset
+SELECT is(to_jsonb(update_schedule('t12_per_store')) - 'updated_at', :'per_store_before'::jsonb,
+    'Should keep every value when every argument is NULL');
+
+SET LOCAL taskpool.clock_offset = '1 hour';
+SELECT is((SELECT updated_at FROM update_schedule('t12_per_store', priority := 9)), now() + interval '1 hour',
+    'Should stamp updated_at with taskpool_now() on a change');
+SET LOCAL taskpool.clock_offset = '0';
+
+SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', interval_hours := 0)$$,
+    '22023', 'interval_hours 0 is out of range', 'an interval of 0 hours');
+SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', interval_hours := 8761)$$,
+    '22023', 'interval_hours 8761 is out of range', 'an interval of 8761 hours');
+SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', priority := 101)$$,
+    '22003', 'priority 101 is out of range', 'priority 101');
+SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_nope', enabled := false)$$,
+    'P0002', 'schedule ''t12_nope'' does not exist', 'updating an unknown schedule');
+
+-- A per_store schedule inserts its tasks as a set, yet refuses a payload its role would refuse.
+INSERT INTO task_roles (role, description, requires_store, max_payload_bytes)
+VALUES ('t12_tiny_store', 'pgTAP 12_schedules: per_store, refuses payloads over 10 bytes', true, 10);
+INSERT INTO task_schedules (name, role, kind, interval_hours, payload, next_run_at)
+VALUES ('t12_tiny_per_store', 't12_tiny_store', 'per_store', 1, '{"much": "too long"}', now());
+SELECT throws_ok($$SELECT trigger_schedule('t12_tiny_per_store')$$, '54000',
+    'payload is 20 bytes; role t12_tiny_store allows at most 10',
+    'Should refuse a per_store payload over its role''s limit');
+SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 't12_tiny_store'), 0::bigint,
+    'Should create no task for a per_store payload over the limit');
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,765 @@
+"""The `pyworker` command line, run with click's CliRunner against a real deployed database.
+
+Tasks are put in their states through the SQL functions (claim_task, complete_task, ...), never
+by writing worker_tasks. Exit codes: 0 done, 1 refused, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+
+from pyworker import cli
+from pyworker.errors import ConfigurationError, SchemaMissing
+
+WORKER_ENV = (
+    "WORKER_ROLE",
+    "WORKER_ID",
+    "POLL_INTERVAL_MS",
+    "HEARTBEAT_INTERVAL_MS",
+    "PYWORKER_HANDLERS",
+    "PYWORKER_COMMAND",
+    "LOG_FORMAT",
+    "SHUTDOWN_GRACE_SECONDS",
+)
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture(autouse=True)
+def no_worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker settings from the caller's environment must not leak into these tests."""
+    for name in WORKER_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def run(db_url: str) -> Run:
+    """Run `pyworker --database-url <the test's database> ARGS...`."""
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args], input=input)
+
+    return invoke
+
+
+def run_json(run: Run, *args: str) -> Any:
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def enqueue(conn: psycopg.Connection, role: str = "store_discovery", **fields: Any) -> int:
+    spec = json.dumps([{"role": role, **fields}])
+    return conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)", (spec,)).fetchone()[0]
+
+
+def claim(
+    conn: psycopg.Connection, role: str = "store_discovery", worker: str = "w1", attempt: int = 1
+) -> int:
+    """claim_task as `worker`; the claimed task's id (its attempt must be `attempt`)."""
+    row = conn.execute("SELECT id, attempt FROM claim_task(%s, %s)", (role, worker)).fetchone()
+    assert row is not None and row[1] == attempt
+    return row[0]
+
+
+def make_store(conn: psycopg.Connection, name: str = "Green Leaf") -> int:
+    return conn.execute(
+        "INSERT INTO dispensaries (name) VALUES (%s) RETURNING id", (name,)
+    ).fetchone()[0]
+
+
+def task_count(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM worker_tasks").fetchone()[0]
+
+
+def status_of(conn: psycopg.Connection, task_id: int) -> str:
+    return conn.execute("SELECT status FROM worker_tasks WHERE id = %s", (task_id,)).fetchone()[0]
+
+
+@pytest.fixture
+def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
+    """Shift this session's taskpool clock back (e.g. '2 hours'); reset after the test."""
+
+    def shift(ago: str) -> None:
+        conn.execute("SELECT set_config('taskpool.clock_offset', %s, false)", (f"-{ago}",))
+
+    yield shift
+    conn.execute("RESET taskpool.clock_offset")
+
+
+def completed_task(conn: psycopg.Connection) -> int:
+    task_id = enqueue(conn)
+    assert claim(conn) == task_id
+    conn.execute("SELECT complete_task(%s, 'w1', 1, '{\"stores\": 3}')", (task_id,))
+    return task_id
+
+
+def failed_task(conn: psycopg.Connection) -> int:
+    task_id = enqueue(conn)
+    assert claim(conn) == task_id
+    conn.execute("SELECT fail_task(%s, 'w1', 1, 'HTTP 404', retryable := false)", (task_id,))
+    return task_id
+
+
+# The group
+
+
+def test_no_arguments_prints_help_and_exits_0() -> None:
+    result = CliRunner().invoke(cli.main, [])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.stdout
+    for command in ("enqueue", "list", "show", "counts", "recover-stale", "cancel", "retry",
+                    "prune", "workers", "version"):
+        assert command in result.stdout
+
+
+def test_the_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "pyworker"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "taskpool worker and operator commands" in result.stdout
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(cli.main, ["version"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("pyworker ")
+
+
+def test_every_command_has_help_text() -> None:
+    for name, command in cli.main.commands.items():
+        assert command.help, f"{name} has no help text"
+
+
+def test_an_unreachable_database_exits_1_with_the_reason() -> None:
+    result = CliRunner().invoke(
+        cli.main, ["--database-url", "postgresql://postgres@127.0.0.1:1/nowhere", "counts"]
+    )
+    assert result.exit_code == 1
+    assert "database connection failed" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_tracebacks_only_with_verbose(run: Run) -> None:
+    quiet = run("cancel", "424242")
+    assert quiet.exit_code == 1
+    assert "Traceback" not in quiet.output
+    verbose = run("-v", "cancel", "424242")
+    assert verbose.exit_code == 1
+    assert "Traceback" in verbose.stderr
+    assert "task 424242 does not exist" in verbose.stderr
+
+
+# The worker, started with --role (pyworker.worker replaced by a recorder)
+
+
+@pytest.fixture
+def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    """A pyworker.worker whose run functions record their arguments and return `code`."""
+    calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
+    module = types.ModuleType("pyworker.worker")
+
+    def run_worker(config: Any) -> int:
+        calls.run_worker.append(config)
+        if calls.error:
+            raise calls.error
+        return calls.code
+
+    def run_workers(config: Any, concurrency: int) -> int:
+        calls.run_workers.append((config, concurrency))
+        return calls.code
+
+    module.run_worker = run_worker
+    module.run_workers = run_workers
+    monkeypatch.setitem(sys.modules, "pyworker.worker", module)
+    return calls
+
+
+def test_role_runs_one_worker_with_the_options(fake_worker: types.SimpleNamespace) -> None:
+    result = CliRunner().invoke(
+        cli.main,
+        ["--database-url", "postgresql://db.example/tp", "--role", "product_resync",
+         "--worker-id", "w-7", "--poll-interval-ms", "250", "--heartbeat-interval-ms", "1500",
+         "--handlers", "a.handlers", "--handlers", "b.handlers",
+         "--command", "crawl --store '{dispensary_id}'", "--log-format", "json",
+         "--shutdown-grace-seconds", "5"],
+    )
+    assert result.exit_code == 0, result.output
+    (config,) = fake_worker.run_worker
+    assert config.database_url == "postgresql://db.example/tp"
+    assert config.role == "product_resync"
+    assert config.worker_id == "w-7"
+    assert config.poll_interval == 0.25
+    assert config.heartbeat_interval == 1.5
+    assert config.handler_modules == ("a.handlers", "b.handlers")
+    assert config.command == ("crawl", "--store", "{dispensary_id}")
+    assert config.log_format == "json"
+    assert config.shutdown_grace == 5.0
+    assert fake_worker.run_workers == []
+
+
+def test_worker_options_come_from_the_environment(fake_worker: types.SimpleNamespace) -> None:
+    env = {
+        "DATABASE_URL": "postgresql://env.example/tp",
+        "WORKER_ROLE": "store_discovery",
+        "POLL_INTERVAL_MS": "100",
+        "HEARTBEAT_INTERVAL_MS": "2000",
+        "PYWORKER_HANDLERS": "one.mod two.mod",
+        "LOG_FORMAT": "json",
+        "SHUTDOWN_GRACE_SECONDS": "0",
+    }
+    result = CliRunner().invoke(cli.main, [], env=env)
+    assert result.exit_code == 0, result.output
+    (config,) = fake_worker.run_worker
+    assert config.database_url == "postgresql://env.example/tp"
+    assert config.role == "store_discovery"
+    assert (config.poll_interval, config.heartbeat_interval) == (0.1, 2.0)
+    assert config.handler_modules == ("one.mod", "two.mod")
+    assert config.command == ()
+    assert config.log_format == "json"
+    assert config.shutdown_grace == 0.0
+    # The default id is host-pid-random.
+    host_pid = config.worker_id.rsplit("-", 1)[0]
+    assert host_pid.endswith(f"-{os.getpid()}"), config.worker_id
+
+
+def test_the_default_worker_settings(fake_worker: types.SimpleNamespace) -> None:
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery"])
+    assert result.exit_code == 0, result.output
+    (config,) = fake_worker.run_worker
+    assert (config.poll_interval, config.heartbeat_interval) == (5.0, 30.0)
+    assert (config.log_format, config.shutdown_grace) == ("text", 30.0)
+
+
+def test_concurrency_runs_several_workers_and_returns_their_code(
+    fake_worker: types.SimpleNamespace,
+) -> None:
+    fake_worker.code = 3
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery", "--concurrency", "4"])
+    assert result.exit_code == 3
+    ((config, concurrency),) = fake_worker.run_workers
+    assert (config.role, concurrency) == ("store_discovery", 4)
+    assert fake_worker.run_worker == []
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ConfigurationError("cannot import handler module 'nope'"), 2),
+        (SchemaMissing(), 1),
+    ],
+)
+def test_worker_start_up_errors_map_to_exit_codes(
+    fake_worker: types.SimpleNamespace, error: Exception, code: int
+) -> None:
+    fake_worker.error = error
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery"])
+    assert result.exit_code == code
+    assert str(error) in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--poll-interval-ms", "0"],
+        ["--heartbeat-interval-ms", "-5"],
+        ["--concurrency", "0"],
+        ["--log-format", "xml"],
+        ["--shutdown-grace-seconds", "-1"],
+        ["--command", "crawl 'unclosed"],
+    ],
+)
+def test_bad_worker_options_exit_2(fake_worker: types.SimpleNamespace, args: list[str]) -> None:
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery", *args])
+    assert result.exit_code == 2, result.output
+    assert fake_worker.run_worker == [] and fake_worker.run_workers == []
+
+
+# enqueue
+
+
+def test_enqueue_one_task_prints_it(run: Run, conn: psycopg.Connection) -> None:
+    store = make_store(conn)
+    result = run("enqueue", "product_resync", "--store", str(store), "--payload",
+                 '{"reason": "manual"}', "--priority", "10")
+    assert result.exit_code == 0, result.output
+    header, line = result.stdout.splitlines()
+    assert header.split() == ["id", "role", "store", "status", "scheduled_for"]
+    task_id = int(line.split()[0])
+    assert line.split()[1:4] == ["product_resync", str(store), "pending"]
+    row = conn.execute(
+        "SELECT role, dispensary_id, payload, priority FROM worker_tasks WHERE id = %s", (task_id,)
+    ).fetchone()
+    assert row == ("product_resync", store, {"reason": "manual"}, 10)
+
+
+def test_enqueue_json_gives_the_task(run: Run, conn: psycopg.Connection) -> None:
+    (task,) = run_json(
+        run, "enqueue", "analytics_refresh", "--payload", '{"day": "2026-11-21"}',
+        "--scheduled-for", "2030-01-02T03:04:05Z", "--dedupe-key", "analytics:2026-11-21",
+        "--max-retries", "7", "--platform", "dutchie",
+    )
+    assert task["role"] == "analytics_refresh"
+    assert task["status"] == "pending"
+    assert task["payload"] == {"day": "2026-11-21"}
+    assert task["dedupe_key"] == "analytics:2026-11-21"
+    assert task["max_retries"] == 7
+    assert task["platform"] == "dutchie"
+    assert datetime.fromisoformat(task["scheduled_for"]) == datetime.fromisoformat(
+        "2030-01-02T03:04:05+00:00"
+    )
+    assert task_count(conn) == 1
+    # The same dedupe key while the task is active: the same task again, nothing new.
+    (again,) = run_json(run, "enqueue", "analytics_refresh", "--dedupe-key", "analytics:2026-11-21")
+    assert again["id"] == task["id"]
+    assert task_count(conn) == 1
+
+
+def test_enqueue_a_file_of_json_lines(run: Run, conn: psycopg.Connection, tmp_path: Path) -> None:
+    store = make_store(conn)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(
+        '{"role": "store_discovery"}\n'
+        "\n"
+        f'{{"role": "product_resync", "dispensary_id": {store}, "priority": 5}}\n'
+        "   \n"
+        '{"role": "analytics_refresh", "payload": {"day": "2026-11-21"}}\n',
+        encoding="utf-8",
+    )
+    result = run("enqueue", "--file", str(path))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4
+    assert [line.split()[1] for line in lines[1:]] == [
+        "store_discovery", "product_resync", "analytics_refresh"
+    ]
+    assert task_count(conn) == 3
+
+
+def test_enqueue_json_lines_from_stdin(run: Run, conn: psycopg.Connection) -> None:
+    lines = "".join(json.dumps({"role": "store_discovery", "priority": p}) + "\n" for p in (1, 2))
+    result = run("enqueue", "--file", "-", "--json", input=lines)
+    assert result.exit_code == 0, result.output
+    tasks = json.loads(result.stdout)
+    assert [(t["role"], t["priority"]) for t in tasks] == [
+        ("store_discovery", 1), ("store_discovery", 2)
+    ]
+    assert task_count(conn) == 2
+
+
+def test_enqueue_an_unknown_role_exits_2_naming_the_known_roles(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    result = run("enqueue", "nope")
+    assert result.exit_code == 2
+    assert "unknown role 'nope'" in result.stderr
+    assert "product_resync" in result.stderr and "store_discovery" in result.stderr
+    assert "tasks[0]" not in result.stderr
+    assert task_count(conn) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--payload", '{"reason": '], "not valid JSON"),
+        (["--payload", "[1, 2]"], "payload must be a JSON object, not array"),
+        (["--priority", "101"], "priority 101 is out of range"),
+        (["--scheduled-for", "2026-13-45"], 'scheduled_for "2026-13-45" is not a timestamp'),
+        (["--max-retries", "-1"], "max_retries -1 is out of range"),
+    ],
+)
+def test_enqueue_bad_input_exits_2(
+    run: Run, conn: psycopg.Connection, args: list[str], message: str
+) -> None:
+    result = run("enqueue", "store_discovery", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert task_count(conn) == 0
+
+
+def test_enqueue_a_store_that_does_not_exist_exits_2(run: Run, conn: psycopg.Connection) -> None:
+    result = run("enqueue", "product_resync", "--store", "999999")
+    assert result.exit_code == 2
+    assert "dispensary 999999 does not exist" in result.stderr
+
+
+def test_a_bad_json_line_exits_2_with_its_number_and_enqueues_nothing(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    lines = '{"role": "store_discovery"}\n\n{"role": "store_discovery",\n{"role": "x"}\n'
+    result = run("enqueue", "--file", "-", input=lines)
+    assert result.exit_code == 2
+    assert "line 3" in result.stderr
+    assert task_count(conn) == 0
+
+
+def test_a_refused_spec_names_its_line_and_enqueues_nothing(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    lines = '{"role": "store_discovery"}\n\n\n{"role": "nope"}\n'
+    result = run("enqueue", "--file", "-", input=lines)
+    assert result.exit_code == 2
+    assert "line 4: unknown role 'nope'" in result.stderr
+    assert "Known roles" in result.stderr
+    assert task_count(conn) == 0
+
+
+def test_a_refused_spec_in_a_later_batch_says_what_went_in(
+    run: Run, conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "ENQUEUE_BATCH", 2)
+    good, bad = '{"role": "store_discovery"}\n', '{"role": "store_discovery", "prio": 1}\n'
+    lines = good * 3 + bad
+    result = run("enqueue", "--file", "-", input=lines)
+    assert result.exit_code == 2
+    assert "line 4: unknown field 'prio'" in result.stderr
+    assert "the 2 tasks before line 3 were enqueued" in result.stderr
+    assert task_count(conn) == 2
+
+
+def test_an_empty_file_enqueues_nothing(run: Run, conn: psycopg.Connection) -> None:
+    assert run_json(run, "enqueue", "--file", "-") == []
+    result = run("enqueue", "--file", "-", input="\n\n")
+    assert result.exit_code == 0
+    assert "no tasks enqueued" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args", [[], ["store_discovery", "--file", "-"], ["--file", "-", "--priority", "3"]]
+)
+def test_enqueue_needs_a_role_or_a_file_not_both(run: Run, args: list[str]) -> None:
+    result = run("enqueue", *args, input="")
+    assert result.exit_code == 2
+    assert "Usage:" in result.stderr
+
+
+# list
+
+
+def test_list_shows_the_newest_first(run: Run, conn: psycopg.Connection) -> None:
+    first, second = enqueue(conn), enqueue(conn, "analytics_refresh")
+    result = run("list")
+    assert result.exit_code == 0, result.output
+    header, *lines = result.stdout.splitlines()
+    assert header.split()[:4] == ["id", "role", "store", "status"]
+    assert [int(line.split()[0]) for line in lines] == [second, first]
+
+
+def test_list_json_with_filters(run: Run, conn: psycopg.Connection) -> None:
+    store = make_store(conn)
+    a = enqueue(conn)
+    b = enqueue(conn, "product_resync", dispensary_id=store)
+    c = enqueue(conn, "product_resync", dispensary_id=make_store(conn, "Other"))
+    assert claim(conn, "product_resync") == b
+    assert {t["id"] for t in run_json(run, "list")} == {a, b, c}
+    assert [t["id"] for t in run_json(run, "list", "--role", "product_resync")] == [c, b]
+    assert [t["id"] for t in run_json(run, "list", "--status", "claimed")] == [b]
+    assert [t["id"] for t in run_json(run, "list", "--store", str(store))] == [b]
+    assert run_json(run, "list", "--role", "product_resync", "--status", "pending")[0]["id"] == c
+    (task,) = run_json(run, "list", "--status", "claimed")
+    assert task["worker_id"] == "w1" and task["attempt"] == 1
+    datetime.fromisoformat(task["scheduled_for"])
+
+
+def test_list_pages(run: Run, conn: psycopg.Connection) -> None:
+    ids = [enqueue(conn) for _ in range(5)]
+    newest_first = ids[::-1]
+
+    def page(number: int) -> list[int]:
+        return [t["id"] for t in run_json(run, "list", "--limit", "2", "--page", str(number))]
+
+    assert [t["id"] for t in run_json(run, "list", "--limit", "2")] == newest_first[:2]
+    assert page(1) == newest_first[:2]
+    assert page(2) == newest_first[2:4]
+    assert page(3) == newest_first[4:]
+    assert page(4) == []
+    result = run("list", "--page", "9")
+    assert result.exit_code == 0
+    assert "no tasks on page 9" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--limit", "0"], ["--limit", "1001"], ["--page", "0"], ["--status", "done"],
+     ["--store", "abc"]],
+)
+def test_list_bad_options_exit_2(run: Run, args: list[str]) -> None:
+    result = run("list", *args)
+    assert result.exit_code == 2, result.output
+
+
+def test_list_an_unknown_role_exits_2(run: Run) -> None:
+    result = run("list", "--role", "nope")
+    assert result.exit_code == 2
+    assert "unknown role 'nope'" in result.stderr
+    assert "store_discovery" in result.stderr
+
+
+# show
+
+
+def test_show_prints_fields_and_attempt_history(run: Run, conn: psycopg.Connection) -> None:
+    task_id = enqueue(conn, payload={"reason": "manual"})
+    assert claim(conn) == task_id
+    conn.execute("SELECT fail_task(%s, 'w1', 1, 'HTTP 503')", (task_id,))
+    result = run("show", str(task_id))
+    assert result.exit_code == 0, result.output
+    fields = dict(
+        line.split(":", 1) for line in result.stdout.split("\n\n")[0].splitlines()
+    )
+    assert fields["id"].strip() == str(task_id)
+    assert fields["status"].strip() == "pending"
+    assert fields["payload"].strip() == '{"reason": "manual"}'
+    assert fields["retry_count"].strip() == "1"
+    history = result.stdout.split("attempt history:")[1].strip().splitlines()
+    assert history[0].split()[:2] == ["attempt", "worker"]
+    assert history[1].split()[:2] == ["1", "w1"]
+    assert "retried" in history[1] and "HTTP 503" in history[1]
+
+
+def test_show_json(run: Run, conn: psycopg.Connection) -> None:
+    task_id = enqueue(conn)
+    fresh = run_json(run, "show", str(task_id))
+    assert fresh["task"]["id"] == task_id
+    assert fresh["attempts"] == []
+    assert claim(conn) == task_id
+    conn.execute(
+        "SELECT fail_task(%s, 'w1', 1, 'HTTP 503', retry_at := taskpool_now())", (task_id,)
+    )
+    assert claim(conn, worker="w2", attempt=2) == task_id
+    shown = run_json(run, "show", str(task_id))
+    assert shown["task"]["status"] == "claimed"
+    assert shown["task"]["worker_id"] == "w2"
+    assert shown["task"]["attempt"] == 2
+    (attempt,) = shown["attempts"]
+    assert (attempt["attempt"], attempt["worker_id"], attempt["outcome"]) == (1, "w1", "retried")
+    assert attempt["error_message"] == "HTTP 503"
+    datetime.fromisoformat(attempt["ended_at"])
+
+
+def test_show_without_history_says_so(run: Run, conn: psycopg.Connection) -> None:
+    result = run("show", str(enqueue(conn)))
+    assert result.exit_code == 0
+    assert "attempt history: none" in result.stdout
+
+
+# counts
+
+
+def test_counts(run: Run, conn: psycopg.Connection) -> None:
+    for _ in range(3):
+        enqueue(conn)
+    enqueue(conn, "analytics_refresh")
+    claim(conn)
+    assert run_json(run, "counts") == [
+        {"role": "analytics_refresh", "status": "pending", "tasks": 1},
+        {"role": "store_discovery", "status": "claimed", "tasks": 1},
+        {"role": "store_discovery", "status": "pending", "tasks": 2},
+    ]
+    result = run("counts")
+    assert result.exit_code == 0
+    assert [line.split() for line in result.stdout.splitlines()] == [
+        ["role", "status", "count"],
+        ["analytics_refresh", "pending", "1"],
+        ["store_discovery", "claimed", "1"],
+        ["store_discovery", "pending", "2"],
+    ]
+
+
+def test_counts_of_an_empty_pool(run: Run) -> None:
+    assert run_json(run, "counts") == []
+    assert run("counts").stdout.strip() == "no tasks"
+
+
+# recover-stale
+
+
+def test_recover_stale_with_each_roles_threshold(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    in_the_past("2 hours")
+    silent = enqueue(conn)
+    assert claim(conn) == silent
+    conn.execute("RESET taskpool.clock_offset")
+    alive = enqueue(conn, "analytics_refresh")
+    assert claim(conn, "analytics_refresh") == alive
+    result = run("recover-stale")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "recovered 1 stale task"
+    assert (status_of(conn, silent), status_of(conn, alive)) == ("pending", "claimed")
+
+
+def test_recover_stale_json_with_a_threshold(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    in_the_past("20 minutes")
+    task_id = enqueue(conn)
+    assert claim(conn) == task_id
+    assert run_json(run, "recover-stale", "--threshold-minutes", "30") == {"recovered": 0}
+    assert run_json(run, "recover-stale", "--threshold-minutes", "15") == {"recovered": 1}
+    assert status_of(conn, task_id) == "pending"
+    assert run("recover-stale", "--threshold-minutes", "0").exit_code == 2
+
+
+# cancel
+
+
+def test_cancel_a_pending_task(run: Run, conn: psycopg.Connection) -> None:
+    task_id = enqueue(conn)
+    result = run("cancel", str(task_id))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"task {task_id} cancelled"
+    assert status_of(conn, task_id) == "cancelled"
+    assert run_json(run, "cancel", str(enqueue(conn)))["status"] == "cancelled"
+
+
+def test_cancel_a_claimed_task_requests_it(run: Run, conn: psycopg.Connection) -> None:
+    task_id = enqueue(conn)
+    assert claim(conn) == task_id
+    result = run("cancel", str(task_id))
+    assert result.exit_code == 0, result.output
+    assert "cancel requested" in result.stdout
+    task = run_json(run, "cancel", str(task_id))
+    assert task["status"] == "claimed"
+    datetime.fromisoformat(task["cancel_requested_at"])
+    answer = conn.execute("SELECT heartbeat_task(%s, 'w1', 1)", (task_id,)).fetchone()[0]
+    assert answer == "cancel_requested"
+
+
+def test_cancel_a_completed_task_is_refused(run: Run, conn: psycopg.Connection) -> None:
+    task_id = completed_task(conn)
+    result = run("cancel", str(task_id))
+    assert result.exit_code == 1
+    assert f"task {task_id} is completed and cannot be cancelled" in result.stderr
+    assert "connection" not in result.stderr
+    assert status_of(conn, task_id) == "completed"
+
+
+# retry
+
+
+def test_retry_a_failed_task(run: Run, conn: psycopg.Connection) -> None:
+    task_id = failed_task(conn)
+    result = run("retry", str(task_id))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"task {task_id} is pending again")
+    assert status_of(conn, task_id) == "pending"
+
+
+def test_retry_json(run: Run, conn: psycopg.Connection) -> None:
+    task_id = failed_task(conn)
+    task = run_json(run, "retry", str(task_id))
+    assert (task["id"], task["status"], task["retry_count"]) == (task_id, "pending", 0)
+
+
+def test_retry_a_pending_task_is_refused(run: Run, conn: psycopg.Connection) -> None:
+    task_id = enqueue(conn)
+    result = run("retry", str(task_id))
+    assert result.exit_code == 1
+    assert f"task {task_id} is pending and cannot be retried" in result.stderr
+
+
+# show, cancel and retry of what is not a task
+
+
+@pytest.mark.parametrize("command", ["show", "cancel", "retry"])
+def test_a_missing_task_exits_1(run: Run, command: str) -> None:
+    result = run(command, "424242")
+    assert result.exit_code == 1
+    assert "task 424242 does not exist" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "cancel", "retry"])
+def test_a_non_numeric_id_exits_2(run: Run, command: str) -> None:
+    result = run(command, "forty-two")
+    assert result.exit_code == 2
+    assert "is not a valid integer" in result.stderr
+
+
+# prune
+
+
+def test_prune_deletes_old_finished_tasks(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    in_the_past("10 days")
+    old = [completed_task(conn), failed_task(conn)]
+    conn.execute("RESET taskpool.clock_offset")
+    recent = completed_task(conn)
+    pending = enqueue(conn)
+    result = run("prune", "--older-than", "7 days", "--max-tasks", "1")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "pruned 1 task"
+    assert run_json(run, "prune", "--older-than", "7 days") == {"pruned": 1}
+    remaining = {row[0] for row in conn.execute("SELECT id FROM worker_tasks")}
+    assert remaining == {recent, pending}
+    assert not remaining & set(old)
+    assert run_json(run, "prune", "--older-than", "7 days") == {"pruned": 0}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--older-than", "a fortnight"], "invalid input syntax for type interval"),
+        (["--older-than", "-1 day"], "older_than must be a non-negative interval"),
+        (["--older-than", "1 day", "--max-tasks", "0"], "--max-tasks"),
+        ([], "--older-than"),
+    ],
+)
+def test_prune_bad_input_exits_2(run: Run, args: list[str], message: str) -> None:
+    result = run("prune", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+
+
+# workers
+
+
+def test_workers_lists_the_registry_with_current_tasks(run: Run, conn: psycopg.Connection) -> None:
+    assert run("workers").stdout.strip() == "no workers registered"
+    assert run_json(run, "workers") == []
+    conn.execute("SELECT register_worker('w1', 'store_discovery', 'host-a', 4242)")
+    conn.execute("SELECT register_worker('w2', 'analytics_refresh', 'host-b', 99)")
+    task_id = enqueue(conn)
+    assert claim(conn, worker="w1") == task_id
+    result = run("workers")
+    assert result.exit_code == 0, result.output
+    header, *lines = result.stdout.splitlines()
+    assert header.split() == ["worker", "role", "host", "pid", "started_at", "last_seen_at", "task"]
+    rows = {line.split()[0]: line.split() for line in lines}
+    assert rows["w1"][:4] == ["w1", "store_discovery", "host-a", "4242"]
+    assert rows["w1"][-1] == str(task_id)
+    workers = {w["worker_id"]: w for w in run_json(run, "workers")}
+    assert workers["w1"]["task_id"] == task_id
+    assert workers["w2"]["task_id"] is None
+    assert (workers["w2"]["role"], workers["w2"]["host"], workers["w2"]["pid"]) == (
+        "analytics_refresh", "host-b", 99
+    )
+    datetime.fromisoformat(workers["w2"]["last_seen_at"])
+
+
+# the table formatter
+
+
+def test_render_table_aligns_columns_and_right_aligns_numbers() -> None:
+    text = cli.render_table(
+        [{"id": 7, "name": "a"}, {"id": 1234, "name": "longer name"}],
+        [("id", "id"), ("name", "name"), ("both", lambda row: f"{row['id']}:{row['name']}")],
+    )
+    assert text.splitlines() == [
+        "  id  name         both",
+        "   7  a            7:a",
+        "1234  longer name  1234:longer name",
+    ]

@@ -1,0 +1,188 @@
+"""HttpPlatformClient against a scripted HTTP server on loopback (no database, no simulator):
+the URLs it asks, and how each kind of answer becomes a result or a PlatformError."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from pyworker.crawler.client import HttpPlatformClient, PlatformError
+
+
+class Script:
+    """What the server answers next: (status, body bytes, headers, seconds to sleep first)."""
+
+    def __init__(self) -> None:
+        self.answer: tuple[int, bytes, dict[str, str], float] = (200, b"{}", {}, 0.0)
+        self.paths: list[str] = []
+
+    def reply(
+        self,
+        status: int,
+        body: Any = None,
+        *,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.answer = (status, data, headers or {}, delay)
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Script]]:
+    script = Script()
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            script.paths.append(self.path)
+            status, body, headers, delay = script.answer
+            if delay and stop.wait(delay):
+                return
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except OSError:
+                pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/", script
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_list_stores_asks_the_state_and_returns_the_store_objects(
+    server: tuple[str, Script],
+) -> None:
+    url, script = server
+    stores = [
+        {
+            "platform_store_id": "s1",
+            "name": "Green Leaf",
+            "state": "AZ",
+            "city": "Mesa",
+            "menu_url": "https://menus.example/dutchie/green-leaf-mesa",
+        }
+    ]
+    script.reply(200, {"platform": "dutchie", "state": "AZ", "stores": stores})
+    client = HttpPlatformClient(url, "dutchie")
+    assert client.list_stores("AZ") == stores
+    assert script.paths == ["/platforms/dutchie/stores?state=AZ"]
+
+
+def test_fetch_menu_returns_the_raw_body_unparsed(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.reply(200, b'{"products": [')  # cut short: the client does not judge it
+    client = HttpPlatformClient(url, "jane")
+    assert client.fetch_menu("12 34/5") == b'{"products": ['
+    assert script.paths == ["/platforms/jane/stores/12%2034%2F5/menu"]
+
+
+def test_resolve_returns_the_store_id_or_none_for_an_unknown_url(
+    server: tuple[str, Script],
+) -> None:
+    url, script = server
+    client = HttpPlatformClient(url, "jane")
+    script.reply(200, {"platform_store_id": 4711})
+    assert client.resolve("https://menus.example/jane/a b?x=1") == "4711"
+    assert script.paths[-1] == (
+        "/platforms/jane/resolve?menu_url=https%3A%2F%2Fmenus.example%2Fjane%2Fa+b%3Fx%3D1"
+    )
+    script.reply(404, {"error": "no store on jane has the menu URL", "status": 404})
+    assert client.resolve("https://menus.example/jane/nowhere") is None
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_server_errors_are_retryable(server: tuple[str, Script], status: int) -> None:
+    url, script = server
+    script.reply(status, {"error": "internal server error", "status": status})
+    with pytest.raises(PlatformError) as raised:
+        HttpPlatformClient(url, "dutchie").fetch_menu("s1")
+    error = raised.value
+    assert error.retryable and error.status == status
+    assert f"HTTP {status}: internal server error" in str(error)
+    assert "/platforms/dutchie/stores/s1/menu" in str(error)
+
+
+def test_429_is_retryable_and_keeps_retry_after(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.reply(429, {"error": "too many requests"}, headers={"Retry-After": "7"})
+    with pytest.raises(PlatformError) as raised:
+        HttpPlatformClient(url, "dutchie").list_stores("CA")
+    assert raised.value.retryable
+    assert raised.value.status == 429
+    assert raised.value.retry_after == 7.0
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 410])
+def test_client_errors_are_not_retryable(server: tuple[str, Script], status: int) -> None:
+    url, script = server
+    script.reply(status, b"<html>nope</html>")
+    with pytest.raises(PlatformError) as raised:
+        HttpPlatformClient(url, "dutchie").fetch_menu("gone")
+    assert not raised.value.retryable
+    assert raised.value.status == status
+    assert "<html>nope</html>" in str(raised.value)
+
+
+def test_a_slow_answer_is_a_retryable_timeout(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.reply(200, {"stores": []}, delay=5)
+    client = HttpPlatformClient(url, "dutchie", timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(PlatformError) as raised:
+        client.list_stores("AZ")
+    assert time.monotonic() - started < 3
+    assert raised.value.retryable and raised.value.status is None
+    assert "no answer within 0.3 s" in str(raised.value)
+
+
+def test_no_server_is_a_retryable_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(PlatformError) as raised:
+        HttpPlatformClient(f"http://127.0.0.1:{port}", "dutchie", timeout=2).fetch_menu("s1")
+    assert raised.value.retryable
+    assert "refused" in str(raised.value).lower()
+
+
+def test_a_listing_that_is_not_json_is_retryable(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.reply(200, b"<html><h1>502 Bad Gateway</h1></html>")
+    with pytest.raises(PlatformError) as raised:
+        HttpPlatformClient(url, "dutchie").list_stores("AZ")
+    assert raised.value.retryable
+    assert "not JSON" in str(raised.value)
+    script.reply(200, {"stores": "none"})
+    with pytest.raises(PlatformError, match="no list of store objects"):
+        HttpPlatformClient(url, "dutchie").list_stores("AZ")
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="TASKPOOL_PLATFORM_URL"):
+        HttpPlatformClient("", "dutchie")
+    with pytest.raises(ValueError, match="positive"):
+        HttpPlatformClient("http://127.0.0.1:1", "dutchie", timeout=0)

@@ -1,0 +1,149 @@
+"""Menu bodies parsed into product rows (no database): the normal case, and the clear errors
+for a body cut short, one that is not JSON, and products with missing or bad fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pyworker.crawler.normalize import CorruptMenu, normalize_menu
+
+
+def menu(*products: Any, **fields: Any) -> bytes:
+    return json.dumps(
+        {
+            "platform": "dutchie",
+            "platform_store_id": "s1",
+            "clock_hours": 0.0,
+            "products": list(products),
+            **fields,
+        }
+    ).encode()
+
+
+def product(**changes: Any) -> dict[str, Any]:
+    base = {
+        "id": "a1",
+        "name": "Blue Dream 3.5g",
+        "brand": "Lumen",
+        "category": "Flower",
+        "price": 34.99,
+        "stock": 12,
+    }
+    return {**base, **changes}
+
+
+def test_products_come_out_with_the_six_fields_in_menu_order() -> None:
+    body = menu(product(), product(id=17, name="Runtz 1g", brand=None, price=9, stock=0, extra="x"))
+    assert normalize_menu(body) == [
+        {
+            "id": "a1",
+            "name": "Blue Dream 3.5g",
+            "brand": "Lumen",
+            "category": "Flower",
+            "price": 34.99,
+            "stock": 12,
+        },
+        {
+            "id": "17",
+            "name": "Runtz 1g",
+            "brand": None,
+            "category": "Flower",
+            "price": 9,
+            "stock": 0,
+        },
+    ]
+
+
+def test_unknown_price_and_stock_and_missing_brand_are_allowed() -> None:
+    body = menu({"id": "a1", "name": "Calm Tincture 30ml", "price": None, "stock": None})
+    assert normalize_menu(body) == [
+        {
+            "id": "a1",
+            "name": "Calm Tincture 30ml",
+            "brand": None,
+            "category": None,
+            "price": None,
+            "stock": None,
+        },
+    ]
+    assert normalize_menu(menu(product(stock=3.0)))[0]["stock"] == 3
+
+
+def test_an_empty_menu_has_no_products() -> None:
+    assert normalize_menu(menu()) == []
+
+
+def test_a_body_cut_short_is_truncated() -> None:
+    body = menu(product(), product(id="a2"))
+    with pytest.raises(CorruptMenu, match=r"^the menu is truncated: its JSON ends early"):
+        normalize_menu(body[: len(body) // 2])
+
+
+def test_a_body_that_is_not_json_says_how_it_starts() -> None:
+    with pytest.raises(CorruptMenu) as raised:
+        normalize_menu(b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+    assert str(raised.value).startswith("the menu is not JSON: Expecting value at line 1 column 1")
+    assert "'<html><body><h1>502 Bad Gateway</h1></body></html>'" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "the menu is empty (0 bytes)"),
+        (b"\xff\xfe{}", "the menu is not UTF-8 text (byte 0 of 4 is 0xff)"),
+        (b"[1, 2]", "the menu must be a JSON object, not an array"),
+        (b'{"items": []}', "the menu has no 'products' (its fields: items)"),
+        (b'{"products": {"a": 1}}', "the menu's 'products' must be a list, not an object"),
+    ],
+)
+def test_a_body_of_the_wrong_shape_is_named(body: bytes, message: str) -> None:
+    with pytest.raises(CorruptMenu) as raised:
+        normalize_menu(body)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("not a product", "products[1]: a product must be a JSON object, not a string"),
+        (
+            {"id": "a2", "name": "X"},
+            "products[1]: missing price, stock (a product needs id, name, price, stock)",
+        ),
+        (product(id=""), 'products[1]: id must be a non-empty string or an integer, not ""'),
+        (product(id=True), "products[1]: id must be a non-empty string or an integer, not true"),
+        (
+            product(id="a2", name="  "),
+            "products[1] (id 'a2'): name must be a non-empty string, not \"  \"",
+        ),
+        (product(id="a2", brand=5), "products[1] (id 'a2'): brand must be a string or null, not 5"),
+        (
+            product(id="a2", category=[]),
+            "products[1] (id 'a2'): category must be a string or null, not []",
+        ),
+        (
+            product(id="a2", price="12.00"),
+            "products[1] (id 'a2'): price must be a number >= 0 or null, not \"12.00\"",
+        ),
+        (
+            product(id="a2", price=-1),
+            "products[1] (id 'a2'): price must be a number >= 0 or null, not -1",
+        ),
+        (
+            product(id="a2", stock=1.5),
+            "products[1] (id 'a2'): stock must be a whole number >= 0 or null, not 1.5",
+        ),
+        (
+            product(id="a2", stock=-2),
+            "products[1] (id 'a2'): stock must be a whole number >= 0 or null, not -2",
+        ),
+        (product(), "products[1]: id 'a1' appears twice (also products[0])"),
+    ],
+)
+def test_a_bad_product_is_named_by_its_index_and_field(bad: Any, message: str) -> None:
+    with pytest.raises(CorruptMenu) as raised:
+        normalize_menu(menu(product(), bad))
+    assert str(raised.value) == message

@@ -1,0 +1,432 @@
+"""`pyworker schedules`, `resync generate`, `capacity` and `health`, with click's CliRunner against
+a real deployed database (a fresh copy per test).
+
+Exit codes as everywhere in the CLI: 0 done, 1 refused (an unknown schedule), 2 bad usage or
+input (a value out of range, an unknown role or time zone, a malformed day).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+
+from pyworker import cli
+
+Run = Callable[..., Result]
+
+DEFAULT_SCHEDULES = ["analytics_refresh", "daily_resync_plan", "store_discovery"]
+
+
+@pytest.fixture
+def run(db_url: str) -> Run:
+    """Run `pyworker --database-url <the test's database> ARGS...`."""
+
+    def invoke(*args: str) -> Result:
+        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args])
+
+    return invoke
+
+
+def run_json(run: Run, *args: str) -> Any:
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def make_stores(conn: psycopg.Connection, count: int, *, active: bool = True) -> list[int]:
+    return [
+        conn.execute(
+            "INSERT INTO dispensaries (name, active) VALUES (%s, %s) RETURNING id",
+            (f"Store {n}", active),
+        ).fetchone()[0]
+        for n in range(count)
+    ]
+
+
+def schedule_row(conn: psycopg.Connection, name: str) -> dict[str, Any]:
+    cursor = conn.execute("SELECT * FROM task_schedules WHERE name = %s", (name,))
+    names = [column.name for column in cursor.description]
+    return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+def tasks_by_role(conn: psycopg.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT role, count(*) FROM worker_tasks GROUP BY role").fetchall())
+
+
+def table(result: Result) -> list[list[str]]:
+    """The output's lines, split on runs of spaces."""
+    assert result.exit_code == 0, result.output
+    return [line.split() for line in result.stdout.splitlines()]
+
+
+def fields(result: Result) -> dict[str, str]:
+    """The `key: value` lines of echo_fields output."""
+    assert result.exit_code == 0, result.output
+    pairs = (line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+@pytest.fixture
+def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
+    """Shift this session's taskpool clock back (e.g. '2 hours'); reset after the test."""
+
+    def shift(ago: str) -> None:
+        conn.execute("SELECT set_config('taskpool.clock_offset', %s, false)", (f"-{ago}",))
+
+    yield shift
+    conn.execute("RESET taskpool.clock_offset")
+
+
+def test_the_new_commands_are_listed_with_help() -> None:
+    result = CliRunner().invoke(cli.main, ["--help"])
+    assert result.exit_code == 0
+    for command in ("capacity", "health", "schedules", "resync", "cron", "scheduler"):
+        assert command in result.stdout
+    for group in ("schedules", "resync", "cron"):
+        for name, command in cli.main.commands[group].commands.items():
+            assert command.help, f"{group} {name} has no help text"
+
+
+# schedules list
+
+
+def test_schedules_list_shows_the_default_schedules(run: Run) -> None:
+    header, *rows = table(run("schedules", "list"))
+    assert header == ["name", "role", "kind", "enabled", "every", "priority", "next_run_at",
+                      "last_run_at", "last_tasks", "last_error"]
+    by_name = {row[0]: row for row in rows}
+    assert sorted(by_name) == DEFAULT_SCHEDULES
+    assert by_name["store_discovery"][1:7] == ["store_discovery", "single", "true", "24", "h", "5"]
+    assert by_name["daily_resync_plan"][1:3] == ["product_resync", "resync_plan"]
+    assert by_name["analytics_refresh"][4:6] == ["6", "h"]
+
+
+def test_schedules_list_json(run: Run, conn: psycopg.Connection) -> None:
+    schedules = run_json(run, "schedules", "list")
+    assert [s["name"] for s in schedules] == DEFAULT_SCHEDULES
+    store_discovery = schedules[2]
+    assert store_discovery["enabled"] is True
+    assert (store_discovery["interval_hours"], store_discovery["priority"]) == (24, 5)
+    assert store_discovery["last_run_at"] is None and store_discovery["last_task_count"] is None
+    assert datetime.fromisoformat(store_discovery["next_run_at"]) == schedule_row(
+        conn, "store_discovery"
+    )["next_run_at"]
+
+
+# schedules update
+
+
+def test_schedules_update_disables_and_enables(run: Run, conn: psycopg.Connection) -> None:
+    result = run("schedules", "update", "store_discovery", "--disable")
+    assert fields(result)["enabled"] == "false"
+    assert schedule_row(conn, "store_discovery")["enabled"] is False
+    assert run_json(run, "schedules", "update", "store_discovery", "--enable")["enabled"] is True
+    assert schedule_row(conn, "store_discovery")["enabled"] is True
+
+
+def test_schedules_update_interval_and_priority(run: Run, conn: psycopg.Connection) -> None:
+    before = schedule_row(conn, "analytics_refresh")
+    updated = run_json(
+        run, "schedules", "update", "analytics_refresh", "--interval-hours", "12", "--priority", "-7"
+    )
+    assert (updated["name"], updated["interval_hours"], updated["priority"]) == (
+        "analytics_refresh", 12, -7
+    )
+    assert updated["enabled"] is True
+    row = schedule_row(conn, "analytics_refresh")
+    assert (row["interval_hours"], row["priority"], row["enabled"]) == (12, -7, True)
+    # It never ran: the new interval counts from now.
+    assert row["next_run_at"] > before["next_run_at"]
+    assert run_json(run, "schedules", "update", "analytics_refresh", "--priority", "3")[
+        "interval_hours"
+    ] == 12
+
+
+def test_schedules_update_an_unknown_schedule_exits_1_naming_the_schedules(run: Run) -> None:
+    result = run("schedules", "update", "nope", "--disable")
+    assert result.exit_code == 1
+    assert "schedule 'nope' does not exist" in result.stderr
+    assert "Schedules: analytics_refresh, daily_resync_plan, store_discovery." in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--interval-hours", "0"], "interval_hours 0 is out of range"),
+        (["--interval-hours", "8761"], "interval_hours 8761 is out of range"),
+        (["--priority", "101"], "priority 101 is out of range"),
+        (["--interval-hours", "six"], "is not a valid integer"),
+        ([], "give at least one of"),
+    ],
+)
+def test_schedules_update_bad_input_exits_2(
+    run: Run, conn: psycopg.Connection, args: list[str], message: str
+) -> None:
+    before = schedule_row(conn, "analytics_refresh")
+    result = run("schedules", "update", "analytics_refresh", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert schedule_row(conn, "analytics_refresh") == before
+
+
+# schedules trigger
+
+
+def test_schedules_trigger_runs_a_schedule_now(run: Run, conn: psycopg.Connection) -> None:
+    before = schedule_row(conn, "store_discovery")
+    result = run("schedules", "trigger", "store_discovery")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "schedule store_discovery ran: 1 task created"
+    assert tasks_by_role(conn) == {"store_discovery": 1}
+    after = schedule_row(conn, "store_discovery")
+    assert after["last_task_count"] == 1 and after["last_run_at"] is not None
+    assert after["next_run_at"] == before["next_run_at"]
+
+
+def test_schedules_trigger_json_runs_a_disabled_schedule(run: Run, conn: psycopg.Connection) -> None:
+    make_stores(conn, 3)
+    make_stores(conn, 1, active=False)
+    conn.execute("SELECT update_schedule('daily_resync_plan', enabled := false)")
+    schedule = run_json(run, "schedules", "trigger", "daily_resync_plan")
+    assert (schedule["name"], schedule["enabled"], schedule["last_task_count"]) == (
+        "daily_resync_plan", False, 3
+    )
+    assert tasks_by_role(conn) == {"product_resync": 3}
+    # Planned already: a second run makes nothing.
+    assert run("schedules", "trigger", "daily_resync_plan").stdout.strip() == (
+        "schedule daily_resync_plan ran: 0 tasks created"
+    )
+
+
+def test_schedules_trigger_an_unknown_schedule_exits_1(run: Run, conn: psycopg.Connection) -> None:
+    result = run("schedules", "trigger", "nope")
+    assert result.exit_code == 1
+    assert "schedule 'nope' does not exist" in result.stderr
+    assert "Schedules: analytics_refresh, daily_resync_plan, store_discovery." in result.stderr
+    assert tasks_by_role(conn) == {}
+
+
+# resync generate
+
+
+def db_today(conn: psycopg.Connection, time_zone: str | None = None) -> date:
+    """Today in `time_zone` (default: the session's), by the database clock."""
+    return conn.execute(
+        "SELECT (taskpool_now() AT TIME ZONE coalesce(%s, current_setting('TimeZone')))::date",
+        (time_zone,),
+    ).fetchone()[0]
+
+
+def test_resync_generate_plans_today_by_default(run: Run, conn: psycopg.Connection) -> None:
+    stores = make_stores(conn, 4)
+    make_stores(conn, 1, active=False)
+    result = run("resync", "generate")
+    assert result.exit_code == 0, result.output
+    time_zone = conn.execute("SHOW TimeZone").fetchone()[0]
+    today = db_today(conn)
+    assert result.stdout.strip() == (
+        f"planned 4 product_resync tasks for {today.isoformat()} (6 batches, time zone {time_zone})"
+    )
+    planned = conn.execute(
+        "SELECT dispensary_id, priority, payload FROM worker_tasks ORDER BY dispensary_id"
+    ).fetchall()
+    assert [row[0] for row in planned] == stores
+    assert {row[1] for row in planned} == {0}
+    assert planned[0][2] == {"plan_day": today.isoformat(), "slot": 0}
+    # Idempotent for the day.
+    assert run("resync", "generate").stdout.startswith("planned 0 product_resync tasks for")
+
+
+def test_resync_generate_json_with_a_day_a_time_zone_and_batches(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    make_stores(conn, 3)
+    plan = run_json(
+        run, "resync", "generate", "--batches", "2", "--day", "2030-03-10",
+        "--time-zone", "America/New_York", "--priority", "7",
+    )
+    assert plan == {"day": "2030-03-10", "time_zone": "America/New_York", "created": 3,
+                    "batches": 2, "priority": 7}
+    rows = conn.execute(
+        "SELECT scheduled_for, priority FROM worker_tasks ORDER BY dispensary_id"
+    ).fetchall()
+    zone = ZoneInfo("America/New_York")
+    # Three stores in two slots: the first slot takes the extra one. 2030-03-10 springs forward
+    # at 02:00 local, so the 12:00 slot is 11 hours after midnight.
+    midnight = datetime(2030, 3, 10, tzinfo=zone)
+    noon = datetime(2030, 3, 10, 12, tzinfo=zone)
+    assert [row[0] for row in rows] == [midnight, midnight, noon]
+    assert noon.astimezone(timezone.utc) - midnight.astimezone(timezone.utc) == timedelta(hours=11)
+    assert {row[1] for row in rows} == {7}
+
+
+def test_resync_generate_defaults_the_day_to_today_in_its_time_zone(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    make_stores(conn, 1)
+    plan = run_json(run, "resync", "generate", "--time-zone", "Pacific/Kiritimati")
+    assert plan["day"] == db_today(conn, "Pacific/Kiritimati").isoformat()
+    assert plan["time_zone"] == "Pacific/Kiritimati"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--day", "2026-13-01"], "'--day'"),
+        (["--day", "tomorrow"], "'--day'"),
+        (["--time-zone", "Mars/Olympus_Mons"], "Mars/Olympus_Mons"),
+        (["--time-zone", "Mars/Olympus_Mons", "--day", "2030-01-01"],
+         "unknown time zone 'Mars/Olympus_Mons'"),
+        (["--batches", "0"], "batches 0 is out of range"),
+        (["--batches", "1441"], "batches 1441 is out of range"),
+        (["--priority", "-101"], "priority -101 is out of range"),
+    ],
+)
+def test_resync_generate_bad_input_exits_2(
+    run: Run, conn: psycopg.Connection, args: list[str], message: str
+) -> None:
+    make_stores(conn, 2)
+    result = run("resync", "generate", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert tasks_by_role(conn) == {}
+
+
+# capacity
+
+
+def busy_pool(conn: psycopg.Connection, in_the_past: Callable[[str], None]) -> None:
+    """product_resync: two tasks done in the last hour (10 minutes each), one running, two
+    pending; one active worker."""
+    stores = make_stores(conn, 5)
+    conn.execute("SELECT register_worker('w1', 'product_resync', 'host-a', 1)")
+    in_the_past("30 minutes")
+    for worker, store in (("w1", stores[0]), ("w2", stores[1])):
+        conn.execute("SELECT enqueue_task('product_resync', dispensary_id := %s)", (store,))
+        (task_id,) = conn.execute("SELECT id FROM claim_task('product_resync', %s)", (worker,)).fetchone()
+        in_the_past("20 minutes")
+        conn.execute("SELECT complete_task(%s, %s, 1, '{}')", (task_id, worker))
+        in_the_past("30 minutes")
+    conn.execute("RESET taskpool.clock_offset")
+    for store in stores[2:]:
+        conn.execute("SELECT enqueue_task('product_resync', dispensary_id := %s)", (store,))
+    conn.execute("SELECT claim_task('product_resync', 'w1')")
+
+
+def test_capacity_lists_every_role(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    busy_pool(conn, in_the_past)
+    header, *rows = table(run("capacity"))
+    assert header[:6] == ["role", "pending", "ready", "running", "workers", "per_worker_hour"]
+    by_role = {row[0]: row for row in rows}
+    roles = [row[0] for row in conn.execute("SELECT role FROM task_roles ORDER BY role")]
+    assert list(by_role) == roles
+    assert by_role["product_resync"][1:6] == ["2", "2", "1", "1", "6.0"]
+
+
+def test_capacity_json_gives_the_view_rows(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    busy_pool(conn, in_the_past)
+    rows = {row["role"]: row for row in run_json(run, "capacity")}
+    resync = rows["product_resync"]
+    assert (resync["pending_tasks"], resync["ready_tasks"], resync["running_tasks"]) == (2, 2, 1)
+    assert resync["active_workers"] == 1
+    # numeric columns are JSON numbers: 3600 s / 600 s a task
+    assert resync["tasks_per_worker_hour"] == 6.0
+    assert resync["workers_needed_for_1_hour"] == 1
+    assert resync["completed_last_hour"] == 2
+    assert rows["store_discovery"]["tasks_per_worker_hour"] is None
+
+
+def test_capacity_of_one_role_json_is_worker_capacity(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    busy_pool(conn, in_the_past)
+    document = run_json(run, "capacity", "product_resync")
+    assert document == conn.execute("SELECT worker_capacity('product_resync')").fetchone()[0]
+    assert document["pending_tasks"] == 2
+    assert document["workers_needed"] == {"for_1_hour": 1, "for_4_hours": 1, "for_8_hours": 1}
+
+
+def test_capacity_of_one_role_as_fields(run: Run, conn: psycopg.Connection) -> None:
+    conn.execute("SELECT enqueue_task('store_discovery')")
+    shown = fields(run("capacity", "store_discovery"))
+    assert shown["role"] == "store_discovery"
+    assert (shown["pending_tasks"], shown["ready_tasks"], shown["active_workers"]) == ("1", "1", "0")
+    assert shown["tasks_per_worker_hour"] == ""
+    assert shown["estimated_hours_to_drain"] == ""
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_capacity_of_an_unknown_role_exits_2(run: Run, json_flag: list[str]) -> None:
+    result = run("capacity", "nope", *json_flag)
+    assert result.exit_code == 2
+    assert "unknown role 'nope'" in result.stderr
+    assert "product_resync" in result.stderr
+    assert result.stdout == ""
+
+
+# health
+
+
+def test_health_of_a_quiet_pool(run: Run) -> None:
+    result = run("health")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n\n") == [
+        "tasks by role and status:\nno tasks",
+        "active workers (seen in the last 2 minutes):\nnone",
+        "stuck tasks (silent past their role's stale threshold):\nnone\n",
+    ]
+    assert run_json(run, "health") == {"task_counts": [], "active_workers": [], "stuck_tasks": []}
+
+
+def test_health_shows_counts_workers_and_stuck_tasks(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    in_the_past("2 hours")
+    stuck = conn.execute("SELECT id FROM enqueue_task('store_discovery')").fetchone()[0]
+    conn.execute("SELECT claim_task('store_discovery', 'gone')")
+    conn.execute("SELECT register_worker('gone', 'store_discovery', 'host-old', 1)")
+    conn.execute("RESET taskpool.clock_offset")
+    conn.execute("SELECT enqueue_task('analytics_refresh')")
+    conn.execute("SELECT enqueue_task('analytics_refresh')")
+    conn.execute("SELECT register_worker('w1', 'analytics_refresh', 'host-a', 42)")
+    conn.execute("SELECT claim_task('analytics_refresh', 'w1')")
+
+    report = run_json(run, "health")
+    assert report["task_counts"] == [
+        {"role": "analytics_refresh", "status": "claimed", "tasks": 1},
+        {"role": "analytics_refresh", "status": "pending", "tasks": 1},
+        {"role": "store_discovery", "status": "claimed", "tasks": 1},
+    ]
+    (worker,) = report["active_workers"]
+    assert (worker["worker_id"], worker["host"], worker["task_status"]) == ("w1", "host-a", "claimed")
+    (task,) = report["stuck_tasks"]
+    assert (task["id"], task["worker_id"], task["status"]) == (stuck, "gone", "claimed")
+    assert task["silent_for"] >= 7200 and task["stale_threshold"] == 1800
+
+    text = run("health")
+    assert text.exit_code == 0, text.output
+    counts, workers, stuck_tasks = text.stdout.split("\n\n")
+    assert counts.splitlines()[1:] == [
+        "role               status   count",
+        "analytics_refresh  claimed      1",
+        "analytics_refresh  pending      1",
+        "store_discovery    claimed      1",
+    ]
+    assert workers.splitlines()[2].split()[:4] == ["w1", "analytics_refresh", "host-a", "42"]
+    header, line = stuck_tasks.splitlines()[1:]
+    assert header.split() == ["id", "role", "store", "status", "worker", "attempt",
+                              "last_heartbeat_at", "silent_for", "stale_after"]
+    assert line.split()[:5] == [str(stuck), "store_discovery", "claimed", "gone", "1"]
+    assert line.split()[-1] == "0:30:00"

@@ -1,0 +1,108 @@
+"""Handlers for the worker tests, imported by the worker processes (PYWORKER_HANDLERS).
+
+Each handler writes what it did to tables that the test creates in its own database
+(worker_support.TABLES: test_executions, test_completions), through its own connection: the
+worker's connections are the worker's business, and a test that terminates them must not take
+the handler's record with them.
+
+Roles (the tests insert their task_roles rows):
+
+- test_work: records the execution in test_executions, works for `seconds` (`retry_seconds`
+  from the second attempt on) in small steps, polling task.abort, then records the completion
+  in test_completions (UNIQUE task_id) unless the payload says `"record": false`. On an abort
+  it records the reason and stops.
+- test_outcome: raises what the payload's `raise` names: ValueError (retried), PermanentError
+  or Snooze(30); with "nothing", returns {"ok": true}.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import psycopg
+
+from pyworker.db import Task
+from pyworker.errors import PermanentError, Snooze
+from pyworker.handlers import Aborted, handler
+
+STEP_SECONDS = 0.05
+
+_lock = threading.Lock()
+_conn: psycopg.Connection | None = None
+
+
+def _execute(query: str, params: dict[str, Any]) -> None:
+    """Run one statement on this process's own connection, reconnecting once if it broke."""
+    global _conn
+    with _lock:
+        for attempt in (1, 2):
+            if _conn is None or _conn.closed or _conn.broken:
+                _conn = psycopg.connect(
+                    os.environ["DATABASE_URL"],
+                    autocommit=True,
+                    application_name=f"test handlers {os.environ.get('WORKER_ID', '')}",
+                )
+            try:
+                _conn.execute(query, params)
+                return
+            except psycopg.OperationalError:
+                if attempt == 2:
+                    raise
+
+
+def _owner(task: Task) -> dict[str, Any]:
+    return {"task_id": task.id, "attempt": task.attempt, "worker_id": task.worker_id}
+
+
+@handler("test_work")
+def work(task: Task) -> dict[str, Any]:
+    _execute(
+        "INSERT INTO test_executions (task_id, attempt, worker_id)"
+        " VALUES (%(task_id)s, %(attempt)s, %(worker_id)s)",
+        _owner(task),
+    )
+    payload = task.payload
+    seconds = payload.get("seconds", 0) if task.attempt == 1 else payload.get("retry_seconds", 0)
+    # Counted in steps, not by the clock: time spent stopped (SIGSTOP) does not count as work.
+    for _ in range(round(seconds / STEP_SECONDS)):
+        if task.abort.fired:
+            _execute(
+                "UPDATE test_executions SET ended_at = clock_timestamp(), abort_reason = %(reason)s"
+                " WHERE task_id = %(task_id)s AND attempt = %(attempt)s",
+                {**_owner(task), "reason": task.abort.reason},
+            )
+            raise Aborted(task.abort.reason)
+        time.sleep(STEP_SECONDS)
+    if payload.get("record", True):
+        # One statement: the completion and the end of the execution are recorded together.
+        _execute(
+            "WITH done AS (INSERT INTO test_completions (task_id, attempt, worker_id)"
+            "              VALUES (%(task_id)s, %(attempt)s, %(worker_id)s))"
+            " UPDATE test_executions SET ended_at = clock_timestamp()"
+            " WHERE task_id = %(task_id)s AND attempt = %(attempt)s",
+            _owner(task),
+        )
+    else:
+        _execute(
+            "UPDATE test_executions SET ended_at = clock_timestamp()"
+            " WHERE task_id = %(task_id)s AND attempt = %(attempt)s",
+            _owner(task),
+        )
+    return {"worker_id": task.worker_id, "attempt": task.attempt}
+
+
+@handler("test_outcome")
+def outcome(task: Task) -> dict[str, Any]:
+    kind = task.payload["raise"]
+    if kind == "nothing":
+        return {"ok": True}
+    if kind == "value_error":
+        raise ValueError("the platform answered 503")
+    if kind == "permanent":
+        raise PermanentError("the store is closed for good")
+    if kind == "snooze":
+        raise Snooze(30)
+    raise AssertionError(f"unknown outcome {kind!r}")
