@@ -24,6 +24,7 @@ PG_BINDIR ?= /usr/lib/postgresql/15/bin
 PYTHON ?= python3
 VENV ?= .venv
 PYTEST_ARGS ?= -q
+BENCH_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap \
 	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl
 
@@ -37,7 +38,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo test test-roundtrip test-sql test-py clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-sql test-py clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -48,6 +49,7 @@ help:
 	@echo
 	@echo 'Variables: DATABASE_URL=$(DATABASE_URL)'
 	@echo '           PGPORT=$(PGPORT) DB_NAME=$(DB_NAME) TEST_DB=$(TEST_DB) ROUNDTRIP_DB=$(ROUNDTRIP_DB) DEMO_DB=$(DEMO_DB)'
+	@echo '           QUICK=1 (make bench: the quick form) BENCH_ARGS=$(BENCH_ARGS) (e.g. --prefetch 50 --only drain)'
 
 # TARGET deps: install the missing Debian packages, then the Python environment (.venv)
 deps:
@@ -95,6 +97,10 @@ cron: deps db deploy
 # TARGET demo: crawl the simulated platform end to end in a fresh database (DEMO_DB): discovery, crawls, a resync round, analytics, a summary
 demo: deps db
 	@DEMO_DB='$(DEMO_DB)' VENV='$(VENV)' scripts/demo
+
+# TARGET bench: measure drain, wake-up, enqueue, depth and history against pgbench ceilings (QUICK=1: about a minute; BENCH_ARGS for more); writes results/
+bench: deps db
+	@$(PGENV) $(VENV)/bin/python -m bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 # TARGET psql: open psql on DATABASE_URL
 psql: deps db

@@ -1,0 +1,1 @@
+"""`make bench`: taskpool's throughput, latency, enqueue rate and depth beside pgbench ceilings."""

@@ -1,0 +1,320 @@
+"""The measurements, one function per figure of issue 6; each returns its samples.
+
+Each repetition starts from a fresh copy of the deployed template (or, for pgbench's ceilings,
+freshly made and filled tables), so repetitions are comparable. Tasks are only ever written
+through the SQL functions (enqueue_tasks, enqueue_task, claim_task, complete_task, cancel_task).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from bench.report import percentile
+from bench.server import BENCH_DB, PGBENCH_DB, BenchError, Server
+from bench.workers import WorkerGroup
+
+ENQUEUE_MAX = 10_000  # enqueue_tasks takes at most this many specs a call
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How big and how long each figure runs: the full run, or --quick."""
+
+    name: str
+    reps: int
+    ceiling_seconds: float
+    drain_tasks: int
+    wakeup_tasks: int
+    enqueue_seconds: float
+    batch_enqueue_tasks: int
+    depth_small: int
+    depth_large: int
+    depth_claims_per_client: int
+    history_rows: int
+    history_seconds: float
+    workers: int = 8
+    clients: int = 8
+    wakeup_rate: float = 50.0
+
+
+FULL = Plan(
+    name="full", reps=3, ceiling_seconds=5, drain_tasks=20_000, wakeup_tasks=500,
+    enqueue_seconds=5, batch_enqueue_tasks=100_000, depth_small=10_000, depth_large=1_000_000,
+    depth_claims_per_client=500, history_rows=1_000_000, history_seconds=4,
+)
+QUICK = Plan(
+    name="quick", reps=1, ceiling_seconds=3, drain_tasks=5_000, wakeup_tasks=150,
+    enqueue_seconds=3, batch_enqueue_tasks=20_000, depth_small=10_000, depth_large=100_000,
+    depth_claims_per_client=250, history_rows=50_000, history_seconds=3,
+)
+
+
+def progress(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+# Ceilings: plain tables, pgbench, the same server -------------------------------------------
+
+COMMIT_SETUP = """
+DROP TABLE IF EXISTS acc;
+CREATE TABLE acc (id integer PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
+INSERT INTO acc (id) SELECT g FROM generate_series(1, 100000) g;
+VACUUM ANALYZE acc;
+"""
+COMMIT_SCRIPT = """\\set id random(1, 100000)
+UPDATE acc SET n = n + 1 WHERE id = :id;
+"""
+
+QUEUE_SETUP = """
+DROP TABLE IF EXISTS q;
+CREATE TABLE q (id bigserial PRIMARY KEY, status text NOT NULL DEFAULT 'pending', payload jsonb);
+INSERT INTO q (payload) SELECT '{}' FROM generate_series(1, %(rows)s);
+CREATE INDEX q_pending_idx ON q (id) WHERE status = 'pending';
+VACUUM ANALYZE q;
+"""
+# One pgbench transaction = one task: claim it in one transaction, mark it done in a second.
+QUEUE_CYCLE_SCRIPT = """BEGIN;
+WITH c AS (SELECT id FROM q WHERE status = 'pending' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) UPDATE q SET status = 'running' FROM c WHERE q.id = c.id RETURNING q.id AS task_id \\gset
+COMMIT;
+UPDATE q SET status = 'done' WHERE id = :task_id;
+"""
+# One pgbench transaction = BATCH tasks.
+QUEUE_BATCH = 100
+QUEUE_BATCH_SCRIPT = f"""BEGIN;
+WITH c AS (SELECT id FROM q WHERE status = 'pending' ORDER BY id LIMIT {QUEUE_BATCH} FOR UPDATE SKIP LOCKED), u AS (UPDATE q SET status = 'running' FROM c WHERE q.id = c.id RETURNING q.id) SELECT string_agg(id::text, ',') AS ids FROM u \\gset
+COMMIT;
+UPDATE q SET status = 'done' WHERE id = ANY (string_to_array(:ids, ',')::bigint[]);
+"""
+
+
+def _scratch(server: Server, setup: str, params: dict[str, int] | None = None) -> None:
+    with server.connect(PGBENCH_DB) as conn:
+        for statement in filter(str.strip, setup.split(";")):
+            conn.execute(statement % (params or {}))
+
+
+def ceiling_commit(server: Server, plan: Plan) -> float:
+    """(a) single-row primary-key UPDATE per transaction: commits/s."""
+    _scratch(server, COMMIT_SETUP)
+    return server.run_pgbench(PGBENCH_DB, COMMIT_SCRIPT, clients=plan.clients, seconds=plan.ceiling_seconds)
+
+
+def ceiling_queue(server: Server, plan: Plan, batch: int) -> float:
+    """(b) batch=1 / (c) batch=QUEUE_BATCH: the minimal claim-then-done cycle, tasks/s."""
+    # Filled for well over twice the rate seen here, so the queue never drains during the run.
+    per_second = 8_000 if batch == 1 else 160_000
+    rows = int(per_second * plan.ceiling_seconds) + 20_000
+    _scratch(server, QUEUE_SETUP, {"rows": rows})
+    script = QUEUE_CYCLE_SCRIPT if batch == 1 else QUEUE_BATCH_SCRIPT
+    tps = server.run_pgbench(PGBENCH_DB, script, clients=plan.clients, seconds=plan.ceiling_seconds)
+    with server.connect(PGBENCH_DB) as conn:
+        (left,) = conn.execute("SELECT count(*) FROM q WHERE status = 'pending'").fetchone()
+    if left < batch * plan.clients:
+        raise BenchError(f"the pgbench queue drained during the run ({rows} rows): prefill more")
+    return tps * batch
+
+
+# Loading tasks through the SQL functions ---------------------------------------------------
+
+def enqueue_noop(conn: psycopg.Connection, count: int, role: str = "bench_noop") -> None:
+    """Enqueue `count` tasks with enqueue_tasks, ENQUEUE_MAX a call, each call committed."""
+    full = json.dumps([{"role": role}] * ENQUEUE_MAX)
+    while count > 0:
+        n = min(count, ENQUEUE_MAX)
+        specs = full if n == ENQUEUE_MAX else json.dumps([{"role": role}] * n)
+        conn.execute("SELECT count(*) FROM enqueue_tasks(%s::jsonb)", (specs,), prepare=True)
+        count -= n
+
+
+def vacuum_analyze(conn: psycopg.Connection) -> None:
+    conn.execute("VACUUM ANALYZE worker_tasks")
+
+
+def completed_rate(conn: psycopg.Connection) -> tuple[int, float]:
+    """(completed tasks, tasks/s from the first claim to the last completion, database clock)."""
+    count, seconds = conn.execute(
+        "SELECT count(*), extract(epoch FROM max(completed_at) - min(claimed_at))::float8"
+        " FROM worker_tasks WHERE status = 'completed'"
+    ).fetchone()
+    if not count or not seconds:
+        raise BenchError("no task completed")
+    return count, count / seconds
+
+
+# 2, 3, 8: drain with worker processes -----------------------------------------------------
+
+@dataclass
+class DrainSample:
+    rate: float
+    peak_rss_mb: float | None
+
+
+def drain(server: Server, plan: Plan, log_dir: Path, prefetch: int | None) -> DrainSample:
+    """Start the workers, make drain_tasks visible at once, time them from the database's clock."""
+    url = server.fresh_bench_db()
+    extra = ["--prefetch", str(prefetch)] if prefetch else []
+    with WorkerGroup(url, "bench_noop", plan.workers, log_dir, extra,
+                     checkout=server.checkout) as group, \
+            psycopg.connect(url, autocommit=True) as conn:
+        group.wait_registered()
+        with conn.transaction():  # all of them visible at the same instant
+            enqueue_noop(conn, plan.drain_tasks)
+        deadline = time.monotonic() + max(120.0, plan.drain_tasks / 100)
+        while True:
+            (done,) = conn.execute(
+                "SELECT count(*) FROM worker_tasks WHERE status = 'completed'"
+            ).fetchone()
+            if done >= plan.drain_tasks:
+                break
+            group.check_alive()
+            if time.monotonic() > deadline:
+                raise BenchError(f"only {done} of {plan.drain_tasks} tasks completed in time")
+            time.sleep(0.2)
+        rss = group.peak_rss_mb()
+        _, rate = completed_rate(conn)
+    return DrainSample(rate, rss)
+
+
+# 4: wake-up latency -----------------------------------------------------------------------
+
+def wakeup_latencies(server: Server, plan: Plan, log_dir: Path, rep: int) -> list[float]:
+    """Milliseconds from each enqueue's commit to its handler's start, idle workers, NOTIFY only."""
+    url = server.fresh_bench_db()
+    events = log_dir / f"wakeup-events-{rep}.txt"
+    events.unlink(missing_ok=True)
+    committed: dict[int, float] = {}
+    with WorkerGroup(url, "bench_wakeup", plan.workers, log_dir,
+                     env={"BENCH_EVENTS_FILE": str(events)}, checkout=server.checkout) as group, \
+            psycopg.connect(url, autocommit=True) as conn:
+        group.wait_registered()
+        time.sleep(1.0)  # registered comes before LISTEN: let every listener settle, idle
+        start = time.monotonic()
+        for n in range(plan.wakeup_tasks):
+            pause = start + n / plan.wakeup_rate - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            (task_id,) = conn.execute("SELECT id FROM enqueue_task('bench_wakeup')", prepare=True).fetchone()
+            committed[task_id] = time.time()  # autocommit: the commit has returned
+        deadline = time.monotonic() + 15
+        started: dict[int, float] = {}
+        while time.monotonic() < deadline:
+            if events.exists():
+                started = {int(a): float(b) for a, b in (line.split() for line in events.read_text().splitlines())}
+            if len(started) >= len(committed):
+                break
+            group.check_alive()
+            time.sleep(0.1)
+    missing = set(committed) - set(started)
+    if missing:
+        raise BenchError(f"{len(missing)} of {len(committed)} wake-up tasks never started")
+    return [(started[i] - committed[i]) * 1000 for i in committed]
+
+
+def latency_percentiles(latencies: list[float]) -> dict[str, float]:
+    return {f"p{p}": percentile(latencies, p) for p in (50, 95, 99)}
+
+
+# 5: enqueue -------------------------------------------------------------------------------
+
+def enqueue_single(server: Server, plan: Plan) -> float:
+    """enqueue_task, one task per transaction, pgbench with 8 clients: tasks/s."""
+    server.fresh_bench_db()
+    return server.run_pgbench(BENCH_DB, "SELECT id FROM enqueue_task('bench_noop');\n",
+                              clients=plan.clients, seconds=plan.enqueue_seconds)
+
+
+def enqueue_batch(server: Server, plan: Plan, per_call: int = 1000) -> float:
+    """enqueue_tasks with `per_call` specs a call, one connection, each call committed: tasks/s."""
+    url = server.fresh_bench_db()
+    specs = json.dumps([{"role": "bench_noop"}] * per_call)
+    calls = max(1, plan.batch_enqueue_tasks // per_call)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT count(*) FROM enqueue_tasks(%s::jsonb)", (specs,), prepare=True)  # warm
+        began = time.perf_counter()
+        for _ in range(calls):
+            conn.execute("SELECT count(*) FROM enqueue_tasks(%s::jsonb)", (specs,), prepare=True)
+        return calls * per_call / (time.perf_counter() - began)
+
+
+# 6: depth ---------------------------------------------------------------------------------
+
+CLAIM_SCRIPT = "SELECT id FROM claim_task('bench_noop', 'w' || :client_id);\n"
+
+
+def claim_rates(server: Server, plan: Plan) -> tuple[list[float], list[float]]:
+    """claim_task calls/s with depth_small and with depth_large pending tasks, plan.reps each.
+
+    Each run claims a fixed number of tasks (claims_per_client × clients) from a queue topped
+    up to depth + half that number, so the depth averages the stated one during the run.
+    """
+    claims = plan.depth_claims_per_client * plan.clients
+    url = server.fresh_bench_db()
+    rates: dict[int, list[float]] = {plan.depth_small: [], plan.depth_large: []}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for depth in (plan.depth_small, plan.depth_large):
+            for _ in range(plan.reps):
+                (pending,) = conn.execute(
+                    "SELECT count(*) FROM worker_tasks WHERE status = 'pending'").fetchone()
+                enqueue_noop(conn, depth + claims // 2 - pending)
+                vacuum_analyze(conn)
+                rates[depth].append(server.run_pgbench(
+                    BENCH_DB, CLAIM_SCRIPT, clients=plan.clients,
+                    transactions=plan.depth_claims_per_client))
+    return rates[plan.depth_small], rates[plan.depth_large]
+
+
+# 7: history -------------------------------------------------------------------------------
+
+# One pgbench transaction = one task through the real functions: claim it, then complete it.
+CYCLE_SCRIPT = """SELECT id AS task_id, attempt FROM claim_task('bench_noop', 'w' || :client_id) \\gset
+SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
+"""
+
+
+def cycle_rate(server: Server, plan: Plan, conn: psycopg.Connection) -> float:
+    """claim_task → complete_task cycles/s, 8 clients, on a queue that cannot drain in the run."""
+    enqueue_noop(conn, int(6_000 * plan.history_seconds) + 10_000)
+    vacuum_analyze(conn)
+    rate = server.run_pgbench(BENCH_DB, CYCLE_SCRIPT, clients=plan.clients, seconds=plan.history_seconds)
+    (left,) = conn.execute("SELECT count(*) FROM worker_tasks WHERE status = 'pending'").fetchone()
+    if left < plan.clients:
+        raise BenchError("the queue drained during the cycle run: prefill more")
+    return rate
+
+
+def load_finished(conn: psycopg.Connection, rows: int) -> None:
+    """Add `rows` finished tasks: enqueued and cancelled at once (cancel_task), ENQUEUE_MAX a call.
+
+    Cancelling is the cheapest way to a finished row through the functions (enqueue + cancel,
+    about 4 times faster than claim + complete); a finished row is a finished row to the claim.
+    """
+    specs = json.dumps([{"role": "bench_noop"}] * ENQUEUE_MAX)
+    loaded = 0
+    while loaded < rows:
+        conn.execute(
+            "SELECT count(c.id) FROM enqueue_tasks(%s::jsonb) e, LATERAL cancel_task(e.id) c",
+            (specs,), prepare=True,
+        )
+        loaded += ENQUEUE_MAX
+        if loaded % 200_000 == 0:
+            progress(f"history: {loaded:,} finished tasks loaded")
+
+
+def history_rates(server: Server, plan: Plan) -> tuple[list[float], list[float]]:
+    """Cycle rates on a fresh table, then with history_rows finished tasks in it."""
+    fresh = []
+    for _ in range(plan.reps):
+        url = server.fresh_bench_db()
+        with psycopg.connect(url, autocommit=True) as conn:
+            fresh.append(cycle_rate(server, plan, conn))
+    url = server.fresh_bench_db()
+    with psycopg.connect(url, autocommit=True) as conn:
+        load_finished(conn, plan.history_rows)
+        loaded = [cycle_rate(server, plan, conn) for _ in range(plan.reps)]
+    return fresh, loaded

@@ -1,0 +1,164 @@
+"""The server the bench runs on: its databases, the deployed template, pgbench.
+
+All bench databases live on DATABASE_URL's server, reached as its user (a superuser: the bench
+creates databases and adds its roles to task_roles). The plan is deployed once per run into
+TEMPLATE; each figure's repetition gets a fresh copy (CREATE DATABASE ... TEMPLATE), so every
+repetition starts from an empty worker_tasks. pgbench's ceilings use a scratch database of their
+own with plain tables.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from pyworker.config import database_url_for
+
+TEMPLATE = "taskpool_bench_template"
+BENCH_DB = "taskpool_bench"
+PGBENCH_DB = "taskpool_bench_pgbench"
+
+# The roles the bench's handlers serve (bench/handlers.py), added to the template.
+BENCH_ROLES = ("bench_noop", "bench_wakeup")
+
+# libpq connection parameters and their environment variables, for pgbench and sqitch.
+LIBPQ_ENV = {
+    "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
+    "user": "PGUSER", "password": "PGPASSWORD", "passfile": "PGPASSFILE",
+    "options": "PGOPTIONS", "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT",
+    "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY", "connect_timeout": "PGCONNECT_TIMEOUT",
+}
+
+
+class BenchError(Exception):
+    """A step of the bench failed; the message says which and why."""
+
+
+class Server:
+    """DATABASE_URL's server: make and drop databases, deploy, run pgbench."""
+
+    def __init__(self, url: str, pg_bindir: str, checkout: Path) -> None:
+        self.url = url
+        self.checkout = checkout
+        self.pgbench = shutil.which("pgbench", path=pg_bindir) or shutil.which("pgbench")
+        if self.pgbench is None:
+            raise BenchError(f"pgbench is not in {pg_bindir} nor on PATH: run `make deps`")
+
+    def url_for(self, dbname: str) -> str:
+        return database_url_for(self.url, dbname)
+
+    def admin(self) -> psycopg.Connection:
+        """An autocommit connection to DATABASE_URL's own database."""
+        try:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            raise BenchError(
+                f"cannot connect to DATABASE_URL's server: {exc}\n"
+                "Start the project cluster with `make db`, or point DATABASE_URL at a running server."
+            ) from exc
+
+    def connect(self, dbname: str) -> psycopg.Connection:
+        return psycopg.connect(self.url_for(dbname), autocommit=True)
+
+    def settings(self) -> dict[str, str]:
+        """The server settings that shape the figures."""
+        names = ("server_version", "synchronous_commit", "fsync", "shared_buffers", "max_connections")
+        with self.admin() as conn:
+            return {name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
+                    for name in names}
+
+    def drop(self, dbname: str) -> None:
+        with self.admin() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+
+    def create(self, dbname: str, template: str | None = None) -> str:
+        """(Re)create `dbname`, empty or as a copy of `template`; its URL."""
+        self.drop(dbname)
+        query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname))
+        if template:
+            query += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+        with self.admin() as conn:
+            conn.execute(query)
+        return self.url_for(dbname)
+
+    def env(self, dbname: str) -> dict[str, str]:
+        """os.environ plus the PG* variables that point libpq tools at `dbname`."""
+        env = {k: v for k, v in os.environ.items() if k != "SQITCH_TARGET"}
+        params = conninfo_to_dict(self.url)
+        params["dbname"] = dbname
+        for key, value in params.items():
+            if key in LIBPQ_ENV and value is not None:
+                env[LIBPQ_ENV[key]] = str(value)
+        return env
+
+    def deploy_template(self) -> None:
+        """Deploy the Sqitch plan into TEMPLATE, add the bench roles, then keep everyone out."""
+        self.create(TEMPLATE)
+        # Sqitch takes the server from the libpq environment; the target names only the database.
+        target = "db:pg:///" + quote(TEMPLATE, safe="")
+        result = subprocess.run(
+            ["sqitch", "deploy", "--verify", target],
+            cwd=self.checkout, env=self.env(TEMPLATE), capture_output=True, text=True,
+        )
+        if result.returncode != 0:
+            raise BenchError(
+                f"sqitch deploy into {TEMPLATE} (plan in {self.checkout}) failed:\n"
+                f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
+            )
+        with self.connect(TEMPLATE) as conn:
+            for role in BENCH_ROLES:
+                conn.execute(
+                    "INSERT INTO task_roles (role, description, requires_store)"
+                    " VALUES (%s, 'make bench', false)",
+                    (role,),
+                )
+        with self.admin() as conn:
+            # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the template.
+            conn.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(TEMPLATE)))
+
+    def fresh_bench_db(self) -> str:
+        """A new copy of the deployed template as BENCH_DB; its URL."""
+        return self.create(BENCH_DB, TEMPLATE)
+
+    def cleanup(self) -> None:
+        for dbname in (BENCH_DB, PGBENCH_DB, TEMPLATE):
+            self.drop(dbname)
+
+    def run_pgbench(
+        self,
+        dbname: str,
+        script: str,
+        *,
+        clients: int = 8,
+        seconds: float | None = None,
+        transactions: int | None = None,
+        extra: Sequence[str] = (),
+    ) -> float:
+        """Run `script` with pgbench on `dbname` (prepared statements); its tps."""
+        with tempfile.NamedTemporaryFile("w", suffix=".sql", prefix="bench-") as file:
+            file.write(script)
+            file.flush()
+            args = [self.pgbench, "-n", "-M", "prepared", "-c", str(clients),
+                    "-j", str(min(clients, 2)), "-f", file.name, *extra]
+            if seconds is not None:
+                args += ["-T", str(max(1, round(seconds)))]
+            else:
+                args += ["-t", str(transactions)]
+            result = subprocess.run(args, env=self.env(dbname), capture_output=True, text=True)
+        match = re.search(r"^tps = ([0-9.]+)", result.stdout, re.M)
+        failed = re.search(r"number of failed transactions: ([1-9][0-9]*)", result.stdout)
+        if result.returncode != 0 or match is None or failed:
+            raise BenchError(
+                f"pgbench failed (exit {result.returncode}):\n{result.stdout[-1500:]}{result.stderr[-1500:]}"
+            )
+        return float(match.group(1))
