@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 
 from bench.report import percentile
-from bench.server import BENCH_DB, PGBENCH_DB, BenchError, Server
+from bench.server import BENCH_DB, OTHER_DB, PGBENCH_DB, TEMPLATE, BenchError, Server
 from bench.workers import WorkerGroup
 
 ENQUEUE_MAX = 10_000  # enqueue_tasks takes at most this many specs a call
@@ -250,23 +250,28 @@ CLAIM_SCRIPT = "SELECT id FROM claim_task('bench_noop', 'w' || :client_id);\n"
 def claim_rates(server: Server, plan: Plan) -> tuple[list[float], list[float]]:
     """claim_task calls/s with depth_small and with depth_large pending tasks, plan.reps each.
 
-    Each run claims a fixed number of tasks (claims_per_client × clients) from a queue topped
-    up to depth + half that number, so the depth averages the stated one during the run.
+    Two databases, one per depth, measured in turn (small, large, small, ...) so the machine's
+    noise falls on both alike. Each run claims a fixed number of tasks (claims_per_client ×
+    clients) from a queue topped up to depth + half that number: the depth averages the stated one.
     """
     claims = plan.depth_claims_per_client * plan.clients
-    url = server.fresh_bench_db()
-    rates: dict[int, list[float]] = {plan.depth_small: [], plan.depth_large: []}
-    with psycopg.connect(url, autocommit=True) as conn:
-        for depth in (plan.depth_small, plan.depth_large):
-            for _ in range(plan.reps):
+    depths = {BENCH_DB: plan.depth_small, OTHER_DB: plan.depth_large}
+    conns = {name: psycopg.connect(server.create(name, TEMPLATE), autocommit=True) for name in depths}
+    rates: dict[str, list[float]] = {name: [] for name in depths}
+    try:
+        for _ in range(plan.reps):
+            for name, depth in depths.items():
+                conn = conns[name]
                 (pending,) = conn.execute(
                     "SELECT count(*) FROM worker_tasks WHERE status = 'pending'").fetchone()
                 enqueue_noop(conn, depth + claims // 2 - pending)
                 vacuum_analyze(conn)
-                rates[depth].append(server.run_pgbench(
-                    BENCH_DB, CLAIM_SCRIPT, clients=plan.clients,
-                    transactions=plan.depth_claims_per_client))
-    return rates[plan.depth_small], rates[plan.depth_large]
+                rates[name].append(server.run_pgbench(
+                    name, CLAIM_SCRIPT, clients=plan.clients, transactions=plan.depth_claims_per_client))
+    finally:
+        for conn in conns.values():
+            conn.close()
+    return rates[BENCH_DB], rates[OTHER_DB]
 
 
 # 7: history -------------------------------------------------------------------------------
@@ -277,11 +282,11 @@ SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
 """
 
 
-def cycle_rate(server: Server, plan: Plan, conn: psycopg.Connection) -> float:
+def cycle_rate(server: Server, plan: Plan, conn: psycopg.Connection, dbname: str) -> float:
     """claim_task → complete_task cycles/s, 8 clients, on a queue that cannot drain in the run."""
     enqueue_noop(conn, int(6_000 * plan.history_seconds) + 10_000)
     vacuum_analyze(conn)
-    rate = server.run_pgbench(BENCH_DB, CYCLE_SCRIPT, clients=plan.clients, seconds=plan.history_seconds)
+    rate = server.run_pgbench(dbname, CYCLE_SCRIPT, clients=plan.clients, seconds=plan.history_seconds)
     (left,) = conn.execute("SELECT count(*) FROM worker_tasks WHERE status = 'pending'").fetchone()
     if left < plan.clients:
         raise BenchError("the queue drained during the cycle run: prefill more")
@@ -307,14 +312,12 @@ def load_finished(conn: psycopg.Connection, rows: int) -> None:
 
 
 def history_rates(server: Server, plan: Plan) -> tuple[list[float], list[float]]:
-    """Cycle rates on a fresh table, then with history_rows finished tasks in it."""
-    fresh = []
-    for _ in range(plan.reps):
-        url = server.fresh_bench_db()
-        with psycopg.connect(url, autocommit=True) as conn:
-            fresh.append(cycle_rate(server, plan, conn))
-    url = server.fresh_bench_db()
-    with psycopg.connect(url, autocommit=True) as conn:
-        load_finished(conn, plan.history_rows)
-        loaded = [cycle_rate(server, plan, conn) for _ in range(plan.reps)]
-    return fresh, loaded
+    """Cycle rates on a fresh table and with history_rows finished tasks, measured in turn."""
+    with psycopg.connect(server.create(OTHER_DB, TEMPLATE), autocommit=True) as loaded:
+        load_finished(loaded, plan.history_rows)
+        fresh_rates, loaded_rates = [], []
+        for _ in range(plan.reps):
+            with psycopg.connect(server.fresh_bench_db(), autocommit=True) as fresh:
+                fresh_rates.append(cycle_rate(server, plan, fresh, BENCH_DB))
+            loaded_rates.append(cycle_rate(server, plan, loaded, OTHER_DB))
+    return fresh_rates, loaded_rates

@@ -26,6 +26,7 @@ from pyworker.config import database_url_for
 
 TEMPLATE = "taskpool_bench_template"
 BENCH_DB = "taskpool_bench"
+OTHER_DB = "taskpool_bench_other"  # the second database of the depth and history figures
 PGBENCH_DB = "taskpool_bench_pgbench"
 
 # The roles the bench's handlers serve (bench/handlers.py), added to the template.
@@ -131,7 +132,7 @@ class Server:
         return self.create(BENCH_DB, TEMPLATE)
 
     def cleanup(self) -> None:
-        for dbname in (BENCH_DB, PGBENCH_DB, TEMPLATE):
+        for dbname in (BENCH_DB, OTHER_DB, PGBENCH_DB, TEMPLATE):
             self.drop(dbname)
 
     def run_pgbench(
