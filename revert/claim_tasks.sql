@@ -3,7 +3,7 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.1.0 body: no circuit-breaker check.
+-- Back to the v0.2.0 body, which did the claim itself.
 -- claim_tasks
 -- Claims up to max_tasks ready tasks of a role for a worker, at most one per store; returns them.
 CREATE OR REPLACE FUNCTION claim_tasks(role text, worker_id text, max_tasks integer)
@@ -15,7 +15,8 @@ AS $$
 -- Example:
 --   SELECT id, dispensary_id, attempt FROM claim_tasks('product_resync', 'w1', 10);
 -- Each returned task is claimed (attempt + 1); pass its id and attempt to start_task,
--- heartbeat_task, complete_task or fail_task. No ready task: no row.
+-- heartbeat_task, complete_task or fail_task. No ready task: no row. Tasks of a platform whose
+-- circuit is open (platform_governance.open_until in the future) are not handed out.
 DECLARE
     v_now        timestamptz := taskpool_now();
     v_claimed    worker_tasks[];
@@ -51,6 +52,9 @@ BEGIN
                 WHERE t.role = claim_tasks.role
                   AND t.status = 'pending'
                   AND t.scheduled_for <= v_now
+                  AND (t.platform IS NULL
+                       OR NOT EXISTS (SELECT FROM platform_governance g
+                                      WHERE g.platform = t.platform AND g.open_until > v_now))
                   AND (t.dispensary_id IS NULL
                        OR (NOT EXISTS (SELECT FROM worker_tasks busy
                                        WHERE busy.dispensary_id = t.dispensary_id

@@ -387,6 +387,7 @@ SELECT results_eq(
              ('failed', 'pending'),
              ('pending', 'cancelled'),
              ('pending', 'claimed'),
+             ('pending', 'running'),
              ('running', 'cancelled'),
              ('running', 'completed'),
              ('running', 'failed'),

@@ -3,7 +3,7 @@
 -- reachable through the API; and a legal change applies what it implies (ownership cleared on the
 -- way back to pending, completed_at stamped on the way to a finished status).
 BEGIN;
-SELECT plan(59);
+SELECT plan(58);
 
 -- A role of our own, so that claim order sees only this file's tasks.
 INSERT INTO task_roles (role, description) VALUES ('t04_transitions', 'pgTAP 04_transitions');
@@ -12,26 +12,26 @@ INSERT INTO task_roles (role, description) VALUES ('t04_transitions', 'pgTAP 04_
 CREATE TEMP TABLE subject (status text PRIMARY KEY, id bigint NOT NULL, row_before jsonb NOT NULL);
 
 -- The illegal pairs, written out so the plan is fixed: the 30 ordered pairs of distinct statuses
--- minus the 13 rows of task_status_transitions. ord fixes the output order.
+-- minus the 14 rows of task_status_transitions. ord fixes the output order. pending -> running
+-- is legal: claim_and_start_tasks claims and starts in one statement.
 CREATE TEMP TABLE illegal (ord integer PRIMARY KEY, from_status text NOT NULL, to_status text NOT NULL);
 INSERT INTO illegal (ord, from_status, to_status) VALUES
-    ( 1, 'pending',   'running'),
-    ( 2, 'pending',   'completed'),
-    ( 3, 'pending',   'failed'),
-    ( 4, 'running',   'claimed'),
-    ( 5, 'completed', 'pending'),
-    ( 6, 'completed', 'claimed'),
-    ( 7, 'completed', 'running'),
-    ( 8, 'completed', 'failed'),
-    ( 9, 'completed', 'cancelled'),
-    (10, 'failed',    'claimed'),
-    (11, 'failed',    'running'),
-    (12, 'failed',    'completed'),
-    (13, 'failed',    'cancelled'),
-    (14, 'cancelled', 'claimed'),
-    (15, 'cancelled', 'running'),
-    (16, 'cancelled', 'completed'),
-    (17, 'cancelled', 'failed');
+    ( 1, 'pending',   'completed'),
+    ( 2, 'pending',   'failed'),
+    ( 3, 'running',   'claimed'),
+    ( 4, 'completed', 'pending'),
+    ( 5, 'completed', 'claimed'),
+    ( 6, 'completed', 'running'),
+    ( 7, 'completed', 'failed'),
+    ( 8, 'completed', 'cancelled'),
+    ( 9, 'failed',    'claimed'),
+    (10, 'failed',    'running'),
+    (11, 'failed',    'completed'),
+    (12, 'failed',    'cancelled'),
+    (13, 'cancelled', 'claimed'),
+    (14, 'cancelled', 'running'),
+    (15, 'cancelled', 'completed'),
+    (16, 'cancelled', 'failed');
 
 /****************************************************************************/
 -- Structure
@@ -111,6 +111,13 @@ SELECT is((SELECT status FROM start_task(:a_id, :'a_worker', :a_attempt)), 'runn
     'Should go claimed -> running by start_task');
 SELECT is((SELECT status FROM complete_task(:a_id, :'a_worker', :a_attempt, '{"n": 1}')), 'completed',
     'Should go running -> completed by complete_task');
+
+-- pending -> running, claim and start at once (oldest and highest priority: first in claim order)
+SELECT tests.make_task(role := 't04_transitions', priority := 100, created_at := '2000-01-01 00:00:00+00') AS h_id \gset
+SELECT results_eq(
+    $$SELECT id, status FROM claim_and_start_tasks('t04_transitions', 'w-h')$$,
+    format($$VALUES (%s::bigint, 'running'::text)$$, :h_id),
+    'Should go pending -> running by claim_and_start_tasks');
 
 -- claimed -> completed
 SELECT is((SELECT c.status FROM tests.make_claimed_task(role := 't04_transitions') AS m,

@@ -15,12 +15,14 @@ SELECT results_eq(
              (SELECT c FROM unnest(p.proconfig) AS c WHERE c LIKE 'search_path=%') ~ '^search_path=.*\mpg_temp$'
       FROM pg_proc p
       WHERE p.pronamespace = 'public'::regnamespace
-        AND p.proname IN ('claim_task', 'claim_tasks', 'start_task', 'heartbeat_task', 'complete_task',
-                          'fail_task', 'snooze_task', 'release_task')
+        AND p.proname IN ('claim_task', 'claim_tasks', 'claim_and_start_tasks', 'start_task', 'heartbeat_task',
+                          'complete_task', 'complete_tasks', 'fail_task', 'snooze_task', 'release_task')
       ORDER BY p.proname$$,
-    $$VALUES ('claim_task', true, true),
+    $$VALUES ('claim_and_start_tasks', true, true),
+             ('claim_task', true, true),
              ('claim_tasks', true, true),
              ('complete_task', true, true),
+             ('complete_tasks', true, true),
              ('fail_task', true, true),
              ('heartbeat_task', true, true),
              ('release_task', true, true),
@@ -87,7 +89,8 @@ WHERE p.pronamespace = 'public'::regnamespace
 SELECT results_eq(
     $$SELECT proname FROM taskpool_functions
       WHERE has_function_privilege('taskpool_worker', oid, 'EXECUTE') ORDER BY proname$$,
-    $$VALUES ('acquire_platform_request'), ('apply_menu_payload'), ('claim_task'), ('claim_tasks'), ('complete_task'), ('deregister_worker'),
+    $$VALUES ('acquire_platform_request'), ('apply_menu_payload'), ('claim_and_start_tasks'), ('claim_task'),
+             ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
              ('fail_task'), ('get_crawl_payload'), ('get_dispensary'), ('heartbeat_task'), ('heartbeat_worker'),
              ('mark_payload_corrupt'), ('record_crawl_payload'), ('record_platform_result'),
              ('refresh_analytics'), ('register_worker'),
@@ -105,8 +108,9 @@ SELECT is((SELECT count(*) FROM taskpool_functions
                              'upsert_discovered_stores', 'record_crawl_payload', 'mark_payload_corrupt',
                              'get_crawl_payload', 'get_dispensary', 'apply_menu_payload', 'diff_payloads',
                              'diff_latest_payloads', 'refresh_analytics', 'acquire_platform_request',
-                             'record_platform_result', 'set_store_platform_id')),
-          31::bigint, 'Should have checked all thirty-one public taskpool functions above');
+                             'record_platform_result', 'set_store_platform_id', 'claim_and_start_tasks',
+                             'complete_tasks')),
+          33::bigint, 'Should have checked all thirty-three public taskpool functions above');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],

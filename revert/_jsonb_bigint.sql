@@ -1,0 +1,7 @@
+-- Revert taskpool:_jsonb_bigint from pg
+
+BEGIN;
+
+DROP FUNCTION _jsonb_bigint(jsonb);
+
+COMMIT;
