@@ -88,6 +88,7 @@ class Settings:
     log_format: str
     shutdown_grace_seconds: float
     concurrency: int
+    prefetch: int
     db: Database
 
     def worker_config(self) -> WorkerConfig:
@@ -108,6 +109,7 @@ class Settings:
                 command=command,
                 log_format=self.log_format,
                 shutdown_grace=self.shutdown_grace_seconds,
+                prefetch=self.prefetch,
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -204,6 +206,16 @@ pass_settings = click.make_pass_decorator(Settings)
     show_default=True,
     help="Run this many worker processes of the role under this command (ids <worker-id>-1..N).",
 )
+@click.option(
+    "--prefetch",
+    envvar="WORKER_PREFETCH",
+    show_envvar=True,
+    type=click.IntRange(min=1, max=1000),
+    default=1,
+    show_default=True,
+    help="Claim up to N tasks at a time and record their completions in batches"
+    " (a crash re-runs the unrecorded ones).",
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -218,6 +230,7 @@ def main(
     log_format: str,
     shutdown_grace_seconds: float,
     concurrency: int,
+    prefetch: int,
 ) -> None:
     """taskpool worker and operator commands.
 
@@ -240,6 +253,7 @@ def main(
         log_format=log_format,
         shutdown_grace_seconds=shutdown_grace_seconds,
         concurrency=concurrency,
+        prefetch=prefetch,
         db=db,
     )
     ctx.obj = settings

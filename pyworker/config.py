@@ -41,6 +41,7 @@ class WorkerConfig:
     command: tuple[str, ...] = ()
     log_format: str = "text"
     shutdown_grace: float = 30.0
+    prefetch: int = 1
 
     def __post_init__(self) -> None:
         if self.poll_interval <= 0:
@@ -51,5 +52,7 @@ class WorkerConfig:
             )
         if self.shutdown_grace < 0:
             raise ValueError(f"the shutdown grace must be 0 or more, not {self.shutdown_grace} s")
+        if not 1 <= self.prefetch <= 1000:
+            raise ValueError(f"the prefetch must be 1 to 1000 tasks, not {self.prefetch}")
         if self.log_format not in ("text", "json"):
             raise ValueError(f"the log format must be text or json, not {self.log_format!r}")

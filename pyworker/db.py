@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from pyworker.errors import DatabaseUnavailable, Refused, SchemaMissing, TaskLost, translate
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
-REQUIRED_SCHEMA_VERSION = (0, 1, 0)
+REQUIRED_SCHEMA_VERSION = (0, 3, 0)
 # The schedules, the tick, resync planning and capacity came with this one.
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
@@ -87,8 +87,7 @@ class Task:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Task:
-        names = {f.name for f in dataclasses.fields(cls)} - {"abort"}
-        return cls(**{name: row[name] for name in names})
+        return cls(**{name: row[name] for name in _TASK_COLUMNS})
 
     def as_json(self) -> dict[str, Any]:
         """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
@@ -97,14 +96,22 @@ class Task:
         return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in data.items()}
 
 
+_TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name != "abort")
+
 # Worker side
 CLAIM_TASK = "SELECT * FROM claim_task(%(role)s::text, %(worker_id)s::text)"
+CLAIM_AND_START_TASKS = (
+    "SELECT * FROM claim_and_start_tasks(%(role)s::text, %(worker_id)s::text, %(max_tasks)s::integer)"
+)
+COMPLETE_TASKS = (
+    "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(completions)s::jsonb)"
+)
 START_TASK = "SELECT * FROM start_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
 HEARTBEAT_TASK = (
     "SELECT heartbeat_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer) AS answer"
 )
 COMPLETE_TASK = (
-    "SELECT * FROM complete_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
+    "SELECT status FROM complete_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
     " %(result)s::jsonb, %(follow_ups)s::jsonb)"
 )
 FAIL_TASK = (
@@ -370,6 +377,16 @@ class Database:
     def claim_task(self, role: str, worker_id: str) -> Task | None:
         row = self._one(CLAIM_TASK, {"role": role, "worker_id": worker_id})
         return Task.from_row(row) if row else None
+
+    def claim_and_start_tasks(self, role: str, worker_id: str, max_tasks: int) -> list[Task]:
+        rows = self._rows(CLAIM_AND_START_TASKS, {"role": role, "worker_id": worker_id, "max_tasks": max_tasks})
+        return [Task.from_row(row) for row in rows]
+
+    def complete_tasks(self, worker_id: str, completions: list[dict[str, Any]]) -> dict[int, str]:
+        """Records several completions ({task_id, attempt, result, follow_ups}) at once: each
+        task's answer, completed, lost or not_found."""
+        rows = self._rows(COMPLETE_TASKS, {"worker_id": worker_id, "completions": Jsonb(completions)})
+        return {row["task_id"]: row["status"] for row in rows}
 
     def start_task(self, task: Task) -> None:
         self._owned(START_TASK, task)

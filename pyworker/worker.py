@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import random
 import select
 import shlex
@@ -59,6 +60,9 @@ ABORT_REASONS = {
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 ABORT_WIND_DOWN_SECONDS = 3.0
+# With --prefetch, completions wait at most this long for the rest of their batch: a slow task
+# in a batch does not hold back the results of the fast ones before it.
+COMPLETION_FLUSH_SECONDS = 0.5
 
 
 class Doorbell:
@@ -95,6 +99,22 @@ class Doorbell:
         os.close(self._write)
 
 
+class HandlerThread:
+    """The thread handlers run in, kept from task to task (starting a thread per task costs more
+    than a no-op handler). A handler that will not stop is left behind with its thread."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="handler", daemon=True).start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+
+
 @dataclass
 class Outcome:
     """How an attempt ended, as the main thread saw it."""
@@ -113,7 +133,14 @@ class Worker:
         self.run_timeout = 3600.0
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
-        self._current: Task | None = None
+        # The tasks claimed and not yet recorded (heartbeated), those not begun yet, the one
+        # whose handler runs, and the completions waiting to be recorded in one call.
+        self._held: dict[int, Task] = {}
+        self._waiting: set[int] = set()
+        self._running: Task | None = None
+        self._completions: list[tuple[Task, Any, list[dict[str, Any]] | None]] = []
+        self._completions_since = 0.0
+        self._handler_thread: HandlerThread | None = None
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -206,55 +233,83 @@ class Worker:
     # The loop
 
     def _loop(self) -> None:
+        config = self.config
         while not self.stopping:
             # Drained before the claim, so a notification that lands after an empty claim
             # still wakes the wait below.
             self._doorbell.drain()
-            task = self._retrying(
-                "claim", lambda: self.db.claim_task(self.config.role, self.config.worker_id)
+            tasks = self._retrying(
+                "claim",
+                lambda: self.db.claim_and_start_tasks(config.role, config.worker_id, config.prefetch),
             )
-            if task is not None:
-                self._process(task)
+            if tasks:
+                self._run_batch(tasks)
             elif not self.stopping:
-                self._doorbell.wait(self.config.poll_interval)
+                self._doorbell.wait(config.poll_interval)
 
-    def _process(self, task: Task) -> None:
+    def _run_batch(self, tasks: list[Task]) -> None:
+        """Run the tasks one by one; hand back those not begun when the worker stops."""
+        self._held = {task.id: task for task in tasks}
+        self._waiting = set(self._held)
+        if len(tasks) == 1:
+            self._log_claimed(tasks[0])
+        else:
+            log.info("Claimed %d tasks (%s)", len(tasks), ", ".join(str(task.id) for task in tasks))
+        try:
+            for number, task in enumerate(tasks):
+                if self.stopping:
+                    self._flush_completions()
+                    self._release(tasks[number:])
+                    return
+                if self._completions and time.monotonic() - self._completions_since > COMPLETION_FLUSH_SECONDS:
+                    self._flush_completions()
+                self._waiting.discard(task.id)
+                self._run_one(task)
+            self._flush_completions()
+        finally:
+            self._held = {}
+            self._waiting = set()
+
+    @staticmethod
+    def _log_claimed(task: Task) -> None:
         if task.dispensary_id is None:
             log.info("Claimed task %s (%s)", task.id, task.role)
         else:
             log.info("Claimed task %s (%s) for dispensary %s", task.id, task.role, task.dispensary_id)
-        try:
-            self._retrying("start task", lambda: self.db.start_task(task), interruptible=False)
-        except TaskLost as lost:
-            log.warning("Task %s was lost before it started: %s", task.id, lost)
-            return
-        self._current = task
+
+    def _run_one(self, task: Task) -> None:
         context = handlers.current_task.set(task)
         try:
-            outcome = self._execute(task)
-            # The outcome is decided: stop heartbeating the attempt, or a heartbeat in flight
-            # while the outcome is recorded would come back "lost" and cry wolf.
-            self._current = None
+            # Aborted while it waited in the batch (cancelled, or lost): not run at all.
+            outcome = Outcome() if task.abort.fired else self._execute(task)
+            # The outcome is decided: heartbeat answers no longer concern the handler, or one in
+            # flight while the outcome is recorded would come back "lost" and cry wolf.
+            self._running = None
             self._record(task, outcome)
         finally:
             handlers.current_task.reset(context)
-            self._current = None
+            self._running = None
 
     def _execute(self, task: Task) -> Outcome:
-        """Run the handler in its own thread; watch the run timeout and the shutdown grace."""
+        """Run the handler in the handler thread; watch the run timeout and the shutdown grace."""
         outcome = Outcome()
         done = threading.Event()
 
         def attempt() -> None:
+            token = handlers.current_task.set(task)
             try:
                 outcome.result = self.registry.run(task)
             except BaseException as error:  # noqa: BLE001 - every failure is recorded
                 outcome.error = error
             finally:
+                handlers.current_task.reset(token)
                 done.set()
                 self._doorbell.ring()
 
-        threading.Thread(target=attempt, name=f"task-{task.id}", daemon=True).start()
+        self._running = task
+        if self._handler_thread is None:
+            self._handler_thread = HandlerThread()
+        self._handler_thread.submit(attempt)
         run_deadline = time.monotonic() + self.run_timeout
         while not done.is_set():
             now = time.monotonic()
@@ -265,6 +320,9 @@ class Worker:
                     task.abort.fire("shutdown")
                     # Let a command handler kill its process group before we hand back.
                     done.wait(ABORT_WIND_DOWN_SECONDS)
+                    if not done.is_set():
+                        # Stuck in the handler: the next task gets a thread of its own.
+                        self._handler_thread = None
                     return Outcome(handed_back=True)
                 deadlines.append(grace_deadline)
             if now >= run_deadline and not task.abort.fired:
@@ -278,10 +336,10 @@ class Worker:
         reason = task.abort.reason
         try:
             if outcome.handed_back:
-                self._retrying("release task", lambda: self.db.release_task(task), interruptible=False)
-                log.info("Task %s handed back: the worker is stopping", task.id)
+                self._release([task])
             elif reason in ("taken_by_another_worker", "not_found"):
                 log.warning("Task %s was lost (%s): its result is dropped", task.id, reason)
+                self._held.pop(task.id, None)
             elif reason == "cancelled":
                 self._fail(task, "cancelled by an operator while running", retryable=False)
             elif reason == "timeout":
@@ -289,6 +347,7 @@ class Worker:
             elif isinstance(outcome.error, Snooze):
                 seconds = outcome.error.seconds
                 self._retrying("snooze task", lambda: self.db.snooze_task(task, seconds), interruptible=False)
+                self._held.pop(task.id, None)
                 log.info("Task %s snoozed for %s s", task.id, seconds)
             elif isinstance(outcome.error, PermanentError):
                 self._fail(task, describe(outcome.error), retryable=False)
@@ -299,28 +358,86 @@ class Worker:
                 result, follow_ups = outcome.result, None
                 if isinstance(result, handlers.Completion):
                     result, follow_ups = result.result, result.follow_ups
-                self._retrying(
-                    "complete task",
-                    lambda: self.db.complete_task(task, result, follow_ups),
-                    interruptible=False,
-                )
-                log.info("Task %s completed successfully", task.id)
+                if self.config.prefetch == 1:
+                    self._complete(task, result, follow_ups)
+                else:
+                    if not self._completions:
+                        self._completions_since = time.monotonic()
+                    self._completions.append((task, result, follow_ups))
         except TaskLost as lost:
             log.warning("Task %s was lost before its outcome was recorded: %s", task.id, lost)
+            self._held.pop(task.id, None)
+
+    def _complete(self, task: Task, result: Any, follow_ups: list[dict[str, Any]] | None) -> None:
+        """Record one completion; a result or follow-up the database refuses fails the attempt."""
+        try:
+            self._retrying(
+                "complete task",
+                lambda: self.db.complete_task(task, result, follow_ups),
+                interruptible=False,
+            )
+            log.info("Task %s completed successfully", task.id)
+        except TaskLost:
+            raise
         except TaskpoolError as error:
-            # E.g. a result or follow-up the database refuses: the attempt fails instead.
             log.error("Task %s: recording its outcome failed: %s", task.id, error)
             try:
                 self._fail(task, f"recording the outcome failed: {error}", retryable=True)
             except TaskpoolError as again:
                 log.error("Task %s: recording the failure failed too: %s", task.id, again)
+        finally:
+            self._held.pop(task.id, None)
+
+    def _flush_completions(self) -> None:
+        """Record the buffered completions in one call; one by one if the database refuses it."""
+        completions, self._completions = self._completions, []
+        if not completions:
+            return
+        entries = [
+            {"task_id": task.id, "attempt": task.attempt, "result": result, "follow_ups": follow_ups}
+            for task, result, follow_ups in completions
+        ]
+        try:
+            answers = self._retrying(
+                "complete tasks",
+                lambda: self.db.complete_tasks(self.config.worker_id, entries),
+                interruptible=False,
+            )
+        except TaskpoolError as error:
+            # One bad result or follow-up refuses the whole batch: find it by recording each alone.
+            log.warning("Recording %d completions at once failed (%s): recording them one by one", len(entries), error)
+            for task, result, follow_ups in completions:
+                try:
+                    self._complete(task, result, follow_ups)
+                except TaskLost as lost:
+                    log.warning("Task %s was lost before its outcome was recorded: %s", task.id, lost)
+            return
+        lost = [task_id for task_id, answer in answers.items() if answer != "completed"]
+        for task, _result, _follow_ups in completions:
+            self._held.pop(task.id, None)
+        log.info("Completed %d tasks", len(entries) - len(lost))
+        for task_id in lost:
+            log.warning("Task %s was lost before its outcome was recorded (%s)", task_id, answers[task_id])
+
+    def _release(self, tasks: list[Task]) -> None:
+        """Hand tasks back to the pool without spending a retry: the worker is stopping."""
+        for task in tasks:
+            try:
+                self._retrying("release task", lambda: self.db.release_task(task), interruptible=False)
+                log.info("Task %s handed back: the worker is stopping", task.id)
+            except TaskLost as lost:
+                log.warning("Task %s was lost before it was handed back: %s", task.id, lost)
+            self._held.pop(task.id, None)
 
     def _fail(self, task: Task, message: str, *, retryable: bool) -> None:
-        status = self._retrying(
-            "fail task",
-            lambda: self.db.fail_task(task, message, retryable=retryable),
-            interruptible=False,
-        )
+        try:
+            status = self._retrying(
+                "fail task",
+                lambda: self.db.fail_task(task, message, retryable=retryable),
+                interruptible=False,
+            )
+        finally:
+            self._held.pop(task.id, None)
         log.info("Task %s failed: %s (now %s)", task.id, message, status)
 
     def _retrying(self, what: str, call: Callable[[], T], *, interruptible: bool = True) -> T | None:
@@ -356,21 +473,22 @@ class Worker:
             db.close()
 
     def _beat(self, db: Database) -> None:
+        """Keep the registry row and every task the worker holds fresh; abort what was taken."""
         config = self.config
         if not db.heartbeat_worker(config.worker_id):
             db.register_worker(config.worker_id, config.role, self.host, os.getpid())
-        task = self._current
-        if task is None:
-            return
-        answer = db.heartbeat_task(task)
-        if self._current is not task:
-            # The attempt ended while we asked: the answer may be about our own outcome.
-            return
-        reason = ABORT_REASONS.get(answer)
-        if reason and not task.abort.fired:
-            log.warning("Task %s: heartbeat answered %s: aborting the handler", task.id, answer)
-            task.abort.fire(reason)
-            self._doorbell.ring()
+        # A copy: the main thread swaps the dict and drops tasks as their outcomes are recorded.
+        for task in list(self._held.values()):
+            answer = db.heartbeat_task(task)
+            # Only a task whose handler runs or has yet to run can be aborted: once its outcome
+            # is decided, the answer may be about that very outcome, recorded while we asked.
+            if task is not self._running and task.id not in self._waiting:
+                continue
+            reason = ABORT_REASONS.get(answer)
+            if reason and not task.abort.fired:
+                log.warning("Task %s: heartbeat answered %s: aborting the handler", task.id, answer)
+                task.abort.fire(reason)
+                self._doorbell.ring()
 
     def _listen_loop(self) -> None:
         delay = BACKOFF_FIRST
@@ -474,6 +592,7 @@ def run_workers(config: WorkerConfig, concurrency: int) -> int:
             "PYWORKER_COMMAND": shlex.join(config.command),
             "LOG_FORMAT": config.log_format,
             "SHUTDOWN_GRACE_SECONDS": str(config.shutdown_grace),
+            "WORKER_PREFETCH": str(config.prefetch),
         }
         # Own sessions: a Ctrl-C on the terminal reaches only this process, which forwards it
         # once; a second, direct signal would make a worker exit at once.
