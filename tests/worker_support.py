@@ -236,6 +236,7 @@ class Workers:
         log_format: str = "text",
         handlers: str | None = "worker_handlers",
         database_url: str | None = None,
+        prefetch: int = 1,
     ) -> dict[str, str]:
         env = {
             key: value
@@ -252,6 +253,7 @@ class Workers:
             HEARTBEAT_INTERVAL_MS=str(heartbeat_ms),
             LOG_FORMAT=log_format,
             SHUTDOWN_GRACE_SECONDS=str(grace),
+            WORKER_PREFETCH=str(prefetch),
             PYTHONPATH=os.pathsep.join(
                 filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")])
             ),
