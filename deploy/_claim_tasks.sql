@@ -1,6 +1,7 @@
 -- Deploy taskpool:_claim_tasks to pg
 -- requires: claim_tasks
 -- requires: claim_and_start_transition
+-- requires: task_worker_waits
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -100,6 +101,11 @@ BEGIN
             ERRCODE = '22023',
             MESSAGE = format('unknown role %L', _claim_tasks.role),
             HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
+    END IF;
+
+    -- A worker that was waiting is at work again: the next enqueue need not wake it.
+    IF v_claimed IS NOT NULL THEN
+        DELETE FROM task_worker_waits w WHERE w.worker_id = _claim_tasks.worker_id;
     END IF;
 
     -- Returned only now, outside the retry block: rows of a rolled-back attempt never escape.

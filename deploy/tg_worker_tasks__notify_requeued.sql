@@ -1,31 +1,24 @@
 -- Deploy taskpool:tg_worker_tasks__notify_requeued to pg
--- requires: worker_tasks
+-- requires: tg_worker_tasks__notify_requeued@v0.2.0
+-- requires: _wake_waiting_workers
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- tg_worker_tasks__notify_requeued
--- Wakes idle workers when a task goes back to pending and is ready now (released, retried by an operator).
-CREATE FUNCTION tg_worker_tasks__notify_requeued()
+-- Wakes one waiting worker of the role when a task goes back to pending, ready now.
+CREATE OR REPLACE FUNCTION tg_worker_tasks__notify_requeued()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
 AS $$
 BEGIN
     IF NEW.scheduled_for <= taskpool_now() THEN
-        PERFORM pg_notify('taskpool_task_enqueued', NEW.role);
+        PERFORM _wake_waiting_workers(NEW.role, 1);
     END IF;
     RETURN NULL;
 END;
 $$;
-
--- Row-level with a WHEN clause, unlike _900_notify_enqueued: claims, heartbeats and completions
--- update far more rows than return to the pool, and the WHEN test costs them nothing.
-CREATE TRIGGER _900_notify_requeued
-    AFTER UPDATE OF status ON worker_tasks
-    FOR EACH ROW
-    WHEN (NEW.status = 'pending' AND OLD.status <> 'pending')
-    EXECUTE FUNCTION tg_worker_tasks__notify_requeued();
-
-REVOKE ALL ON FUNCTION tg_worker_tasks__notify_requeued() FROM PUBLIC;
 
 COMMIT;

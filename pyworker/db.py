@@ -28,7 +28,6 @@ REQUIRED_SCHEMA_VERSION = (0, 3, 0)
 # The schedules, the tick, resync planning and capacity came with this one.
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
-NOTIFY_CHANNEL = "taskpool_task_enqueued"
 
 
 class AbortSignal:
@@ -103,6 +102,8 @@ CLAIM_TASK = "SELECT * FROM claim_task(%(role)s::text, %(worker_id)s::text)"
 CLAIM_AND_START_TASKS = (
     "SELECT * FROM claim_and_start_tasks(%(role)s::text, %(worker_id)s::text, %(max_tasks)s::integer)"
 )
+MARK_WORKER_WAITING = "SELECT mark_worker_waiting(%(worker_id)s::text) AS marked"
+WORKER_WAKE_CHANNEL = "SELECT worker_wake_channel(%(worker_id)s::text) AS channel"
 COMPLETE_TASKS = (
     "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(completions)s::jsonb)"
 )
@@ -387,6 +388,10 @@ class Database:
         task's answer, completed, lost or not_found."""
         rows = self._rows(COMPLETE_TASKS, {"worker_id": worker_id, "completions": Jsonb(completions)})
         return {row["task_id"]: row["status"] for row in rows}
+
+    def mark_worker_waiting(self, worker_id: str) -> bool:
+        """True when the worker was not marked yet: it must claim once more before sleeping."""
+        return self._one(MARK_WORKER_WAITING, {"worker_id": worker_id})["marked"]
 
     def start_task(self, task: Task) -> None:
         self._owned(START_TASK, task)
@@ -690,6 +695,6 @@ class Database:
         return self._rows(CRON_JOB_RUNS, {"jobid": jobid, "limit": limit})
 
 
-def listen_query() -> sql.Composed:
-    """LISTEN on the channel enqueues notify (an identifier, never a string literal)."""
-    return sql.SQL("LISTEN {}").format(sql.Identifier(NOTIFY_CHANNEL))
+def listen_query(channel: str) -> sql.Composed:
+    """LISTEN on `channel` (an identifier, never a string literal)."""
+    return sql.SQL("LISTEN {}").format(sql.Identifier(channel))

@@ -3,7 +3,9 @@
 One task at a time per process. Three connections, one per thread, each a short transaction
 per call: the main thread claims and records; a heartbeat thread keeps the running task and the
 worker's registry row fresh and turns the heartbeat's answer into the task's abort signal; a
-listener thread LISTENs for enqueued tasks of the role.
+listener thread LISTENs on the worker's own wake channel. A worker whose claim comes back empty
+marks itself waiting (mark_worker_waiting), and an enqueue wakes one waiting worker per ready
+task on its channel.
 
 The main thread sleeps on a doorbell (a pipe) that rings for whichever comes first: a
 notification, a signal, the handler finishing, or an abort. A pipe rather than an Event because
@@ -36,11 +38,12 @@ import psycopg
 
 from pyworker import handlers
 from pyworker.config import WorkerConfig
-from pyworker.db import Database, Task, listen_query
+from pyworker.db import WORKER_WAKE_CHANNEL, Database, Task, listen_query
 from pyworker.errors import (
     ConfigurationError,
     DatabaseUnavailable,
     InvalidInput,
+    NotFound,
     PermanentError,
     Snooze,
     TaskLost,
@@ -238,14 +241,30 @@ class Worker:
             # Drained before the claim, so a notification that lands after an empty claim
             # still wakes the wait below.
             self._doorbell.drain()
-            tasks = self._retrying(
-                "claim",
-                lambda: self.db.claim_and_start_tasks(config.role, config.worker_id, config.prefetch),
-            )
+            tasks = self._claim()
+            if not tasks and self._mark_waiting():
+                # A task committed just before the mark found no one waiting: look once more.
+                tasks = self._claim()
             if tasks:
                 self._run_batch(tasks)
             elif not self.stopping:
                 self._doorbell.wait(config.poll_interval)
+
+    def _claim(self) -> list[Task] | None:
+        config = self.config
+        return self._retrying(
+            "claim",
+            lambda: self.db.claim_and_start_tasks(config.role, config.worker_id, config.prefetch),
+        )
+
+    def _mark_waiting(self) -> bool:
+        """Ask to be woken for the next task of the role; True when newly asked."""
+        try:
+            marked = self._retrying("wait", lambda: self.db.mark_worker_waiting(self.config.worker_id))
+        except NotFound:
+            # Unregistered meanwhile (the heartbeat registers again): poll until then.
+            return False
+        return bool(marked)
 
     def _run_batch(self, tasks: list[Task]) -> None:
         """Run the tasks one by one; hand back those not begun when the worker stops."""
@@ -500,14 +519,14 @@ class Worker:
                     application_name=f"pyworker {self.config.worker_id} listener",
                     connect_timeout=10,
                 ) as conn:
-                    conn.execute(listen_query())
+                    channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
+                    conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.
                     self._doorbell.ring()
                     delay = BACKOFF_FIRST
                     while not self._exiting.is_set():
-                        for notification in conn.notifies(timeout=1.0):
-                            if notification.payload == self.config.role:
-                                self._doorbell.ring()
+                        for _notification in conn.notifies(timeout=1.0):
+                            self._doorbell.ring()
             except psycopg.Error as error:
                 if self._exiting.is_set():
                     return

@@ -92,10 +92,10 @@ SELECT results_eq(
     $$VALUES ('acquire_platform_request'), ('apply_menu_payload'), ('claim_and_start_tasks'), ('claim_task'),
              ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
              ('fail_task'), ('get_crawl_payload'), ('get_dispensary'), ('heartbeat_task'), ('heartbeat_worker'),
-             ('mark_payload_corrupt'), ('record_crawl_payload'), ('record_platform_result'),
+             ('mark_payload_corrupt'), ('mark_worker_waiting'), ('record_crawl_payload'), ('record_platform_result'),
              ('refresh_analytics'), ('register_worker'),
              ('release_task'), ('set_store_platform_id'), ('snooze_task'), ('start_task'), ('taskpool_now'),
-             ('taskpool_schema_version'), ('upsert_discovered_stores')$$,
+             ('taskpool_schema_version'), ('upsert_discovered_stores'), ('worker_wake_channel')$$,
     'Should let taskpool_worker execute exactly the worker-side functions (the crawl handlers'' included)');
 SELECT is_empty(
     $$SELECT oid::regprocedure::text FROM taskpool_functions WHERE has_function_privilege('tp_nobody', oid, 'EXECUTE')$$,
@@ -109,8 +109,8 @@ SELECT is((SELECT count(*) FROM taskpool_functions
                              'get_crawl_payload', 'get_dispensary', 'apply_menu_payload', 'diff_payloads',
                              'diff_latest_payloads', 'refresh_analytics', 'acquire_platform_request',
                              'record_platform_result', 'set_store_platform_id', 'claim_and_start_tasks',
-                             'complete_tasks')),
-          33::bigint, 'Should have checked all thirty-three public taskpool functions above');
+                             'complete_tasks', 'mark_worker_waiting', 'worker_wake_channel')),
+          35::bigint, 'Should have checked all thirty-five public taskpool functions above');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],

@@ -1,54 +1,143 @@
-"""NOTIFY on the channel workers LISTEN to: a ready task says its role; a future one says nothing."""
+"""Wake-ups: an enqueue or requeue notifies waiting workers, one per ready task, each on its own
+channel (worker_wake_channel), and nobody else; a busy pool gets no NOTIFY at all.
+
+A worker marks itself waiting with mark_worker_waiting after an empty claim, claims once more,
+and sleeps. The last test shows why that one extra claim is enough: an enqueue in flight holds
+the role's wake-up lock, so the mark waits for its commit.
+"""
 
 from __future__ import annotations
 
-import psycopg
+import threading
+import time
 
-CHANNEL = "taskpool_task_enqueued"
+import psycopg
+import pytest
+
+
+def register(conn: psycopg.Connection, worker_id: str, role: str = "store_discovery") -> str:
+    """Register the worker; its wake channel."""
+    conn.execute("SELECT register_worker(%s, %s, 'test-host', 1)", (worker_id, role))
+    return conn.execute("SELECT worker_wake_channel(%s)", (worker_id,)).fetchone()[0]
+
+
+def listen(db_url: str, channel: str) -> psycopg.Connection:
+    listener = psycopg.connect(db_url, autocommit=True)
+    listener.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+    return listener
 
 
 def received(listener: psycopg.Connection, timeout: float, expect: int | None = None) -> list[str]:
-    """Payloads on CHANNEL within `timeout` seconds (sooner once `expect` have come)."""
-    return [
-        n.payload
-        for n in listener.notifies(timeout=timeout, stop_after=expect)
-        if n.channel == CHANNEL
-    ]
+    """Payloads within `timeout` seconds (sooner once `expect` have come)."""
+    return [n.payload for n in listener.notifies(timeout=timeout, stop_after=expect)]
 
 
-def test_enqueue_notifies_the_role_once_per_statement(conn: psycopg.Connection, db_url: str) -> None:
-    with psycopg.connect(db_url, autocommit=True) as listener:
-        listener.execute(f"LISTEN {CHANNEL}")
+def waiting(conn: psycopg.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT worker_id FROM task_worker_waits ORDER BY 1")]
+
+
+def test_an_enqueue_wakes_a_waiting_worker_with_the_role(conn: psycopg.Connection, db_url: str) -> None:
+    channel = register(conn, "w1")
+    assert conn.execute("SELECT mark_worker_waiting('w1')").fetchone() == (True,)
+    assert conn.execute("SELECT mark_worker_waiting('w1')").fetchone() == (False,)
+    with listen(db_url, channel) as listener:
+        conn.execute("SELECT enqueue_task('store_discovery')")
+        assert received(listener, timeout=2.0, expect=1) == ["store_discovery"]
+    # Woken means unmarked: the next enqueue does not notify it again.
+    assert waiting(conn) == []
+
+
+def test_one_task_wakes_one_of_two_waiting_workers(conn: psycopg.Connection, db_url: str) -> None:
+    channels = [register(conn, name) for name in ("w1", "w2")]
+    for name in ("w1", "w2"):
+        conn.execute("SELECT mark_worker_waiting(%s)", (name,))
+    with listen(db_url, channels[0]) as first, listen(db_url, channels[1]) as second:
+        conn.execute("SELECT enqueue_task('store_discovery')")
+        woken = received(first, timeout=1.0) + received(second, timeout=0.5)
+        assert woken == ["store_discovery"]
+        assert len(waiting(conn)) == 1
+        # A batch of ready tasks wakes as many as it needs.
         conn.execute(
             "SELECT count(*) FROM enqueue_tasks(%s::jsonb)",
-            ('[{"role": "store_discovery"}, {"role": "store_discovery"}, {"role": "analytics_refresh"}]',),
+            ('[{"role": "store_discovery"}, {"role": "store_discovery"}]',),
         )
-        assert sorted(received(listener, timeout=1.0)) == ["analytics_refresh", "store_discovery"]
+        assert len(received(first, timeout=1.0) + received(second, timeout=0.5)) == 1
+        assert waiting(conn) == []
+
+
+def test_workers_of_other_roles_and_busy_workers_are_not_woken(conn: psycopg.Connection, db_url: str) -> None:
+    other = register(conn, "w-other", role="analytics_refresh")
+    busy = register(conn, "w-busy")
+    conn.execute("SELECT mark_worker_waiting('w-other')")
+    with listen(db_url, other) as other_listener, listen(db_url, busy) as busy_listener:
+        conn.execute("SELECT enqueue_task('store_discovery')")
+        assert received(other_listener, timeout=0.5) == []
+        assert received(busy_listener, timeout=0.3) == []
+    assert waiting(conn) == ["w-other"]
 
 
 def test_a_task_scheduled_later_wakes_nobody(conn: psycopg.Connection, db_url: str) -> None:
-    with psycopg.connect(db_url, autocommit=True) as listener:
-        listener.execute(f"LISTEN {CHANNEL}")
-        conn.execute(
-            "SELECT enqueue_task('store_discovery', scheduled_for := now() + interval '1 hour')"
-        )
+    channel = register(conn, "w1")
+    conn.execute("SELECT mark_worker_waiting('w1')")
+    with listen(db_url, channel) as listener:
+        conn.execute("SELECT enqueue_task('store_discovery', scheduled_for := now() + interval '1 hour')")
         assert received(listener, timeout=0.5) == []
+    assert waiting(conn) == ["w1"]
 
 
-def test_nothing_is_sent_before_commit(conn: psycopg.Connection, db_url: str) -> None:
-    with psycopg.connect(db_url, autocommit=True) as listener:
-        listener.execute(f"LISTEN {CHANNEL}")
+def test_nothing_is_sent_or_unmarked_before_commit(conn: psycopg.Connection, db_url: str) -> None:
+    channel = register(conn, "w1")
+    conn.execute("SELECT mark_worker_waiting('w1')")
+    with listen(db_url, channel) as listener:
         with conn.transaction(force_rollback=True):
             conn.execute("SELECT enqueue_task('store_discovery')")
             assert received(listener, timeout=0.3) == []
         assert received(listener, timeout=0.3) == []
+    assert waiting(conn) == ["w1"]
 
 
-def test_a_released_task_wakes_workers_again(conn: psycopg.Connection, db_url: str) -> None:
+def test_a_released_task_wakes_a_waiting_worker(conn: psycopg.Connection, db_url: str) -> None:
     task_id = conn.execute("SELECT id FROM enqueue_task('store_discovery')").fetchone()[0]
-    task = conn.execute("SELECT id, attempt FROM claim_task('store_discovery', 'w1')").fetchone()
-    assert task == (task_id, 1)
-    with psycopg.connect(db_url, autocommit=True) as listener:
-        listener.execute(f"LISTEN {CHANNEL}")
+    conn.execute("SELECT register_worker('w1', 'store_discovery', 'test-host', 1)")
+    assert conn.execute("SELECT id, attempt FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (task_id, 1)
+    channel = register(conn, "w2")
+    conn.execute("SELECT mark_worker_waiting('w2')")
+    with listen(db_url, channel) as listener:
         conn.execute("SELECT release_task(%s, 'w1', 1)", (task_id,))
         assert received(listener, timeout=2.0, expect=1) == ["store_discovery"]
+
+
+def test_a_successful_claim_unmarks_the_worker(conn: psycopg.Connection) -> None:
+    conn.execute("SELECT enqueue_task('store_discovery')")
+    register(conn, "w1")
+    assert conn.execute("SELECT mark_worker_waiting('w1')").fetchone() == (True,)
+    assert conn.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (1,)
+    assert waiting(conn) == []
+
+
+def test_an_unregistered_worker_cannot_wait(conn: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.errors.NoDataFound, match="worker 'nobody' is not registered"):
+        conn.execute("SELECT mark_worker_waiting('nobody')")
+
+
+def test_a_mark_waits_for_an_enqueue_in_flight_so_the_extra_claim_sees_its_task(
+    conn: psycopg.Connection, db_url: str
+) -> None:
+    register(conn, "w1")
+    with psycopg.connect(db_url) as enqueuer, psycopg.connect(db_url, autocommit=True) as worker:
+        # The enqueue's trigger has run (it found no one waiting), its commit has not.
+        enqueuer.execute("SELECT enqueue_task('store_discovery')")
+        assert worker.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (0,)
+
+        marked: list[bool] = []
+        mark = threading.Thread(
+            target=lambda: marked.append(worker.execute("SELECT mark_worker_waiting('w1')").fetchone()[0])
+        )
+        mark.start()
+        time.sleep(0.5)
+        assert mark.is_alive(), "the mark should wait for the enqueue in flight"
+        enqueuer.commit()
+        mark.join(5)
+        assert marked == [True]
+        # The worker's one extra claim after a new mark finds the task.
+        assert worker.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (1,)

@@ -1,0 +1,7 @@
+-- Revert taskpool:worker_wake_channel from pg
+
+BEGIN;
+
+DROP FUNCTION worker_wake_channel(text);
+
+COMMIT;
