@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -40,8 +41,9 @@ def deploy_template(server: str) -> str:
         _drop(admin, TEMPLATE)
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
     target = "db:pg:" + database_url_for(server, TEMPLATE).split(":", 1)[1]
+    env = {key: value for key, value in os.environ.items() if key != "SQITCH_TARGET"}
     done = subprocess.run(
-        [sqitch, "deploy", "--verify", target], cwd=REPO_ROOT, capture_output=True, text=True
+        [sqitch, "deploy", "--verify", target], cwd=REPO_ROOT, env=env, capture_output=True, text=True
     )
     if done.returncode != 0:
         raise ScenarioError(f"sqitch deploy into {TEMPLATE} failed:\n{done.stdout}{done.stderr}")

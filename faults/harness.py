@@ -11,7 +11,6 @@ everything else is the workers' doing.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -341,12 +340,12 @@ class Context:
 
     # Sessions
 
-    def sessions_gone(self, prefix: str) -> bool:
-        """No backend whose application_name starts with `prefix` is left."""
+    def sessions_gone(self, worker_id: str) -> bool:
+        """No session of worker `worker_id` (pyworker W, W heartbeat, W listener) is left."""
         return not self.scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND starts_with(application_name, %s)",
-            (prefix,),
+            " AND (application_name = %(name)s OR starts_with(application_name, %(name)s || ' '))",
+            {"name": f"pyworker {worker_id}"},
         )
 
 
@@ -363,25 +362,31 @@ class Fleet:
             marker = f"Starting worker {name} for role"
 
             def started(worker: Process = worker, marker: str = marker) -> bool:
+                if worker.log().count(marker) > worker.restarts:
+                    return True
                 if not worker.alive:
                     raise ScenarioError(f"worker {worker.name} exited at start:\n{worker.log()[-3000:]}")
-                return worker.log().count(marker) > worker.restarts
+                return False
 
             wait_until(started, 30, f"worker {name} to start")
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> list[list[int]]:
-        """Kill worker `name` (its whole process group); record the kill and its orphans.
+        """Kill worker `name` (its whole process group); record the kill and its orphans."""
+        worker = self.workers[name]
+        worker.signal(signum)
+        worker.popen.wait(timeout=10)
+        return self._record_death(name, "kill", signal=signal.Signals(signum).name)
+
+    def _record_death(self, name: str, kind: str, **detail: object) -> list[list[int]]:
+        """Record in fault_events that worker `name` died, stamped now, with its orphans.
 
         The orphans are the tasks the worker held once its sessions are gone (a statement in
         flight when the client died may still commit): those the tick must recover.
         """
         worker = self.workers[name]
-        pid = worker.pid
-        worker.signal(signum)
-        worker.popen.wait(timeout=10)
-        killed_at = self.context.scalar("SELECT clock_timestamp()")
+        died_at = self.context.scalar("SELECT clock_timestamp()")
         wait_until(
-            lambda: self.context.sessions_gone(f"pyworker {name}"), 20, f"the sessions of {name} to end"
+            lambda: self.context.sessions_gone(name), 20, f"the sessions of {name} to end"
         )
         orphans = [
             list(row)
@@ -392,8 +397,8 @@ class Fleet:
             )
         ]
         self.context.conn.execute(
-            "INSERT INTO fault_events (at, kind, worker_id, pid, detail) VALUES (%s, 'kill', %s, %s, %s)",
-            (killed_at, name, pid, Jsonb({"signal": signal.Signals(signum).name, "orphans": orphans})),
+            "INSERT INTO fault_events (at, kind, worker_id, pid, detail) VALUES (%s, %s, %s, %s, %s)",
+            (died_at, kind, name, worker.pid, Jsonb({**detail, "orphans": orphans})),
         )
         return orphans
 
@@ -409,12 +414,7 @@ class Fleet:
         revived = []
         for name, worker in self.workers.items():
             if worker.popen is not None and worker.popen.poll() is not None:
-                self.context.event("died", name, worker.pid, returncode=worker.popen.returncode)
-                wait_until(
-                    lambda name=name: self.context.sessions_gone(f"pyworker {name}"),
-                    20,
-                    f"the sessions of {name} to end",
-                )
+                self._record_death(name, "died", returncode=worker.popen.returncode)
                 self.restart(name)
                 revived.append(name)
         return revived
@@ -427,5 +427,3 @@ class Fleet:
             worker.stop()
 
 
-def json_dumps(value: Any) -> str:
-    return json.dumps(value, default=str, sort_keys=True)

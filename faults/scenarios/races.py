@@ -1,1 +1,247 @@
-"""placeholder"""
+"""Races: recovery against completion, scripted (5); per-store exclusion under stress (6); ticks
+racing pg_cron (8); fifty sessions enqueueing one dedupe key (10)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from faults.checker import measure
+from faults.harness import Context, wait_until
+from faults.report import Result
+from faults.scenarios import scenario
+
+# The role's stale threshold in the scripted races: a claimed task is stale this long after.
+STALE_SECONDS = 0.5
+
+
+class Racer:
+    """A session running one statement in a thread, so the script can watch it block."""
+
+    def __init__(self, ctx: Context, name: str) -> None:
+        self.conn = ctx.connect(application_name=f"fault racer {name}", autocommit=False)
+        self.name = name
+        self.outcome: Any = None
+        self.error: psycopg.Error | None = None
+        self._thread: threading.Thread | None = None
+
+    def run(self, query: str, params: Any = None) -> Any:
+        """Run now, in the current transaction; the first column of the first row."""
+        cursor = self.conn.execute(query, params)
+        row = cursor.fetchone() if cursor.description else None
+        return row[0] if row else None
+
+    def start(self, query: str, params: Any = None) -> None:
+        def target() -> None:
+            try:
+                self.outcome = self.run(query, params)
+            except psycopg.Error as error:
+                self.error = error
+
+        self._thread = threading.Thread(target=target, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        assert self._thread is not None
+        self._thread.join(timeout=30)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def claim(ctx: Context, worker: Racer) -> tuple[int, int]:
+    """A new task claimed by `worker`; an earlier task that went back to the pool, claimed
+    first (it is older), is re-run: completed on the spot."""
+    [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {}}])
+    while True:
+        row = worker.conn.execute("SELECT id, attempt FROM claim_task('fault_work', %s)", (worker.name,)).fetchone()
+        assert row is not None, f"no task to claim, expected task {task_id}"
+        if row[0] == task_id:
+            break
+        worker.run(COMPLETE, (row[0], worker.name, row[1]))
+        worker.conn.commit()
+    worker.conn.commit()
+    # Silent past the threshold: stale to any recovery from now on.
+    time.sleep(STALE_SECONDS + 0.1)
+    return row
+
+
+def blocked(ctx: Context, racer: Racer) -> bool:
+    """True while `racer`'s statement waits for a lock."""
+    return bool(
+        ctx.scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND wait_event_type = 'Lock'",
+            (f"fault racer {racer.name}",),
+        )
+    )
+
+
+def status(ctx: Context, task_id: int) -> tuple[str, int]:
+    return ctx.conn.execute("SELECT status, attempt FROM worker_tasks WHERE id = %s", (task_id,)).fetchone()
+
+
+COMPLETE = "SELECT status FROM complete_task(%s, %s, %s, '{\"done\": true}')"
+RECOVER = "SELECT recover_stale_tasks()"
+TICK = "SELECT (tick_schedules()->>'recovered')::integer"
+
+
+def interleavings(ctx: Context, result: Result, recover: str) -> int:
+    """The scripted interleavings of a completion and a recovery (`recover` returns a count)."""
+    cases = 0
+    worker, operator = Racer(ctx, "worker"), Racer(ctx, "operator")
+    try:
+        # 1. The completion holds the row; the recovery skips it; the completion commits.
+        task_id, attempt = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt))
+        skipped = operator.run(recover)
+        operator.conn.commit()
+        worker.conn.commit()
+        again = operator.run(recover)
+        operator.conn.commit()
+        result.check(
+            f"{recover}: completion in flight, recovery skips it, stays completed",
+            skipped == 0 and again == 0 and status(ctx, task_id) == ("completed", attempt),
+            f"recovered {skipped} then {again}, task {status(ctx, task_id)}",
+        )
+        # 2. The recovery holds the row; the completion waits, then is refused (55000).
+        task_id, attempt = claim(ctx, worker)
+        recovered = operator.run(recover)
+        worker.start(COMPLETE, (task_id, "worker", attempt))
+        wait_until(lambda: blocked(ctx, worker), 10, "the completion to wait for the recovery's lock")
+        operator.conn.commit()
+        worker.join()
+        worker.conn.rollback()
+        result.check(
+            f"{recover}: recovery first, the waiting completion is refused and the task re-runs",
+            recovered == 1 and worker.error is not None and worker.error.sqlstate == "55000"
+            and status(ctx, task_id) == ("pending", attempt),
+            f"recovered {recovered}, completion {worker.error or worker.outcome!r}, task {status(ctx, task_id)}",
+        )
+        worker.error = None
+        # 3. The completion commits first; a recovery after it finds nothing.
+        task_id, attempt = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt))
+        worker.conn.commit()
+        recovered = operator.run(recover)
+        operator.conn.commit()
+        result.check(
+            f"{recover}: completion committed, recovery after it does nothing",
+            recovered == 0 and status(ctx, task_id) == ("completed", attempt),
+            f"recovered {recovered}, task {status(ctx, task_id)}",
+        )
+        # 4. The recovery's snapshot predates the completion's commit (REPEATABLE READ): the
+        #    recovery is refused (40001) or finds nothing; the task stays completed.
+        task_id, attempt = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt))
+        with ctx.connect("fault racer snapshot", autocommit=True) as snapshot:
+            snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            snapshot.execute("SELECT count(*) FROM worker_tasks")
+            worker.conn.commit()
+            try:
+                answer: Any = snapshot.execute(recover).fetchone()[0]
+            except psycopg.Error as error:
+                answer = error.sqlstate
+            snapshot.execute("ROLLBACK")
+        result.check(
+            f"{recover}: recovery from a snapshot older than the completion leaves it completed",
+            answer in (0, "40001") and status(ctx, task_id) == ("completed", attempt),
+            f"recovery answered {answer!r}, task {status(ctx, task_id)}",
+        )
+        # 5. The completion's transaction rolls back (its connection died): recovery takes the task.
+        task_id, attempt = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt))
+        skipped = operator.run(recover)
+        operator.conn.commit()
+        worker.conn.rollback()
+        recovered = operator.run(recover)
+        operator.conn.commit()
+        result.check(
+            f"{recover}: a completion rolled back leaves the task to recovery",
+            skipped == 0 and recovered == 1 and status(ctx, task_id) == ("pending", attempt),
+            f"recovered {skipped} then {recovered}, task {status(ctx, task_id)}",
+        )
+        cases += 5
+    finally:
+        worker.close()
+        operator.close()
+    return cases
+
+
+@scenario(5, "Recovery racing completion")
+def recovery_racing_completion(ctx: Context, result: Result) -> None:
+    ctx.prepare(stale_threshold=f"{STALE_SECONDS} seconds")
+    rounds = ctx.scale(2, 10)
+    cases = 0
+    for _ in range(rounds):
+        for recover in (RECOVER, TICK):
+            cases += interleavings(ctx, result, recover)
+    # The last re-run tasks are still pending: a worker finishes them.
+    fleet = ctx.fleet(1)
+    ctx.drain(60)
+    fleet.stop()
+    result.faults = f"{cases} scripted interleavings"
+    result.hold(measure(ctx.conn, ctx.enqueued, fleet.logs()))
+
+
+def at_once(count: int, connect: Callable[[int], psycopg.Connection], work: Callable[[psycopg.Connection, int], Any]) -> list[Any]:
+    """Run `work` in `count` sessions released together by a barrier; each one's answer or error."""
+    sessions = [connect(n) for n in range(count)]
+    barrier = threading.Barrier(count)
+    answers: list[Any] = [None] * count
+
+    def target(n: int) -> None:
+        barrier.wait()
+        try:
+            answers[n] = work(sessions[n], n)
+        except psycopg.Error as error:
+            answers[n] = error
+
+    threads = [threading.Thread(target=target, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    for session in sessions:
+        session.close()
+    return answers
+
+
+@scenario(10, "Duplicate enqueue")
+def duplicate_enqueue(ctx: Context, result: Result) -> None:
+    ctx.prepare()
+    rounds = ctx.scale(4, 40)
+    sessions = 50
+
+    def enqueue(conn: psycopg.Connection, n: int) -> int:
+        # Half commit at once, half hold their transaction open a moment: racers meet both
+        # a committed task and one still being inserted.
+        key = conn.info.parameter_status("application_name").rsplit(" ", 1)[0]
+        with conn.transaction():
+            task_id = conn.execute(
+                "SELECT id FROM enqueue_task('fault_work', '{}', dedupe_key := %s)", (key,)
+            ).fetchone()[0]
+            if n % 2:
+                conn.execute("SELECT pg_sleep(0.05)")
+        return task_id
+
+    bad_rounds = []
+    for number in range(rounds):
+        key = f"dedupe-{number}"
+        answers = at_once(sessions, lambda n, key=key: ctx.connect(f"{key} {n}", autocommit=True), enqueue)
+        ids = {a for a in answers if isinstance(a, int)}
+        errors = [a for a in answers if not isinstance(a, int)]
+        rows = ctx.scalar("SELECT count(*) FROM worker_tasks WHERE dedupe_key = %s", (key,))
+        if len(ids) != 1 or errors or rows != 1:
+            bad_rounds.append(f"round {number}: ids {sorted(ids)}, {rows} rows, errors {errors[:2]}")
+        ctx.enqueued += sorted(ids)
+    result.check(f"{sessions} racing sessions get one task and its id, every round", not bad_rounds, "; ".join(bad_rounds[:3]))
+    fleet = ctx.fleet(1)
+    ctx.drain(60)
+    fleet.stop()
+    result.faults = f"{rounds} rounds × {sessions} sessions at once"
+    result.hold(measure(ctx.conn, ctx.enqueued, fleet.logs()))
