@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 import signal
+import threading
 import time
 
 from faults.checker import measure
@@ -145,3 +146,96 @@ def zombie_worker(ctx: Context, result: Result) -> None:
     result.check("one completion per task, the rescuer's", completions)
     result.check("the zombie logged no completion", not re.search(r"Task \d+ completed", zombie.workers[name].log()))
     result.figure("zombie refused at", paths)
+
+
+# pg_terminate_backend aimed at a worker session inside one of these calls.
+TERMINATE_ACTIVE = """
+SELECT s.point, pg_terminate_backend(s.pid)
+FROM (SELECT a.pid, substring(a.query from '(claim_task|heartbeat_task|complete_task)') AS point
+      FROM pg_stat_activity a
+      WHERE a.datname = current_database() AND a.state = 'active'
+        AND a.application_name LIKE 'pyworker %%' AND a.pid <> pg_backend_pid()) s
+WHERE s.point IS NOT NULL AND (%(waiting_only)s IS FALSE OR EXISTS (
+      SELECT FROM pg_stat_activity w WHERE w.pid = s.pid AND w.wait_event_type = 'Lock'))
+"""
+
+
+@scenario(3, "Connections killed at claim, heartbeat, complete")
+def connections_killed(ctx: Context, result: Result) -> None:
+    """Three faults, hundreds of times: pg_terminate_backend of a worker session inside claim_task,
+    heartbeat_task or complete_task (the latter two made to wait on a row lock the harness holds
+    a moment, so the kill lands inside them); and answers lost after the commit (faults.proxy):
+    a claim, a heartbeat or a completion that committed but whose worker never heard."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from faults.proxy import Proxy, watch
+
+    rng = random.Random(3)
+    ctx.prepare(stale_threshold="2 seconds")
+    stores = ctx.stores(50)
+    ids = ctx.enqueue(task_specs(ctx.scale(600, 3000), stores, 80, rng))
+    params = conninfo_to_dict(ctx.url)
+    proxy = Proxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432),
+                  ("claim_task", "heartbeat_task", "complete_task"), probability=ctx.scale(0.04, 0.02))
+    terminated: dict[str, int] = {}
+    last_kill = [0.0]
+    spacing = ctx.scale(0.15, 0.25)
+    stop = threading.Event()
+    killer = ctx.connect("fault killer", autocommit=True)
+    lock = threading.Lock()
+    locker = ctx.connect("fault locker", autocommit=True)
+
+    def terminate(waiting_only: bool) -> None:
+        # Spaced out, or the workers would spend the run backing off instead of working.
+        if time.monotonic() - last_kill[0] < spacing:
+            return
+        with lock:
+            for point, done in killer.execute(TERMINATE_ACTIVE, {"waiting_only": waiting_only}).fetchall():
+                if done:
+                    terminated[point] = terminated.get(point, 0) + 1
+                    last_kill[0] = time.monotonic()
+
+    def hold_a_running_task() -> None:
+        # Worker calls on this row now wait: a kill aimed at waiting calls lands inside them.
+        with locker.transaction():
+            row = locker.execute(
+                "SELECT id FROM worker_tasks WHERE status IN ('claimed', 'running')"
+                " ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED"
+            ).fetchone()
+            if row:
+                time.sleep(0.15)
+                last_kill[0] = 0.0
+                terminate(True)
+
+    ctx.scheduler(TICK_SECONDS)
+    fleet = ctx.fleet(ctx.scale(3, 6), heartbeat_ms=50, poll_ms=200,
+                      url=make_conninfo(ctx.url, host="127.0.0.1", port=str(proxy.port)))
+    threads = [watch(stop, lambda: terminate(False), 0.005), watch(stop, hold_a_running_task, 0.3)]
+    try:
+        ctx.drain(ctx.scale(150, 600))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
+        proxy.enabled = False
+    # Late answers lost may have left a claimed task to the tick: let it settle.
+    ctx.drain(30)
+    fleet.stop()
+    proxy.close()
+    killer.close()
+    locker.close()
+    metrics = measure(ctx.conn, ids, fleet.logs())
+    result.hold(metrics)
+    stuck = ctx.scalar("SELECT count(*) FROM worker_tasks WHERE status IN ('claimed', 'running')")
+    result.check("no task left claimed or running", stuck == 0, f"{stuck} tasks")
+    total = sum(terminated.values()) + sum(proxy.cuts.values())
+    result.check("faults landed at each point", all(terminated.get(p) or proxy.cuts.get(p) for p in
+                 ("claim_task", "heartbeat_task", "complete_task")), f"terminated {terminated}, answers lost {dict(proxy.cuts)}")
+    in_doubt = proxy.cuts.get("complete_task", 0)
+    retried = sum(len(re.findall(r"complete task: database connection failed", log)) for log in fleet.logs().values())
+    result.check("in-doubt completions were retried and the retry accepted", in_doubt == 0 or retried > 0,
+                 f"{in_doubt} completions in doubt, {retried} retries logged")
+    result.faults = f"{total} ({sum(terminated.values())} pg_terminate_backend, {sum(proxy.cuts.values())} answers lost)"
+    result.figure("pg_terminate_backend at", terminated)
+    result.figure("answers lost after commit at", dict(proxy.cuts))
+    result.figure("stale recoveries", ctx.scalar("SELECT count(*) FROM worker_task_attempts WHERE error_message LIKE 'stale:%'"))
