@@ -288,3 +288,83 @@ def store_exclusion(ctx: Context, result: Result) -> None:
     result.faults = f"{recovered[0]} recoveries every 100 ms, {workers} workers on 10 stores"
     result.figure("throughput tasks/s", count / seconds)
     result.figure("tasks recovered as stale", recovered[1])
+
+
+def pyworker_cli(ctx: Context, *args: str) -> str:
+    """Run `python -m pyworker ARGS` on the scenario's database; its output (ScenarioError if it fails)."""
+    import subprocess
+    import sys
+
+    from faults.harness import REPO_ROOT, ScenarioError
+
+    done = subprocess.run([sys.executable, "-m", "pyworker", *args], env=ctx.base_env(),
+                          capture_output=True, text=True, cwd=REPO_ROOT)
+    if done.returncode != 0:
+        raise ScenarioError(f"pyworker {' '.join(args)} exited {done.returncode}: {done.stdout}{done.stderr}")
+    return done.stdout
+
+
+@scenario(8, "Ticks racing, pg_cron's among them")
+def ticks_racing(ctx: Context, result: Result) -> None:
+    """Ten ticks at once, two `pyworker scheduler` loops and (full form) pg_cron's own job, all at
+    the minute boundary when pg_cron fires: each due schedule makes one set of tasks."""
+    ctx.prepare()
+    stores = ctx.stores(12)
+    with_cron = not ctx.quick
+    if with_cron:
+        pyworker_cli(ctx, "cron", "install")
+    try:
+        for number in range(2):
+            ctx.scheduler(1, name=f"scheduler{number}")
+        if with_cron:
+            # pg_cron fires at second 0 of each minute: start the race a moment before.
+            wait_until(lambda: ctx.scalar("SELECT extract(second FROM clock_timestamp()) BETWEEN 59.85 AND 59.99"),
+                       65, "the end of a minute", 0.01)
+            cron_started = ctx.scalar("SELECT clock_timestamp()")
+        # Due from now on (they have been since the deploy): the race starts.
+        ctx.conn.execute("SELECT update_schedule(name, enabled => true) FROM task_schedules")
+
+        def tick(conn: psycopg.Connection, n: int) -> Any:
+            reports = []
+            for _ in range(ctx.scale(3, 30)):
+                reports.append(conn.execute("SELECT tick_schedules()").fetchone()[0])
+                time.sleep(0.05)
+            return reports
+
+        answers = at_once(10, lambda n: ctx.connect(f"fault tick {n}", autocommit=True), tick)
+        errors = [a for a in answers if isinstance(a, psycopg.Error)]
+        result.check("no tick failed", not errors, str(errors[:3]))
+        if with_cron:
+            job_runs = wait_until(lambda: cron_runs(ctx, cron_started), 20, "pg_cron to run the tick")
+            result.figure("pg_cron runs", job_runs)
+        else:
+            result.figure("pg_cron", "full form only (it fires once a minute)")
+        time.sleep(1.5)  # the schedulers tick once more
+        tasks = dict(ctx.conn.execute(
+            "SELECT role, count(*) FROM worker_tasks WHERE role <> 'fault_work' GROUP BY role").fetchall())
+        expected = {"store_discovery": 1, "analytics_refresh": 1, "product_resync": len(stores)}
+        result.check("exactly one set of tasks per due schedule", tasks == expected, f"{tasks}, expected {expected}")
+        runs = ctx.conn.execute(
+            "SELECT count(*) FILTER (WHERE last_run_at IS NOT NULL), count(*) FILTER (WHERE next_run_at <= taskpool_now())"
+            " FROM task_schedules").fetchone()
+        result.check("every schedule ran and is no longer due", runs == (3, 0), str(runs))
+        wins = sum(1 for reports in answers if isinstance(reports, list) for r in reports if r["schedules"])
+        result.figure("racing ticks that ran a schedule", wins)
+    finally:
+        if with_cron:
+            pyworker_cli(ctx, "cron", "uninstall")
+    result.faults = "10 ticks + 2 schedulers" + (" + pg_cron" if with_cron else "")
+    result.hold(measure(ctx.conn, ctx.enqueued))
+
+
+def cron_runs(ctx: Context, since: Any) -> int:
+    """Runs of this database's tick job in pg_cron since `since` (pg_cron lives in cron.database_name)."""
+    from pyworker.config import database_url_for
+
+    cron_db = ctx.scalar("SELECT current_setting('cron.database_name', true)")
+    with psycopg.connect(database_url_for(ctx.url, cron_db), autocommit=True) as cron:
+        return cron.execute(
+            "SELECT count(*) FROM cron.job_run_details d JOIN cron.job j USING (jobid)"
+            " WHERE j.database = %s AND d.start_time >= %s AND d.status = 'succeeded'",
+            (ctx.scalar("SELECT current_database()"), since),
+        ).fetchone()[0]
