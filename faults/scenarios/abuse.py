@@ -93,15 +93,20 @@ def as_worker(ctx: Context, url: str) -> Iterator[psycopg.Connection]:
         yield conn
 
 
-@scenario(15, "Privileges of taskpool_worker")
-def privileges(ctx: Context, result: Result) -> None:
-    ctx.prepare()
-    [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {}}])
-    # Roles are the server's: made if missing, and left for the next run (it owns nothing).
+def ensure_login_role(ctx: Context) -> None:
+    """The login role granted taskpool_worker. Roles are the server's: it is made if missing and
+    left for the next run (it owns nothing)."""
     ctx.conn.execute(
         f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{LOGIN_ROLE}') THEN"
         f" CREATE ROLE {LOGIN_ROLE} LOGIN IN ROLE taskpool_worker; END IF; END $$"
     )
+
+
+@scenario(15, "Privileges of taskpool_worker")
+def privileges(ctx: Context, result: Result) -> None:
+    ctx.prepare()
+    [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {}}])
+    ensure_login_role(ctx)
     attempts = 0
     with as_worker(ctx, ctx.url) as conn:
         for what, query in FORBIDDEN:

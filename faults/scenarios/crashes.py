@@ -239,3 +239,58 @@ def connections_killed(ctx: Context, result: Result) -> None:
     result.figure("pg_terminate_backend at", terminated)
     result.figure("answers lost after commit at", dict(proxy.cuts))
     result.figure("stale recoveries", ctx.scalar("SELECT count(*) FROM worker_task_attempts WHERE error_message LIKE 'stale:%'"))
+
+
+@scenario(14, "A worker idle in a transaction")
+def idle_in_transaction(ctx: Context, result: Result) -> None:
+    """A worker session (a login role granted taskpool_worker) calls a worker function inside an
+    explicit transaction and then goes silent, holding the task's row: the server must end the
+    session by a timeout, and the task must come back and be completed by a healthy worker.
+    Three ways to hang: after claim_task, after start_task, after heartbeat_task."""
+    from faults.scenarios.abuse import LOGIN_ROLE, as_worker, ensure_login_role
+
+    threshold = 2
+    ctx.prepare(stale_threshold=f"{threshold} seconds")
+    ensure_login_role(ctx)
+    ctx.scheduler(TICK_SECONDS)
+    ids = []
+    ended = {}
+    fleet = None
+    for way in ("claim_task", "start_task", "heartbeat_task"):
+        [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {"way": way}}])
+        ids.append(task_id)
+        with as_worker(ctx, ctx.url) as idler:
+            idler.execute("BEGIN")
+            if way == "claim_task":
+                idler.execute("SELECT claim_task('fault_work', 'idler')")
+            else:
+                # Claimed (committed), then the call that hangs inside a transaction.
+                idler.execute("COMMIT")
+                idler.execute("SELECT claim_task('fault_work', 'idler')")
+                idler.execute("BEGIN")
+                idler.execute(f"SELECT {way}(%s, 'idler', 1)", (task_id,))
+            ctx.event("idle in transaction", "idler", way=way, task_id=task_id)
+            started = time.monotonic()
+            if fleet is None:
+                fleet = ctx.fleet(1)
+
+            def gone() -> bool:
+                return not ctx.scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND usename = %s AND state LIKE 'idle in transaction%%'", (LOGIN_ROLE,))
+
+            try:
+                wait_until(gone, ctx.scale(30, 60), f"the session idle in a transaction after {way} to be ended")
+                ended[way] = round(time.monotonic() - started, 1)
+            except Exception as error:  # noqa: BLE001 - reported as the failed check below
+                ended[way] = None
+                result.check(f"the session idle after {way} was ended by a timeout", False, str(error))
+                idler.execute("ROLLBACK")
+                continue
+            result.check(f"the session idle after {way} was ended by a timeout", True)
+        wait_until(lambda: ctx.scalar("SELECT status = 'completed' FROM worker_tasks WHERE id = %s", (task_id,)),
+                   30, f"task {task_id} to be completed by a healthy worker")
+    fleet.stop()
+    result.hold(measure(ctx.conn, ids, fleet.logs()))
+    result.faults = "3 sessions idle in a transaction (after claim, start, heartbeat)"
+    result.figure("ended after s", ended)
