@@ -85,12 +85,16 @@ LOGIN_ROLE = "taskpool_fault_worker"
 
 @contextmanager
 def as_worker(ctx: Context, url: str) -> Iterator[psycopg.Connection]:
-    """A session of a login role granted taskpool_worker (what a worker's deployment uses)."""
+    """A session of a login role granted taskpool_worker (what a worker's deployment uses);
+    closed at the end, whatever state the scenario left it in."""
     from psycopg.conninfo import make_conninfo
 
-    with psycopg.connect(make_conninfo(url, user=LOGIN_ROLE), autocommit=True,
-                         application_name="fault taskpool_worker", connect_timeout=10) as conn:
+    conn = psycopg.connect(make_conninfo(url, user=LOGIN_ROLE), autocommit=True,
+                           application_name="fault taskpool_worker", connect_timeout=10)
+    try:
         yield conn
+    finally:
+        conn.close()
 
 
 def ensure_login_role(ctx: Context) -> None:

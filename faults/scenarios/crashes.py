@@ -255,7 +255,7 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
     ctx.scheduler(TICK_SECONDS)
     ids = []
     ended = {}
-    fleet = None
+    logs: dict[str, str] = {}
     for way in ("claim_task", "start_task", "heartbeat_task"):
         [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {"way": way}}])
         ids.append(task_id)
@@ -271,8 +271,8 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
                 idler.execute(f"SELECT {way}(%s, 'idler', 1)", (task_id,))
             ctx.event("idle in transaction", "idler", way=way, task_id=task_id)
             started = time.monotonic()
-            if fleet is None:
-                fleet = ctx.fleet(1)
+            # A healthy worker per round, gone before the next: each round's task is the idler's.
+            fleet = ctx.fleet(1, prefix=f"healthy-{way}-")
 
             def gone() -> bool:
                 return not ctx.scalar(
@@ -290,7 +290,8 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
             result.check(f"the session idle after {way} was ended by a timeout", True)
         wait_until(lambda: ctx.scalar("SELECT status = 'completed' FROM worker_tasks WHERE id = %s", (task_id,)),
                    30, f"task {task_id} to be completed by a healthy worker")
-    fleet.stop()
-    result.hold(measure(ctx.conn, ids, fleet.logs()))
+        fleet.stop()
+        logs.update(fleet.logs())
+    result.hold(measure(ctx.conn, ids, logs))
     result.faults = "3 sessions idle in a transaction (after claim, start, heartbeat)"
     result.figure("ended after s", ended)
