@@ -33,11 +33,12 @@ FROM (SELECT task_id FROM fault_completions GROUP BY task_id HAVING count(*) > 1
 """
 DUPLICATE_EXECUTIONS = "SELECT count(*) - count(DISTINCT task_id) FROM fault_executions"
 # An execution never closed ended when its process died (a kill or a death the harness saw),
-# else it is still open now. Sorted per store by start, an execution overlaps when it starts
-# before the latest end among the executions that started before it.
+# else it is still open now. A process stopped (SIGSTOP) executes nothing until it is continued:
+# its execution is two spans, before the stop and after the continue. Sorted per store by start,
+# a span overlaps when it starts before the latest end among the spans that started before it.
 STORE_OVERLAPS = """
-WITH executions AS (
-    SELECT e.id, e.task_id, e.dispensary_id, e.started_at,
+WITH closed AS (
+    SELECT e.id, e.task_id, e.dispensary_id, e.pid, e.started_at,
            coalesce(e.ended_at,
                     (SELECT min(k.at) FROM fault_events k
                      WHERE k.kind IN ('kill', 'died') AND k.pid = e.pid AND k.at >= e.started_at),
@@ -45,10 +46,27 @@ WITH executions AS (
     FROM fault_executions e
     WHERE e.dispensary_id IS NOT NULL
 ),
+pauses AS (
+    SELECT s.pid, s.at AS stopped_at,
+           coalesce((SELECT min(c.at) FROM fault_events c
+                     WHERE c.kind = 'sigcont' AND c.pid = s.pid AND c.at >= s.at), 'infinity') AS resumed_at
+    FROM fault_events s
+    WHERE s.kind = 'sigstop'
+),
+spans AS (
+    SELECT c.id, c.task_id, c.dispensary_id, c.started_at, coalesce(p.stopped_at, c.ended_at) AS ended_at
+    FROM closed c
+    LEFT JOIN pauses p ON p.pid = c.pid AND p.stopped_at BETWEEN c.started_at AND c.ended_at
+    UNION ALL
+    SELECT c.id, c.task_id, c.dispensary_id, p.resumed_at, c.ended_at
+    FROM closed c
+    JOIN pauses p ON p.pid = c.pid AND p.stopped_at BETWEEN c.started_at AND c.ended_at
+    WHERE p.resumed_at < c.ended_at
+),
 ordered AS (
     SELECT x.*, max(x.ended_at) OVER (PARTITION BY x.dispensary_id ORDER BY x.started_at, x.id
                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end
-    FROM executions x
+    FROM spans x
 )
 SELECT count(*), array_agg(task_id ORDER BY task_id) FROM ordered WHERE previous_end > started_at
 """

@@ -124,7 +124,8 @@ class Process:
     restarts: int = 0
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as log:
+        # A restart appends to the log; a first start begins a new one.
+        with open(self.log_path, "ab" if self.restarts else "wb") as log:
             self.popen = subprocess.Popen(
                 self.argv,
                 env=self.env,
@@ -245,7 +246,14 @@ class Context:
         )
 
     def scalar(self, query: str, params: Any = None) -> Any:
-        row = self.conn.execute(query, params).fetchone()
+        """The first column of the first row; asked again on a new connection if a fault broke it."""
+        conn = self.conn
+        try:
+            row = conn.execute(query, params).fetchone()
+        except psycopg.OperationalError:
+            if not conn.broken:
+                raise
+            row = self.conn.execute(query, params).fetchone()
         return row[0] if row else None
 
     def unfinished(self) -> int:

@@ -3,11 +3,15 @@ chosen points (3), PostgreSQL restarted (4), a worker idle in a transaction (14)
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import re
 import signal
 import threading
 import time
+
+import psycopg
 
 from faults.checker import measure
 from faults.harness import Context, wait_until
@@ -295,3 +299,107 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
     result.hold(measure(ctx.conn, ids, logs))
     result.faults = "3 sessions idle in a transaction (after claim, start, heartbeat)"
     result.figure("ended after s", ended)
+
+
+def local_cluster(ctx: Context) -> dict[str, str] | None:
+    """scripts/cluster info of the project cluster when the scenario's server is that cluster."""
+    import subprocess
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    from faults.harness import REPO_ROOT
+
+    info = subprocess.run([str(REPO_ROOT / "scripts" / "cluster"), "info"], capture_output=True, text=True)
+    fields = dict(line.split("=", 1) for line in info.stdout.splitlines() if "=" in line)
+    params = conninfo_to_dict(ctx.url)
+    same = (fields.get("running") == "yes" and params.get("host") in ("127.0.0.1", "localhost")
+            and str(params.get("port")) == fields.get("port"))
+    return fields if same else None
+
+
+def restart_immediately(cluster: dict[str, str]) -> None:
+    """pg_ctl -m immediate restart of the project cluster (as its owner), waiting until it accepts connections."""
+    import subprocess
+
+    bindir = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
+    argv = [f"{bindir}/pg_ctl", "-D", f"{cluster['dir']}/data", "-l", f"{cluster['dir']}/postgresql.log",
+            "-m", "immediate", "-w", "-t", "120", "-s", "restart"]
+    if os.geteuid() == 0:
+        argv = ["runuser", "-u", cluster["owner"], "--", *argv]
+    subprocess.run(argv, check=True, cwd="/", capture_output=True)
+    ready = [f"{bindir}/pg_isready", "-q", "-h", "127.0.0.1", "-p", cluster["port"], "-t", "1"]
+    wait_until(lambda: subprocess.run(ready).returncode == 0, 120, "the restarted server to accept connections", 0.2)
+
+
+@scenario(4, "PostgreSQL restarted under load")
+def postgres_restarted(ctx: Context, result: Result) -> None:
+    """pg_ctl -m immediate restart, three times, while tasks are enqueued and worked: nothing
+    acknowledged is lost (enqueues: the ids enqueue_tasks returned; completions: those the
+    workers logged), the workers reconnect with backoff and carry on."""
+    cluster = local_cluster(ctx)
+    if cluster is None:
+        result.skipped = "the server is not the project cluster (scripts/cluster): it is not restarted"
+        return
+    rng = random.Random(4)
+    ctx.prepare(stale_threshold="3 seconds")
+    stores = ctx.stores(100)
+    ctx.scheduler(TICK_SECONDS)
+    fleet = ctx.fleet(ctx.scale(4, 8))
+    acknowledged: list[int] = []
+    in_doubt = [0]
+    stop = threading.Event()
+
+    def produce() -> None:
+        # Its own connection, reconnecting: an enqueue whose answer is lost is in doubt, not acknowledged.
+        conn = None
+        while not stop.is_set():
+            try:
+                if conn is None or conn.closed or conn.broken:
+                    conn = ctx.connect("fault producer", autocommit=True, connect_timeout=3)
+                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)",
+                                    (json.dumps(task_specs(20, stores, 20, rng)),)).fetchall()
+                acknowledged.extend(row[0] for row in rows)
+            except psycopg.Error:
+                in_doubt[0] += 1
+                time.sleep(0.2)
+            stop.wait(0.2)
+        if conn is not None:
+            conn.close()
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    restarts = []
+    try:
+        for _ in range(3):
+            time.sleep(ctx.scale(8.0, 25.0))
+            restarts.append(time.time())
+            restart_immediately(cluster)
+        time.sleep(ctx.scale(8.0, 25.0))
+    finally:
+        stop.set()
+        producer.join(timeout=30)
+    ctx.drain(ctx.scale(120, 300))
+    alive = sum(worker.alive for worker in fleet.workers.values())
+    fleet.stop()
+    logs = fleet.logs()
+    ctx.enqueued = acknowledged
+    result.hold(measure(ctx.conn, acknowledged, logs))
+    result.check("every worker survived the restarts", alive == len(fleet.workers), f"{alive} of {len(fleet.workers)} alive")
+    backoffs = sum(len(re.findall(r"retrying in \d", log)) for log in logs.values())
+    result.check("the workers reconnected with backoff", backoffs > 0, "no retry logged")
+    # Completions per second; full throughput = 80 % of the median second before the first restart.
+    per_second = dict(ctx.conn.execute(
+        "SELECT floor(extract(epoch FROM at))::bigint, count(*) FROM fault_completions GROUP BY 1").fetchall())
+    before = sorted(count for second, count in per_second.items() if second < restarts[0] - 1)
+    baseline = before[len(before) // 2] if before else 0
+    back = []
+    for at in restarts:
+        second = int(at)
+        while second < at + 300 and per_second.get(second, 0) < 0.8 * baseline:
+            second += 1
+        back.append(round(max(0.0, second - at), 1))
+    result.faults = "3 × pg_ctl restart -m immediate"
+    result.figure("back to full throughput after s", back)
+    result.figure("baseline tasks/s", baseline)
+    result.figure("enqueues in doubt (not counted)", in_doubt[0])
+    result.figure("acknowledged completions checked", result.metrics.acked_completions)
