@@ -242,3 +242,187 @@ def secret_in_payload(ctx: Context, result: Result) -> None:
 def _around(text: str, secret: str) -> str:
     at = text.find(secret)
     return text[max(0, at - 120) : at + 40] if at >= 0 else ""
+
+
+# Rejections the SQL functions may answer with; anything else (an internal error, a syntax
+# error that would betray injection) is a finding.
+DOCUMENTED_SQLSTATES = {
+    "22P02": "invalid JSON or text representation",
+    "22P05": "untranslatable character (a NUL in JSON)",
+    "22021": "invalid byte sequence",
+    "22023": "invalid parameter value",
+    "22003": "numeric value out of range",
+    "22004": "null value not allowed",
+    "54000": "program limit exceeded (payload too large)",
+    "54001": "statement too complex (nesting too deep)",
+    "23503": "foreign key violation",
+}
+CLIENT_SIDE = "client: refused before sending"
+
+
+def hostile_strings() -> list[str]:
+    """Identifiers that break naive code: quotes, semicolons, format directives, UTF-8 at the
+    63/64/65-byte edge (NAMEDATALEN), emoji, NUL, lone surrogates, lengths at the limits."""
+    e = "é"  # two bytes in UTF-8
+    return [
+        "'", '"', "''; DROP TABLE worker_tasks; --", "%s", "%(role)s", "{}", "\\", "$1", "$$", "a;b",
+        "x" * 63, "x" * 64, "x" * 65, e * 31 + "x", e * 32, e * 32 + "x",  # 63, 64, 65 bytes
+        "\U0001F600" * 16, "\U0001F600" * 17, "tab\there", "new\nline", " ", "",
+        "nul\x00byte", "lone\ud800surrogate", "x" * 199, "x" * 200, "x" * 201, "x" * 255, "x" * 256,
+    ]
+
+
+def hostile_payloads() -> list[str]:
+    """Payload texts as a client might send them (the JSON is parsed by the database)."""
+    near = 65536 - len('{"p": ""}')
+    return [
+        "", "{", "not json", "{'single': 'quotes'}", "[1, 2]", '"a string"', "null", "1e999999999",
+        '{"n": 1e400}', '{"n": -1e400}', '{"n": 123456789012345678901234567890}', '{"n": 1.000000000000000000001}',
+        '{"nul": "\\u0000"}', '{"lone": "\\ud800"}', '{"pair": "\\ud83d\\ude00"}', '{"k": "\x00"}',
+        '{"a": 1, "a": 2}', "{" + '"d": {' * 10000 + "}" * 10001, "[" * 10000 + "]" * 10000,
+        '{"p": "' + "x" * (near - 1) + '"}', '{"p": "' + "x" * near + '"}', '{"p": "' + "x" * (near + 1) + '"}',
+    ]
+
+
+def json_values():
+    """A hypothesis strategy of JSON objects with hostile leaves."""
+    from hypothesis import strategies as st
+
+    leaves = st.one_of(
+        st.none(), st.booleans(), st.integers(min_value=-(10**40), max_value=10**40),
+        st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=40),
+    )
+    values = st.recursive(leaves, lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=10), inner, max_size=5)), max_leaves=30)
+    return st.dictionaries(st.text(max_size=12), values, max_size=6)
+
+
+class Fuzz:
+    """Counts outcomes: accepted (and read back equal) or rejected (SQLSTATE, twice the same,
+    nothing changed); any other outcome is a violation."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.accepted = 0
+        self.rejected: dict[str, int] = {}
+        self.violations: list[str] = []
+
+    def tasks(self) -> int:
+        return self.ctx.scalar("SELECT count(*) FROM worker_tasks")
+
+    def call(self, query: str, params: tuple) -> tuple[str | None, Any]:
+        """(None, first row) or (SQLSTATE, None); a NUL in a text parameter never leaves the client."""
+        try:
+            with self.ctx.connect("fault fuzz", autocommit=True) as conn:
+                return None, conn.execute(query, params).fetchone()
+        except psycopg.DataError as error:
+            if error.sqlstate is None:
+                return CLIENT_SIDE, None
+            return error.sqlstate, None
+        except psycopg.Error as error:
+            return error.sqlstate or CLIENT_SIDE, None
+        except UnicodeEncodeError:
+            # A lone surrogate is not UTF-8: the driver cannot even send it.
+            return CLIENT_SIDE, None
+
+    def reject_or_store(self, what: str, query: str, params: tuple, read_back: str, expected: Any) -> None:
+        """`read_back` selects the stored value of the task the call returned (%(id)s), `expected`
+        is what it must equal (compared in Python; read_back may compare in SQL and select true)."""
+        before = self.tasks()
+        state, row = self.call(query, params)
+        if state is None:
+            stored = self.ctx.scalar(read_back, {"id": row[0], "sent": params[0]})
+            if stored != expected:
+                self.violations.append(f"{what}: stored {str(stored)[:80]!r}, sent {str(expected)[:80]!r}")
+            else:
+                self.accepted += 1
+            return
+        again, _ = self.call(query, params)
+        changed = self.tasks() - before
+        if again != state:
+            self.violations.append(f"{what}: SQLSTATE {state} then {again}")
+        elif state not in DOCUMENTED_SQLSTATES and state != CLIENT_SIDE:
+            self.violations.append(f"{what}: undocumented SQLSTATE {state}")
+        elif changed:
+            self.violations.append(f"{what}: rejected ({state}) but {changed} tasks appeared")
+        else:
+            self.rejected[state] = self.rejected.get(state, 0) + 1
+
+
+ENQUEUE_TEXT = "SELECT id FROM enqueue_task('fault_work', %s::text::jsonb)"
+ENQUEUE_KEY = "SELECT id FROM enqueue_task('fault_work', '{}', dedupe_key := %s)"
+ENQUEUE_ROLE = "SELECT id FROM enqueue_task(%s, '{}')"
+CLAIM_AS = "SELECT id FROM claim_task('fault_work', %s)"
+
+
+def parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+# Compared in the database, as JSON values: deep nesting is beyond Python's json module, and a
+# number is a decimal there, not a float. A JSON null is a field left out (the default, {}), as
+# everywhere in enqueue.
+PAYLOAD_EQUAL = (
+    "SELECT payload = coalesce(nullif(%(sent)s::text::jsonb, 'null'), '{}') FROM worker_tasks WHERE id = %(id)s"
+)
+
+
+@scenario(11, "Fuzzing payloads and identifiers")
+def fuzzing(ctx: Context, result: Result) -> None:
+    from click.testing import CliRunner
+    from hypothesis import HealthCheck, given, settings
+
+    from pyworker.cli import main as cli
+
+    ctx.prepare()
+    fuzz = Fuzz(ctx)
+    for n, text in enumerate(hostile_payloads()):
+        fuzz.reject_or_store(f"payload #{n}", ENQUEUE_TEXT, (text,), PAYLOAD_EQUAL, True)
+    for n, text in enumerate(hostile_strings()):
+        fuzz.reject_or_store(f"dedupe key #{n}", ENQUEUE_KEY, (text,), "SELECT dedupe_key FROM worker_tasks WHERE id = %(id)s", text)
+        fuzz.reject_or_store(f"role #{n}", ENQUEUE_ROLE, (text,), "SELECT role FROM worker_tasks WHERE id = %(id)s", text)
+        [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {"for": "claim"}}])
+        fuzz.reject_or_store(f"worker id #{n}", CLAIM_AS, (text,), "SELECT worker_id FROM worker_tasks WHERE id = %(id)s", text)
+        ctx.scalar("SELECT cancel_task(id) FROM worker_tasks WHERE id = %s AND status = 'pending'", (task_id,))
+
+    @settings(max_examples=ctx.scale(60, 600), deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(json_values())
+    def payloads(value: dict) -> None:
+        text = json.dumps(value)
+        fuzz.reject_or_store("generated payload", ENQUEUE_TEXT, (text,), PAYLOAD_EQUAL, True)
+
+    payloads()
+    # The CLI: exit 0 and the task stored as given, or exit 2 (bad input) and nothing changed.
+    runner = CliRunner()
+    # Keys of their own: the ones above are held by tasks still active (dedupe would answer those).
+    cli_outcomes: dict[str, int] = {}
+    cli_keys = ["cli:" + key for key in hostile_strings()[:20]]
+    for n, (payload, key) in enumerate(zip(hostile_payloads()[:12] + ['{"ok": 1}'] * 8, cli_keys)):
+        before = fuzz.tasks()
+        run = runner.invoke(cli, ["--database-url", ctx.url, "enqueue", "fault_work", "--payload", payload,
+                                  "--dedupe-key", key, "--json"])
+        changed = fuzz.tasks() - before
+        outcome = f"exit {run.exit_code}"
+        cli_outcomes[outcome] = cli_outcomes.get(outcome, 0) + 1
+        if run.exit_code == 0:
+            task_id = json.loads(run.output)[0]["id"] if run.output.strip().startswith("[") else json.loads(run.output)["id"]
+            stored = (ctx.scalar(PAYLOAD_EQUAL, {"id": task_id, "sent": payload}),
+                      ctx.scalar("SELECT dedupe_key FROM worker_tasks WHERE id = %s", (task_id,)))
+            if stored != (True, key):
+                fuzz.violations.append(f"CLI #{n}: stored {str(stored)[:80]}")
+        elif run.exit_code != 2 or changed:
+            fuzz.violations.append(f"CLI #{n}: exit {run.exit_code}, {changed} tasks appeared: {run.output[-200:]}")
+    result.check("every input was rejected with a stable, documented SQLSTATE and nothing changed, or stored and read back equal",
+                 not fuzz.violations, "; ".join(fuzz.violations[:6]))
+    result.faults = f"{fuzz.accepted + sum(fuzz.rejected.values()) + len(fuzz.violations)} fuzzed calls + CLI"
+    result.figure("stored and read back equal", fuzz.accepted)
+    result.figure("rejected by SQLSTATE", dict(sorted(fuzz.rejected.items())))
+    result.figure("CLI", cli_outcomes)
+    result.figure("violations", len(fuzz.violations))
+    # The tasks it left (cancelled or pending) are nobody's work: cancel what is still pending.
+    ctx.conn.execute("SELECT count(cancel_task(id)) FROM worker_tasks WHERE status = 'pending'")
+    result.hold(measure(ctx.conn, []))
