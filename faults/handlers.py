@@ -32,9 +32,16 @@ STEP_SECONDS = 0.01
 START = (
     "INSERT INTO fault_executions (task_id, attempt, worker_id, pid, dispensary_id, claimed_at)"
     " VALUES (%(task_id)s, %(attempt)s, %(worker_id)s, %(pid)s, %(dispensary_id)s, %(claimed_at)s)"
+    # A retried start whose first answer was lost finds its own row.
+    " ON CONFLICT ON CONSTRAINT fault_executions_once DO UPDATE SET pid = excluded.pid"
     " RETURNING id"
 )
-END = "UPDATE fault_executions SET ended_at = clock_timestamp(), outcome = %(outcome)s WHERE id = %(id)s"
+# The end is the start (database time) plus the handler's own measure of how long it ran: a record
+# delayed by a fault (the server restarting) must not stretch the execution.
+END = (
+    "UPDATE fault_executions SET ended_at = started_at + make_interval(secs => %(seconds)s),"
+    " outcome = %(outcome)s WHERE id = %(id)s"
+)
 
 _lock = threading.Lock()
 _conn: psycopg.Connection | None = None
@@ -79,19 +86,21 @@ def work(task: Task) -> Any:
             "claimed_at": task.claimed_at,
         },
     )
+    # Timed from the start record's answer: a start delayed by a fault shifts started_at, not the span.
+    begun = time.monotonic()
     payload = task.payload
     if payload.get("die"):
         os.kill(os.getpid(), signal.SIGKILL)
     if payload.get("raise") == "always":
-        _record(END, {"id": execution, "outcome": "raised"})
+        _record(END, {"id": execution, "outcome": "raised", "seconds": time.monotonic() - begun})
         raise RuntimeError(f"poison task {task.id} raises on every attempt")
     steps = max(0, round(payload.get("ms", 10) / 1000 / STEP_SECONDS))
     for _ in range(steps):
         if task.abort.fired:
-            _record(END, {"id": execution, "outcome": f"aborted: {task.abort.reason}"})
+            _record(END, {"id": execution, "outcome": f"aborted: {task.abort.reason}", "seconds": time.monotonic() - begun})
             raise Aborted(task.abort.reason)
         time.sleep(STEP_SECONDS)
-    _record(END, {"id": execution, "outcome": "finished"})
+    _record(END, {"id": execution, "outcome": "finished", "seconds": time.monotonic() - begun})
     if payload.get("echo"):
         return {"echo": payload}
     return {"execution": execution}

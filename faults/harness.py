@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,9 +43,10 @@ CREATE TABLE fault_executions (
     claimed_at    timestamptz,
     started_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
     ended_at      timestamptz,
-    outcome       text
+    outcome       text,
+    -- One row per execution, even when the recorder retries a start whose answer a fault lost.
+    CONSTRAINT fault_executions_once UNIQUE (task_id, attempt, pid)
 );
-CREATE INDEX fault_executions_task_idx ON fault_executions (task_id, attempt);
 
 CREATE TABLE fault_events (
     id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -240,21 +242,26 @@ class Context:
 
     def event(self, kind: str, worker_id: str | None = None, pid: int | None = None, **detail: Any) -> None:
         """Record a fault (or another event) in fault_events, stamped now in database time."""
-        self.conn.execute(
+        self.execute(
             "INSERT INTO fault_events (kind, worker_id, pid, detail) VALUES (%s, %s, %s, %s)",
             (kind, worker_id, pid, Jsonb(detail)),
         )
 
-    def scalar(self, query: str, params: Any = None) -> Any:
-        """The first column of the first row; asked again on a new connection if a fault broke it."""
+    def execute(self, query: str, params: Any = None) -> list[tuple]:
+        """The rows of `query`; run again on a new connection if a fault (a restart) broke the old one."""
         conn = self.conn
         try:
-            row = conn.execute(query, params).fetchone()
+            cursor = conn.execute(query, params)
         except psycopg.OperationalError:
             if not conn.broken:
                 raise
-            row = self.conn.execute(query, params).fetchone()
-        return row[0] if row else None
+            cursor = self.conn.execute(query, params)
+        return cursor.fetchall() if cursor.description else []
+
+    def scalar(self, query: str, params: Any = None) -> Any:
+        """The first column of the first row (see execute)."""
+        rows = self.execute(query, params)
+        return rows[0][0] if rows else None
 
     def unfinished(self) -> int:
         return self.scalar(
@@ -357,6 +364,45 @@ class Context:
         )
 
 
+class Producer:
+    """Enqueues `specs()` every `interval` seconds on a connection of its own, in a thread.
+
+    It reconnects after a fault; an enqueue whose answer was lost is in doubt (counted), not
+    acknowledged: only the ids enqueue_tasks returned are in `acknowledged`.
+    """
+
+    def __init__(self, ctx: Context, specs: Callable[[], list[dict[str, Any]]], interval: float = 0.2) -> None:
+        self.ctx = ctx
+        self.specs = specs
+        self.interval = interval
+        self.acknowledged: list[int] = []
+        self.in_doubt = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="producer")
+        self._thread.start()
+
+    def _run(self) -> None:
+        conn = None
+        while not self._stop.is_set():
+            try:
+                if conn is None or conn.closed or conn.broken:
+                    conn = self.ctx.connect("fault producer", autocommit=True, connect_timeout=3)
+                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)", (Jsonb(self.specs()),)).fetchall()
+                self.acknowledged.extend(row[0] for row in rows)
+            except psycopg.Error:
+                self.in_doubt += 1
+                time.sleep(0.2)
+            self._stop.wait(self.interval)
+        if conn is not None:
+            conn.close()
+
+    def stop(self) -> list[int]:
+        """Stop producing; the acknowledged ids."""
+        self._stop.set()
+        self._thread.join(timeout=30)
+        return self.acknowledged
+
+
 @dataclass
 class Fleet:
     """Worker processes of one scenario, by id; kills are recorded with the tasks they orphan."""
@@ -398,13 +444,13 @@ class Fleet:
         )
         orphans = [
             list(row)
-            for row in self.context.conn.execute(
+            for row in self.context.execute(
                 "SELECT id, attempt FROM worker_tasks"
                 " WHERE worker_id = %s AND status IN ('claimed', 'running') ORDER BY id",
                 (name,),
             )
         ]
-        self.context.conn.execute(
+        self.context.execute(
             "INSERT INTO fault_events (at, kind, worker_id, pid, detail) VALUES (%s, %s, %s, %s, %s)",
             (died_at, kind, name, worker.pid, Jsonb({**detail, "orphans": orphans})),
         )

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from faults.checker import measure
-from faults.harness import REPO_ROOT, Context, wait_until
+from faults.harness import REPO_ROOT, Context
 from faults.report import Result
 from faults.scenarios import scenario
 

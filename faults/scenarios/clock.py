@@ -61,18 +61,25 @@ def clock_jumps(ctx: Context, result: Result) -> None:
     # Due now (since the deploy), every 6 hours: it runs at the first tick, and no jump reaches
     # its next slot.
     ctx.conn.execute("SELECT update_schedule('analytics_refresh', enabled => true)")
-    count = ctx.scale(300, 3000)
+    count = ctx.scale(120, 3000)
     ids = ctx.enqueue(
         [{"role": "fault_work", "payload": {"ms": 300 + (n % 10) * 100, "n": n}} for n in range(count)]
         + [{"role": "fault_work", "payload": {"raise": "always", "n": n}} for n in range(ctx.scale(10, 50))]
     )
     ctx.scheduler(1)
-    # Heartbeats slower than the tick: after the jump, the tick usually finds a task stale before
-    # its worker's next heartbeat stamps it with the new clock.
-    fleet = ctx.fleet(ctx.scale(4, 8), heartbeat_ms=2000)
+    # Heartbeats slower than the tick (3 s against 1 s): after the jump, the tick finds a long task
+    # stale before its worker's next heartbeat stamps it with the new clock, most of the time;
+    # with a long task on every worker, nearly always.
+    workers = ctx.scale(6, 8)
+    fleet = ctx.fleet(workers, heartbeat_ms=3000)
     phase = ctx.scale(4.0, 20.0)
     try:
         time.sleep(phase)
+        long_tasks = ctx.enqueue([{"role": "fault_work", "priority": 100, "payload": {"ms": 3500, "long": n}}
+                                  for n in range(workers)])
+        ids += long_tasks
+        wait_until(lambda: ctx.scalar("SELECT count(*) FROM fault_executions WHERE task_id = ANY(%s)", (long_tasks,))
+                   >= workers, 30, "every worker to run a long task")
         jump = f"{threshold + 4} seconds"
         set_clock(ctx, jump)
         time.sleep(phase)

@@ -3,7 +3,6 @@ chosen points (3), PostgreSQL restarted (4), a worker idle in a transaction (14)
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -11,10 +10,9 @@ import signal
 import threading
 import time
 
-import psycopg
 
 from faults.checker import measure
-from faults.harness import Context, wait_until
+from faults.harness import Context, Producer, wait_until
 from faults.report import Result
 from faults.scenarios import scenario
 
@@ -345,29 +343,7 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
     stores = ctx.stores(100)
     ctx.scheduler(TICK_SECONDS)
     fleet = ctx.fleet(ctx.scale(4, 8))
-    acknowledged: list[int] = []
-    in_doubt = [0]
-    stop = threading.Event()
-
-    def produce() -> None:
-        # Its own connection, reconnecting: an enqueue whose answer is lost is in doubt, not acknowledged.
-        conn = None
-        while not stop.is_set():
-            try:
-                if conn is None or conn.closed or conn.broken:
-                    conn = ctx.connect("fault producer", autocommit=True, connect_timeout=3)
-                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)",
-                                    (json.dumps(task_specs(20, stores, 20, rng)),)).fetchall()
-                acknowledged.extend(row[0] for row in rows)
-            except psycopg.Error:
-                in_doubt[0] += 1
-                time.sleep(0.2)
-            stop.wait(0.2)
-        if conn is not None:
-            conn.close()
-
-    producer = threading.Thread(target=produce, daemon=True)
-    producer.start()
+    producer = Producer(ctx, lambda: task_specs(20, stores, 20, rng))
     restarts = []
     try:
         for _ in range(3):
@@ -376,8 +352,7 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
             restart_immediately(cluster)
         time.sleep(ctx.scale(8.0, 25.0))
     finally:
-        stop.set()
-        producer.join(timeout=30)
+        acknowledged = producer.stop()
     ctx.drain(ctx.scale(120, 300))
     alive = sum(worker.alive for worker in fleet.workers.values())
     fleet.stop()
@@ -401,5 +376,5 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
     result.faults = "3 × pg_ctl restart -m immediate"
     result.figure("back to full throughput after s", back)
     result.figure("baseline tasks/s", baseline)
-    result.figure("enqueues in doubt (not counted)", in_doubt[0])
+    result.figure("enqueues in doubt (not counted)", producer.in_doubt)
     result.figure("acknowledged completions checked", result.metrics.acked_completions)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import random
-import threading
 import time
 
 
 from faults.checker import measure
-from faults.harness import Context, percentile
+from faults.harness import Context, Producer, percentile
 from faults.report import Result
 from faults.scenarios import scenario
 from faults.scenarios.crashes import task_specs
@@ -117,22 +115,10 @@ def pinned_xmin(ctx: Context, result: Result) -> None:
     phase = ctx.scale(10.0, 60.0)
     pin = ctx.scale(20.0, 120.0)
     fleet = ctx.fleet(ctx.scale(4, 8))
-    acknowledged: list[int] = []
-    stop = threading.Event()
-
-    def produce() -> None:
-        with ctx.connect("fault producer", autocommit=True) as conn:
-            while not stop.is_set():
-                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)",
-                                    (json.dumps(task_specs(40, stores, 5, rng)),)).fetchall()
-                acknowledged.extend(row[0] for row in rows)
-                stop.wait(0.1)
-
     def completions() -> int:
         return ctx.scalar("SELECT count(*) FROM fault_completions")
 
-    producer = threading.Thread(target=produce, daemon=True)
-    producer.start()
+    producer = Producer(ctx, lambda: task_specs(40, stores, 5, rng), interval=0.1)
     rates = {}
     try:
         mark = completions()
@@ -156,8 +142,7 @@ def pinned_xmin(ctx: Context, result: Result) -> None:
         time.sleep(phase)
         rates["after"] = (completions() - mark) / phase
     finally:
-        stop.set()
-        producer.join(timeout=30)
+        acknowledged = producer.stop()
     ctx.drain(ctx.scale(120, 300))
     fleet.stop()
     result.hold(measure(ctx.conn, acknowledged, fleet.logs()))

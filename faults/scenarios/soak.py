@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import random
-import re
 import signal
-import threading
 import time
 
-import psycopg
 
 from faults.checker import measure
-from faults.harness import Context, Fleet, wait_until
+from faults.harness import Context, Fleet, Producer
 from faults.report import Result
 from faults.scenarios import scenario
 from faults.scenarios.crashes import local_cluster, restart_immediately, task_specs
@@ -65,27 +61,8 @@ def soak(ctx: Context, result: Result) -> None:
     stores = ctx.stores(100)
     ctx.scheduler(1)
     fleet = ctx.fleet(ctx.scale(4, 6))
-    acknowledged: list[int] = []
-    stop = threading.Event()
     rate = ctx.scale(40, 60)
-
-    def produce() -> None:
-        conn = None
-        while not stop.is_set():
-            try:
-                if conn is None or conn.closed or conn.broken:
-                    conn = ctx.connect("fault producer", autocommit=True, connect_timeout=3)
-                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)",
-                                    (json.dumps(task_specs(rate // 5, stores, 20, rng)),)).fetchall()
-                acknowledged.extend(row[0] for row in rows)
-            except psycopg.Error:
-                time.sleep(0.2)
-            stop.wait(0.2)
-        if conn is not None:
-            conn.close()
-
-    producer = threading.Thread(target=produce, daemon=True)
-    producer.start()
+    producer = Producer(ctx, lambda: task_specs(rate // 5, stores, 20, rng))
     injected: dict[str, int] = {}
     started = time.monotonic()
     try:
@@ -97,8 +74,7 @@ def soak(ctx: Context, result: Result) -> None:
             kind = rng.choice(faults)(ctx, fleet, rng)
             injected[kind] = injected.get(kind, 0) + 1
     finally:
-        stop.set()
-        producer.join(timeout=30)
+        acknowledged = producer.stop()
     load_seconds = time.monotonic() - started
     ctx.drain(ctx.scale(120, 300), also=fleet.revive_dead)
     fleet.stop()
