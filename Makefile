@@ -25,6 +25,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PYTEST_ARGS ?= -q
 BENCH_ARGS ?=
+SOAK_MINUTES ?= 10
+FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap \
 	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl
 
@@ -38,7 +40,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-sql test-py clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-sql test-py faults faults-quick clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -134,6 +136,14 @@ test-sql: deps db
 # TARGET test-py: run the Python tests (pytest) against DATABASE_URL's server
 test-py: deps db
 	@$(PGENV) $(VENV)/bin/pytest $(PYTEST_ARGS) tests/
+
+# TARGET faults: run the fault and abuse suite in full, soak included (SOAK_MINUTES=10, FAULTS_ARGS='--only 1,4'), print its table, write it to results/
+faults: deps db
+	@$(PGENV) $(VENV)/bin/python -m faults --soak-minutes '$(SOAK_MINUTES)' $(FAULTS_ARGS)
+
+# TARGET faults-quick: the fault suite's short form, as `make test` runs it (tests/test_faults.py), with the table
+faults-quick: deps db
+	@$(PGENV) $(VENV)/bin/python -m faults --quick $(FAULTS_ARGS)
 
 # TARGET clean: stop the local cluster and delete it, .venv and caches
 clean:

@@ -402,7 +402,11 @@ ATTEMPT_COLUMNS: list[Column] = [
 
 
 class JsonValue(click.ParamType):
-    """Any JSON text, parsed on the client (the database checks what it must be)."""
+    """Any JSON text, parsed on the client (the database checks what it must be).
+
+    Numbers with a fraction or an exponent are read as Decimal, not float, so they reach the
+    database as written (jsonb keeps every digit; a double would not).
+    """
 
     name = "json"
 
@@ -410,7 +414,7 @@ class JsonValue(click.ParamType):
         if not isinstance(value, str):
             return value
         try:
-            return json.loads(value)
+            return json.loads(value, parse_float=Decimal)
         except json.JSONDecodeError as error:
             self.fail(f"not valid JSON: {error}", param, ctx)
 
@@ -451,7 +455,7 @@ def _read_specs(spec_file: TextIO) -> tuple[list[Any], list[int]]:
         if not line.strip():
             continue
         try:
-            specs.append(json.loads(line))
+            specs.append(json.loads(line, parse_float=Decimal))
         except json.JSONDecodeError as error:
             raise click.BadParameter(
                 f"line {number} is not valid JSON: {error}", param_hint="'--file'"

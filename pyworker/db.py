@@ -9,11 +9,13 @@ DatabaseUnavailable; the next call connects again.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 import psycopg
@@ -295,6 +297,20 @@ CRON_JOB_RUNS = (
 )
 
 
+def exact_json(value: Any) -> str:
+    """JSON text of `value`, writing a Decimal's digits as they are (json.dumps knows no Decimal,
+    and a float would round it): what the CLI reads with parse_float=Decimal reaches jsonb exact."""
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"{value} is not a JSON number")
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(key))}: {exact_json(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(exact_json(item) for item in value) + "]"
+    return json.dumps(value, default=str)
+
+
 class Database:
     """One connection to the taskpool database, and a method per SQL call."""
 
@@ -435,7 +451,7 @@ class Database:
     # Operator side
 
     def enqueue_tasks(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs)})
+        return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs, dumps=exact_json)})
 
     def list_tasks(
         self,

@@ -237,7 +237,7 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 -- triggers
 
 SELECT triggers_are('worker_tasks', ARRAY[
-    '_100_touch_updated_at', '_500_enforce_transition', '_600_record_attempt',
+    '_100_touch_updated_at', '_300_limit_idle_transaction', '_500_enforce_transition', '_600_record_attempt',
     '_700_chain_follow_ups', '_900_notify_enqueued', '_900_notify_requeued'],
     'Should have exactly the documented triggers on worker_tasks');
 SELECT has_trigger('worker_tasks', '_100_touch_updated_at', 'Should have trigger _100_touch_updated_at');
@@ -260,6 +260,7 @@ SELECT results_eq(
     $$SELECT tgname::text COLLATE "default", tgtype::integer FROM pg_trigger
       WHERE tgrelid = 'worker_tasks'::regclass AND NOT tgisinternal ORDER BY tgname$$,
     $$VALUES ('_100_touch_updated_at', 1 + 2 + 16),
+             ('_300_limit_idle_transaction', 1 + 2 + 16),
              ('_500_enforce_transition', 1 + 2 + 4 + 16),
              ('_600_record_attempt', 1 + 16),
              ('_700_chain_follow_ups', 1 + 16),

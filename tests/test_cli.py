@@ -327,6 +327,16 @@ def test_enqueue_json_gives_the_task(run: Run, conn: psycopg.Connection) -> None
     assert task_count(conn) == 1
 
 
+def test_enqueue_keeps_every_digit_of_a_payload_number(run: Run, conn: psycopg.Connection) -> None:
+    # Found by the fault suite (scenario 11): numbers went through a double and were rounded.
+    text = '{"exact": 1.000000000000000000001, "big": 1e400, "int": 123456789012345678901234567890}'
+    (task,) = run_json(run, "enqueue", "analytics_refresh", "--payload", text)
+    same = conn.execute(
+        "SELECT payload = %s::jsonb, payload->>'exact' FROM worker_tasks WHERE id = %s", (text, task["id"])
+    ).fetchone()
+    assert same == (True, "1.000000000000000000001")
+
+
 def test_enqueue_a_file_of_json_lines(run: Run, conn: psycopg.Connection, tmp_path: Path) -> None:
     store = make_store(conn)
     path = tmp_path / "tasks.jsonl"

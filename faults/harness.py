@@ -1,0 +1,483 @@
+"""The harness: a scenario's database, its worker processes, the tick, and the faults it injects.
+
+A Context is one scenario's world: a database of its own (a fresh copy of the deployed plan) with
+the suite's fixture (FIXTURE: the execution record, the fault events, the completion log),
+worker processes (`python -m pyworker`, handlers from faults.handlers), the scheduler's tick
+(`pyworker scheduler`), and a log directory. Faults are recorded in fault_events at the instant
+they hit, in database time (clock_timestamp()), so the checker can line them up with claims and
+executions. Python here never writes a task row: tasks are enqueued with enqueue_tasks and
+everything else is the workers' doing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from pyworker.config import DEFAULT_DATABASE_URL
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+# What the suite adds to a scenario's database; none of it is part of the schema.
+FIXTURE = """
+CREATE TABLE fault_executions (
+    id            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id       bigint      NOT NULL,
+    attempt       integer     NOT NULL,
+    worker_id     text        NOT NULL,
+    pid           integer     NOT NULL,
+    dispensary_id integer,
+    claimed_at    timestamptz,
+    started_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    ended_at      timestamptz,
+    outcome       text,
+    -- One row per execution, even when the recorder retries a start whose answer a fault lost.
+    CONSTRAINT fault_executions_once UNIQUE (task_id, attempt, pid)
+);
+
+CREATE TABLE fault_events (
+    id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    kind      text        NOT NULL,
+    worker_id text,
+    pid       integer,
+    detail    jsonb       NOT NULL DEFAULT '{}'
+);
+
+-- Every commit that turns a task completed, written in the completing transaction itself: a
+-- task completed twice (whatever path led there) shows up as two rows.
+CREATE TABLE fault_completions (
+    task_id   bigint      NOT NULL,
+    attempt   integer     NOT NULL,
+    worker_id text,
+    at        timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE FUNCTION fault_log_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO fault_completions (task_id, attempt, worker_id) VALUES (NEW.id, NEW.attempt, NEW.worker_id);
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER _990_fault_log_completion AFTER UPDATE OF status ON worker_tasks
+    FOR EACH ROW WHEN (NEW.status = 'completed' AND OLD.status IS DISTINCT FROM 'completed')
+    EXECUTE FUNCTION fault_log_completion();
+"""
+
+ROLE = "fault_work"
+ROLE_DEFAULTS = {"stale_threshold": "3 seconds", "backoff_base": "1 second", "max_retries": 3}
+
+
+class ScenarioError(Exception):
+    """The scenario could not run as written (a deadline passed, a process would not start)."""
+
+
+def server_url() -> str:
+    """The server the suite runs on: $DATABASE_URL, else the project cluster on $PGPORT."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return url
+    port = os.environ.get("PGPORT")
+    return DEFAULT_DATABASE_URL.replace(":55432/", f":{port}/") if port else DEFAULT_DATABASE_URL
+
+
+def wait_until(check: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+    """The first truthy value of `check()`; ScenarioError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise ScenarioError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of `values` (None when empty)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+@dataclass
+class Process:
+    """A process the harness started (a worker or the scheduler), its log appended across restarts."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    popen: subprocess.Popen | None = None
+    restarts: int = 0
+
+    def start(self) -> None:
+        # A restart appends to the log; a first start begins a new one.
+        with open(self.log_path, "ab" if self.restarts else "wb") as log:
+            self.popen = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def signal(self, signum: int) -> None:
+        if self.alive:
+            os.killpg(self.pid, signum)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `grace` seconds; a stopped process is woken first."""
+        if not self.alive:
+            return
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.popen.wait(timeout=10)
+
+
+@dataclass
+class Context:
+    """One scenario's database, processes and settings."""
+
+    url: str
+    log_dir: Path
+    quick: bool = False
+    worker_args: tuple[str, ...] = ()
+    soak_seconds: float | None = None
+    processes: list[Process] = field(default_factory=list)
+    enqueued: list[int] = field(default_factory=list)
+    _conn: psycopg.Connection | None = None
+
+    # The database
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        """The harness's own autocommit connection, reopened after a fault broke it."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = wait_until(self._connect, 60, "the database to accept connections", 0.2)
+        return self._conn
+
+    def _connect(self) -> psycopg.Connection | None:
+        try:
+            return psycopg.connect(
+                self.url, autocommit=True, connect_timeout=5, application_name="fault harness"
+            )
+        except psycopg.OperationalError:
+            return None
+
+    def connect(self, application_name: str = "fault harness", **kwargs: Any) -> psycopg.Connection:
+        """Another connection to the scenario's database (a racer, a session to kill)."""
+        return psycopg.connect(self.url, application_name=application_name, **kwargs)
+
+    def scale(self, quick: T, full: T) -> T:
+        return quick if self.quick else full
+
+    def prepare(self, **role_settings: Any) -> None:
+        """Create the suite's fixture and the role fault_work (ROLE_DEFAULTS, overridden)."""
+        self.conn.execute(FIXTURE)
+        settings = {**ROLE_DEFAULTS, **role_settings}
+        columns = ["role", *settings]
+        self.conn.execute(
+            sql.SQL("INSERT INTO task_roles ({}) VALUES ({})").format(
+                sql.SQL(", ").join(map(sql.Identifier, columns)),
+                sql.SQL(", ").join([sql.Placeholder()] * len(columns)),
+            ),
+            [ROLE, *settings.values()],
+        )
+        # The default schedules would add crawler tasks no worker here serves.
+        self.conn.execute("SELECT update_schedule(name, enabled => false) FROM task_schedules")
+
+    def stores(self, count: int) -> list[int]:
+        """`count` new stores (dispensaries) for per-store tasks."""
+        rows = self.conn.execute(
+            "INSERT INTO dispensaries (name) SELECT 'fault store ' || n FROM generate_series(1, %s) n"
+            " RETURNING id",
+            (count,),
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def enqueue(self, specs: Iterable[dict[str, Any]], chunk: int = 2000) -> list[int]:
+        """Enqueue through enqueue_tasks, in chunks; the acknowledged ids (also kept in `enqueued`)."""
+        specs = list(specs)
+        ids: list[int] = []
+        for start in range(0, len(specs), chunk):
+            rows = self.conn.execute(
+                "SELECT id FROM enqueue_tasks(%s::jsonb)", (Jsonb(specs[start : start + chunk]),)
+            ).fetchall()
+            ids += [row[0] for row in rows]
+        self.enqueued += ids
+        return ids
+
+    def event(self, kind: str, worker_id: str | None = None, pid: int | None = None, **detail: Any) -> None:
+        """Record a fault (or another event) in fault_events, stamped now in database time."""
+        self.execute(
+            "INSERT INTO fault_events (kind, worker_id, pid, detail) VALUES (%s, %s, %s, %s)",
+            (kind, worker_id, pid, Jsonb(detail)),
+        )
+
+    def execute(self, query: str, params: Any = None) -> list[tuple]:
+        """The rows of `query`; run again on a new connection if a fault (a restart) broke the old one."""
+        conn = self.conn
+        try:
+            cursor = conn.execute(query, params)
+        except psycopg.OperationalError:
+            if not conn.broken:
+                raise
+            cursor = self.conn.execute(query, params)
+        return cursor.fetchall() if cursor.description else []
+
+    def scalar(self, query: str, params: Any = None) -> Any:
+        """The first column of the first row (see execute)."""
+        rows = self.execute(query, params)
+        return rows[0][0] if rows else None
+
+    def unfinished(self) -> int:
+        return self.scalar(
+            "SELECT count(*) FROM worker_tasks WHERE role = %s AND status IN ('pending', 'claimed', 'running')",
+            (ROLE,),
+        )
+
+    def drain(self, timeout: float, also: Callable[[], None] | None = None) -> float:
+        """Wait until no task is pending, claimed or running (calling `also` meanwhile); seconds taken."""
+        started = time.monotonic()
+
+        def done() -> bool:
+            if also is not None:
+                also()
+            return self.unfinished() == 0
+
+        wait_until(done, timeout, "every task to finish", 0.25)
+        return time.monotonic() - started
+
+    # Processes
+
+    def _process(self, name: str, argv: list[str], env: dict[str, str]) -> Process:
+        process = Process(name, argv, env, self.log_dir / f"{name}.log")
+        self.processes.append(process)
+        return process
+
+    def base_env(self) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("WORKER_", "PYWORKER_", "POLL_", "HEARTBEAT_", "SHUTDOWN_"))
+        }
+        env.update(
+            DATABASE_URL=self.url,
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def fleet(
+        self,
+        count: int,
+        *,
+        prefix: str = "w",
+        poll_ms: int = 500,
+        heartbeat_ms: int = 500,
+        grace: float = 5.0,
+        url: str | None = None,
+    ) -> Fleet:
+        """`count` workers of fault_work, started; ids <prefix>1..N."""
+        fleet = Fleet(self)
+        for number in range(1, count + 1):
+            name = f"{prefix}{number}"
+            env = self.base_env()
+            env.update(
+                WORKER_ROLE=ROLE,
+                WORKER_ID=name,
+                POLL_INTERVAL_MS=str(poll_ms),
+                HEARTBEAT_INTERVAL_MS=str(heartbeat_ms),
+                SHUTDOWN_GRACE_SECONDS=str(grace),
+                PYWORKER_HANDLERS="faults.handlers",
+            )
+            if url is not None:
+                env["DATABASE_URL"] = url
+            argv = [sys.executable, "-m", "pyworker", *self.worker_args]
+            fleet.workers[name] = self._process(name, argv, env)
+        for worker in fleet.workers.values():
+            worker.start()
+        fleet.wait_ready()
+        return fleet
+
+    def scheduler(self, interval_seconds: int = 1, name: str = "scheduler") -> Process:
+        """`pyworker scheduler`: the tick (stale recovery, schedules) every `interval_seconds`."""
+        argv = [
+            sys.executable, "-m", "pyworker", "--worker-id", name,
+            "scheduler", "--interval-seconds", str(interval_seconds),
+        ]
+        process = self._process(name, argv, self.base_env())
+        process.start()
+        wait_until(lambda: "Starting scheduler" in process.log(), 20, f"{name} to start")
+        return process
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.stop()
+        if self._conn is not None:
+            self._conn.close()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.log()[-4000:]}" for p in self.processes)
+
+    # Sessions
+
+    def sessions_gone(self, worker_id: str) -> bool:
+        """No session of worker `worker_id` (pyworker W, W heartbeat, W listener) is left."""
+        return not self.scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND (application_name = %(name)s OR starts_with(application_name, %(name)s || ' '))",
+            {"name": f"pyworker {worker_id}"},
+        )
+
+
+class Producer:
+    """Enqueues `specs()` every `interval` seconds on a connection of its own, in a thread.
+
+    It reconnects after a fault; an enqueue whose answer was lost is in doubt (counted), not
+    acknowledged: only the ids enqueue_tasks returned are in `acknowledged`.
+    """
+
+    def __init__(self, ctx: Context, specs: Callable[[], list[dict[str, Any]]], interval: float = 0.2) -> None:
+        self.ctx = ctx
+        self.specs = specs
+        self.interval = interval
+        self.acknowledged: list[int] = []
+        self.in_doubt = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="producer")
+        self._thread.start()
+
+    def _run(self) -> None:
+        conn = None
+        while not self._stop.is_set():
+            try:
+                if conn is None or conn.closed or conn.broken:
+                    conn = self.ctx.connect("fault producer", autocommit=True, connect_timeout=3)
+                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)", (Jsonb(self.specs()),)).fetchall()
+                self.acknowledged.extend(row[0] for row in rows)
+            except psycopg.Error:
+                self.in_doubt += 1
+                time.sleep(0.2)
+            self._stop.wait(self.interval)
+        if conn is not None:
+            conn.close()
+
+    def stop(self) -> list[int]:
+        """Stop producing; the acknowledged ids."""
+        self._stop.set()
+        self._thread.join(timeout=30)
+        return self.acknowledged
+
+
+@dataclass
+class Fleet:
+    """Worker processes of one scenario, by id; kills are recorded with the tasks they orphan."""
+
+    context: Context
+    workers: dict[str, Process] = field(default_factory=dict)
+
+    def wait_ready(self, names: Iterable[str] | None = None) -> None:
+        for name in names or list(self.workers):
+            worker = self.workers[name]
+            marker = f"Starting worker {name} for role"
+
+            def started(worker: Process = worker, marker: str = marker) -> bool:
+                if worker.log().count(marker) > worker.restarts:
+                    return True
+                if not worker.alive:
+                    raise ScenarioError(f"worker {worker.name} exited at start:\n{worker.log()[-3000:]}")
+                return False
+
+            wait_until(started, 30, f"worker {name} to start")
+
+    def kill(self, name: str, signum: int = signal.SIGKILL) -> list[list[int]]:
+        """Kill worker `name` (its whole process group); record the kill and its orphans."""
+        worker = self.workers[name]
+        worker.signal(signum)
+        worker.popen.wait(timeout=10)
+        return self._record_death(name, "kill", signal=signal.Signals(signum).name)
+
+    def _record_death(self, name: str, kind: str, **detail: object) -> list[list[int]]:
+        """Record in fault_events that worker `name` died, stamped now, with its orphans.
+
+        The orphans are the tasks the worker held once its sessions are gone (a statement in
+        flight when the client died may still commit): those the tick must recover.
+        """
+        worker = self.workers[name]
+        died_at = self.context.scalar("SELECT clock_timestamp()")
+        wait_until(
+            lambda: self.context.sessions_gone(name), 20, f"the sessions of {name} to end"
+        )
+        orphans = [
+            list(row)
+            for row in self.context.execute(
+                "SELECT id, attempt FROM worker_tasks"
+                " WHERE worker_id = %s AND status IN ('claimed', 'running') ORDER BY id",
+                (name,),
+            )
+        ]
+        self.context.execute(
+            "INSERT INTO fault_events (at, kind, worker_id, pid, detail) VALUES (%s, %s, %s, %s, %s)",
+            (died_at, kind, name, worker.pid, Jsonb({**detail, "orphans": orphans})),
+        )
+        return orphans
+
+    def restart(self, name: str) -> None:
+        """Start worker `name` again, under the same id (a pod restarted with its name)."""
+        worker = self.workers[name]
+        worker.restarts += 1
+        worker.start()
+        self.wait_ready([name])
+
+    def revive_dead(self) -> list[str]:
+        """Restart every worker that died on its own (a handler killed it); record each death."""
+        revived = []
+        for name, worker in self.workers.items():
+            if worker.popen is not None and worker.popen.poll() is not None:
+                self._record_death(name, "died", returncode=worker.popen.returncode)
+                self.restart(name)
+                revived.append(name)
+        return revived
+
+    def logs(self) -> dict[str, str]:
+        return {name: worker.log() for name, worker in self.workers.items()}
+
+    def stop(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()
+
+

@@ -1,0 +1,107 @@
+"""The database clock jumps (7): forward past the stale threshold, then back an hour.
+
+The jump is an override of the database clock (taskpool.clock_offset, read by taskpool_now()),
+set for every session with ALTER SYSTEM and a reload: the workers' own clocks never move.
+"""
+
+from __future__ import annotations
+
+import time
+
+from psycopg import sql
+
+from faults.checker import measure
+from faults.harness import Context, wait_until
+from faults.report import Result
+from faults.scenarios import scenario
+
+# Each retry's delay as fail_task (or anything else) sets it, in database time.
+BACKOFF_LOG = """
+CREATE TABLE fault_backoffs (task_id bigint, retry_count integer, delay interval, at_offset text);
+CREATE FUNCTION fault_log_backoff() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO fault_backoffs VALUES (NEW.id, NEW.retry_count, NEW.scheduled_for - taskpool_now(),
+                                       current_setting('taskpool.clock_offset', true));
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER _991_fault_log_backoff AFTER UPDATE OF status ON worker_tasks
+    FOR EACH ROW WHEN (NEW.status = 'pending' AND NEW.retry_count > OLD.retry_count)
+    EXECUTE FUNCTION fault_log_backoff();
+"""
+
+
+def set_clock(ctx: Context, offset: str | None) -> None:
+    """Move every session's database clock to now() + offset (None: back to the real clock)."""
+    conn = ctx.conn
+    # ALTER SYSTEM takes a custom setting only once this session knows the name.
+    conn.execute("SET taskpool.clock_offset = '0'")
+    if offset is None:
+        conn.execute("ALTER SYSTEM RESET taskpool.clock_offset")
+    else:
+        # ALTER SYSTEM takes no parameters: the offset is a literal, quoted by psycopg.
+        conn.execute(sql.SQL("ALTER SYSTEM SET taskpool.clock_offset = {}").format(sql.Literal(offset)))
+    conn.execute("SELECT pg_reload_conf()")
+    conn.execute("RESET taskpool.clock_offset")
+    expected = offset or ""
+
+    def applied() -> bool:
+        with ctx.connect(autocommit=True) as probe:
+            return (probe.execute("SELECT coalesce(current_setting('taskpool.clock_offset', true), '')").fetchone()[0]
+                    or "") == expected
+    wait_until(applied, 10, f"the clock offset {offset} to apply")
+    ctx.event("clock", offset=offset)
+
+
+@scenario(7, "Database clock jumps")
+def clock_jumps(ctx: Context, result: Result) -> None:
+    threshold = 4
+    ctx.prepare(stale_threshold=f"{threshold} seconds", backoff_base="1 second", backoff_cap="4 seconds", max_retries=3)
+    ctx.conn.execute(BACKOFF_LOG)
+    # Due now (since the deploy), every 6 hours: it runs at the first tick, and no jump reaches
+    # its next slot.
+    ctx.conn.execute("SELECT update_schedule('analytics_refresh', enabled => true)")
+    count = ctx.scale(120, 3000)
+    ids = ctx.enqueue(
+        [{"role": "fault_work", "payload": {"ms": 300 + (n % 10) * 100, "n": n}} for n in range(count)]
+        + [{"role": "fault_work", "payload": {"raise": "always", "n": n}} for n in range(ctx.scale(10, 50))]
+    )
+    ctx.scheduler(1)
+    # Heartbeats slower than the tick (3 s against 1 s): after the jump, the tick finds a long task
+    # stale before its worker's next heartbeat stamps it with the new clock, most of the time;
+    # with a long task on every worker, nearly always.
+    workers = ctx.scale(6, 8)
+    fleet = ctx.fleet(workers, heartbeat_ms=3000)
+    phase = ctx.scale(4.0, 20.0)
+    try:
+        time.sleep(phase)
+        long_tasks = ctx.enqueue([{"role": "fault_work", "priority": 100, "payload": {"ms": 3500, "long": n}}
+                                  for n in range(workers)])
+        ids += long_tasks
+        wait_until(lambda: ctx.scalar("SELECT count(*) FROM fault_executions WHERE task_id = ANY(%s)", (long_tasks,))
+                   >= workers, 30, "every worker to run a long task")
+        jump = f"{threshold + 4} seconds"
+        set_clock(ctx, jump)
+        time.sleep(phase)
+        set_clock(ctx, "-1 hour")
+        time.sleep(phase)
+    finally:
+        set_clock(ctx, None)
+    ctx.drain(ctx.scale(120, 600))
+    fleet.stop()
+    result.hold(measure(ctx.conn, ids, fleet.logs()))
+    negative = ctx.conn.execute(
+        "SELECT count(*), min(delay)::text FROM fault_backoffs WHERE delay < interval '0'"
+    ).fetchone()
+    result.check("no negative backoff", negative[0] == 0, f"{negative[0]} retries scheduled in the past (min {negative[1]})")
+    retries = ctx.scalar("SELECT count(*) FROM fault_backoffs")
+    result.check("retries happened across the jumps", retries > 0, "none")
+    fired = ctx.conn.execute(
+        "SELECT count(*) FROM worker_tasks WHERE role = 'analytics_refresh'"
+    ).fetchone()[0]
+    result.check("the due schedule fired once (no jump reached its next slot)", fired == 1, f"fired {fired} times")
+    recovered = ctx.scalar("SELECT count(*) FROM worker_task_attempts WHERE error_message LIKE 'stale:%'")
+    result.check("the forward jump made running tasks stale, and they were recovered", recovered > 0, "none recovered")
+    result.faults = f"clock +{jump}, then -1 hour, then back"
+    result.figure("recovered by the jump", recovered)
+    result.figure("retries", retries)
