@@ -20,14 +20,14 @@ AS $$
 -- transaction (set_config(..., true), i.e. SET LOCAL; a function's own SET clauses do not undo
 -- it): idle that long inside the transaction, the session is ended by the server, the
 -- transaction rolls back, and the task goes back to the pool or to stale recovery. Autocommit
--- calls (pyworker's) never idle inside a transaction and are not affected; a stricter timeout
--- already in force is kept.
+-- calls (pyworker's) never idle inside a transaction and are not affected. An idle timeout
+-- already in force is kept: the trigger's WHEN tests that in C, so only the first active task a
+-- transaction changes runs this function (a batch claim or completion pays it once, not per row).
 DECLARE
     v_threshold interval;
-    v_current   text := current_setting('idle_in_transaction_session_timeout');
 BEGIN
     SELECT r.stale_threshold INTO v_threshold FROM task_roles r WHERE r.role = NEW.role;
-    IF v_threshold IS NOT NULL AND (v_current = '0' OR v_current::interval > v_threshold) THEN
+    IF v_threshold IS NOT NULL THEN
         PERFORM set_config('idle_in_transaction_session_timeout',
                            ceil(extract(epoch FROM v_threshold) * 1000)::bigint::text, true);
     END IF;
@@ -38,7 +38,8 @@ $$;
 CREATE TRIGGER _300_limit_idle_transaction
     BEFORE UPDATE ON worker_tasks
     FOR EACH ROW
-    WHEN (OLD.status IN ('claimed', 'running') OR NEW.status IN ('claimed', 'running'))
+    WHEN ((OLD.status IN ('claimed', 'running') OR NEW.status IN ('claimed', 'running'))
+          AND current_setting('idle_in_transaction_session_timeout') = '0')
     EXECUTE FUNCTION tg_worker_tasks__limit_idle_transaction();
 
 REVOKE ALL ON FUNCTION tg_worker_tasks__limit_idle_transaction() FROM PUBLIC;

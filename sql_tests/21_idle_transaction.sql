@@ -2,7 +2,7 @@
 -- by idle_in_transaction_session_timeout, set to the task's stale threshold for that transaction.
 -- (That the server then ends the session is shown by the fault suite's scenario 14.)
 BEGIN;
-SELECT plan(9);
+SELECT plan(10);
 
 /****************************************************************************/
 -- Structure
@@ -46,6 +46,11 @@ SELECT id AS other_id FROM tests.make_claimed_task(worker_id := 'w2', role := 'p
     dispensary_id := tests.make_store()) \gset
 SELECT is(current_setting('idle_in_transaction_session_timeout'), '10min',
     'Should take the threshold of the task''s own role (product_resync: 10 minutes)');
+
+SET LOCAL idle_in_transaction_session_timeout = '1h';
+SELECT id AS third_id FROM tests.make_claimed_task(worker_id := 'w3', role := 't21_quick') \gset
+SELECT is(current_setting('idle_in_transaction_session_timeout'), '1h',
+    'Should keep any idle timeout already in force, even a looser one');
 
 /****************************************************************************/
 -- Privileges
