@@ -166,8 +166,12 @@ def secret_in_payload(ctx: Context, result: Result) -> None:
     log = server_log()
     log_start = log.stat().st_size if log else 0
     ctx.prepare(max_retries=1, backoff_base="1 second")
+    # Listening as a waiting worker of the role: enqueues notify waiting workers only.
     listener = ctx.connect("fault listener", autocommit=True)
-    listener.execute("LISTEN taskpool_task_enqueued")
+    listener.execute("SELECT register_worker('secret-listener', 'fault_work', 'fault-host', 1)")
+    channel = listener.execute("SELECT worker_wake_channel('secret-listener')").fetchone()[0]
+    listener.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+    listener.execute("SELECT mark_worker_waiting('secret-listener')")
     errors: list[str] = []
 
     def error_of(query: str, params: Any) -> None:
@@ -213,6 +217,7 @@ def secret_in_payload(ctx: Context, result: Result) -> None:
     )
     result.check("the CLI refused the bad enqueue", cli.returncode != 0, f"exit {cli.returncode}")
     notifications = [n.payload for n in listener.notifies(timeout=0.5, stop_after=1000)]
+    listener.execute("SELECT deregister_worker('secret-listener')")
     listener.close()
     places = {
         "database errors": "\n".join(errors),

@@ -150,10 +150,13 @@ def zombie_worker(ctx: Context, result: Result) -> None:
     result.figure("zombie refused at", paths)
 
 
-# pg_terminate_backend aimed at a worker session inside one of these calls.
+# The worker's calls where scenario 3 injects its faults (complete_task also matches complete_tasks).
+FAULT_POINTS = ("claim_and_start_tasks", "heartbeat_task", "complete_task")
+
+# pg_terminate_backend aimed at a worker session inside one of FAULT_POINTS.
 TERMINATE_ACTIVE = """
 SELECT s.point, pg_terminate_backend(s.pid)
-FROM (SELECT a.pid, substring(a.query from '(claim_task|heartbeat_task|complete_task)') AS point
+FROM (SELECT a.pid, substring(a.query from '(""" + "|".join(FAULT_POINTS) + """)') AS point
       FROM pg_stat_activity a
       WHERE a.datname = current_database() AND a.state = 'active'
         AND a.application_name LIKE 'pyworker %%' AND a.pid <> pg_backend_pid()) s
@@ -164,7 +167,7 @@ WHERE s.point IS NOT NULL AND (%(waiting_only)s IS FALSE OR EXISTS (
 
 @scenario(3, "Connections killed at claim, heartbeat, complete")
 def connections_killed(ctx: Context, result: Result) -> None:
-    """Three faults, hundreds of times: pg_terminate_backend of a worker session inside claim_task,
+    """Three faults, hundreds of times: pg_terminate_backend of a worker session inside its claim,
     heartbeat_task or complete_task (the latter two made to wait on a row lock the harness holds
     a moment, so the kill lands inside them); and answers lost after the commit (faults.proxy):
     a claim, a heartbeat or a completion that committed but whose worker never heard."""
@@ -178,7 +181,7 @@ def connections_killed(ctx: Context, result: Result) -> None:
     ids = ctx.enqueue(task_specs(ctx.scale(600, 3000), stores, 80, rng))
     params = conninfo_to_dict(ctx.url)
     proxy = Proxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432),
-                  ("claim_task", "heartbeat_task", "complete_task"), probability=ctx.scale(0.04, 0.02))
+                  FAULT_POINTS, probability=ctx.scale(0.04, 0.02))
     terminated: dict[str, int] = {}
     last_kill = [0.0]
     spacing = ctx.scale(0.15, 0.25)
@@ -231,8 +234,8 @@ def connections_killed(ctx: Context, result: Result) -> None:
     stuck = ctx.scalar("SELECT count(*) FROM worker_tasks WHERE status IN ('claimed', 'running')")
     result.check("no task left claimed or running", stuck == 0, f"{stuck} tasks")
     total = sum(terminated.values()) + sum(proxy.cuts.values())
-    result.check("faults landed at each point", all(terminated.get(p) or proxy.cuts.get(p) for p in
-                 ("claim_task", "heartbeat_task", "complete_task")), f"terminated {terminated}, answers lost {dict(proxy.cuts)}")
+    result.check("faults landed at each point", all(terminated.get(p) or proxy.cuts.get(p) for p in FAULT_POINTS),
+                 f"terminated {terminated}, answers lost {dict(proxy.cuts)}")
     in_doubt = proxy.cuts.get("complete_task", 0)
     retried = sum(len(re.findall(r"complete task: database connection failed", log)) for log in fleet.logs().values())
     result.check("in-doubt completions were retried and the retry accepted", in_doubt == 0 or retried > 0,
