@@ -237,7 +237,7 @@ def connections_killed(ctx: Context, result: Result) -> None:
     result.check("faults landed at each point", all(terminated.get(p) or proxy.cuts.get(p) for p in FAULT_POINTS),
                  f"terminated {terminated}, answers lost {dict(proxy.cuts)}")
     in_doubt = proxy.cuts.get("complete_task", 0)
-    retried = sum(len(re.findall(r"complete task: database connection failed", log)) for log in fleet.logs().values())
+    retried = sum(len(re.findall(r"complete tasks?: database connection failed", log)) for log in fleet.logs().values())
     result.check("in-doubt completions were retried and the retry accepted", in_doubt == 0 or retried > 0,
                  f"{in_doubt} completions in doubt, {retried} retries logged")
     result.faults = f"{total} ({sum(terminated.values())} pg_terminate_backend, {sum(proxy.cuts.values())} answers lost)"
