@@ -100,7 +100,6 @@ class Task:
 _TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name != "abort")
 
 # Worker side
-CLAIM_TASK = "SELECT * FROM claim_task(%(role)s::text, %(worker_id)s::text)"
 CLAIM_AND_START_TASKS = (
     "SELECT * FROM claim_and_start_tasks(%(role)s::text, %(worker_id)s::text, %(max_tasks)s::integer)"
 )
@@ -109,7 +108,6 @@ WORKER_WAKE_CHANNEL = "SELECT worker_wake_channel(%(worker_id)s::text) AS channe
 COMPLETE_TASKS = (
     "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(completions)s::jsonb)"
 )
-START_TASK = "SELECT * FROM start_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
 HEARTBEAT_TASK = (
     "SELECT heartbeat_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer) AS answer"
 )
@@ -391,10 +389,6 @@ class Database:
 
     # Worker side
 
-    def claim_task(self, role: str, worker_id: str) -> Task | None:
-        row = self._one(CLAIM_TASK, {"role": role, "worker_id": worker_id})
-        return Task.from_row(row) if row else None
-
     def claim_and_start_tasks(self, role: str, worker_id: str, max_tasks: int) -> list[Task]:
         rows = self._rows(CLAIM_AND_START_TASKS, {"role": role, "worker_id": worker_id, "max_tasks": max_tasks})
         return [Task.from_row(row) for row in rows]
@@ -408,9 +402,6 @@ class Database:
     def mark_worker_waiting(self, worker_id: str) -> bool:
         """True when the worker was not marked yet: it must claim once more before sleeping."""
         return self._one(MARK_WORKER_WAITING, {"worker_id": worker_id})["marked"]
-
-    def start_task(self, task: Task) -> None:
-        self._owned(START_TASK, task)
 
     def heartbeat_task(self, task: Task) -> str:
         """continue, cancel_requested, lost or not_found."""
