@@ -30,6 +30,8 @@ CREATE TRIGGER _991_fault_log_backoff AFTER UPDATE OF status ON worker_tasks
     EXECUTE FUNCTION fault_log_backoff();
 """
 
+STALE_RECOVERIES = "SELECT count(*) FROM worker_task_attempts WHERE error_message LIKE 'stale:%'"
+
 
 def set_clock(ctx: Context, offset: str | None) -> None:
     """Move every session's database clock to now() + offset (None: back to the real clock)."""
@@ -53,6 +55,14 @@ def set_clock(ctx: Context, offset: str | None) -> None:
     ctx.event("clock", offset=offset)
 
 
+def wait_for_heartbeat(ctx: Context, task_ids: list[int]) -> None:
+    """Return just after a heartbeat of one of the running `task_ids`."""
+    query = ("SELECT coalesce(max(last_heartbeat_at), '-infinity') FROM worker_tasks"
+             " WHERE id = ANY(%s) AND status = 'running'")
+    before = ctx.scalar(query, (task_ids,))
+    wait_until(lambda: ctx.scalar(query, (task_ids,)) > before, 10, "a heartbeat of a long task", interval=0.02)
+
+
 @scenario(7, "Database clock jumps")
 def clock_jumps(ctx: Context, result: Result) -> None:
     threshold = 4
@@ -67,22 +77,29 @@ def clock_jumps(ctx: Context, result: Result) -> None:
         + [{"role": "fault_work", "payload": {"raise": "always", "n": n}} for n in range(ctx.scale(10, 50))]
     )
     ctx.scheduler(1)
-    # Heartbeats slower than the tick (3 s against 1 s): after the jump, the tick finds a long task
-    # stale before its worker's next heartbeat stamps it with the new clock, most of the time;
-    # with a long task on every worker, nearly always.
+    heartbeat = 3
     workers = ctx.scale(6, 8)
-    fleet = ctx.fleet(workers, heartbeat_ms=3000)
+    fleet = ctx.fleet(workers, heartbeat_ms=heartbeat * 1000)
     phase = ctx.scale(4.0, 20.0)
     try:
         time.sleep(phase)
-        long_tasks = ctx.enqueue([{"role": "fault_work", "priority": 100, "payload": {"ms": 3500, "long": n}}
+        # A long task on every worker, long enough to be running at the jump and a tick after it.
+        long_tasks = ctx.enqueue([{"role": "fault_work", "priority": 100,
+                                   "payload": {"ms": (3 * heartbeat + 1) * 1000, "long": n}}
                                   for n in range(workers)])
         ids += long_tasks
         wait_until(lambda: ctx.scalar("SELECT count(*) FROM fault_executions WHERE task_id = ANY(%s)", (long_tasks,))
                    >= workers, 30, "every worker to run a long task")
+        # A heartbeat after the jump stamps its task with the new clock, so the task is rightly
+        # fresh; the fleet starts together, so its heartbeats come in rounds (a few tenths of a
+        # second wide). Jumping just after a round leaves the tick (every second) most of a
+        # heartbeat interval to find the tasks stale.
+        wait_for_heartbeat(ctx, long_tasks)
+        time.sleep(0.5)
         jump = f"{threshold + 4} seconds"
         set_clock(ctx, jump)
         time.sleep(phase)
+        recovered_forward = ctx.scalar(STALE_RECOVERIES)
         set_clock(ctx, "-1 hour")
         time.sleep(phase)
     finally:
@@ -100,8 +117,10 @@ def clock_jumps(ctx: Context, result: Result) -> None:
         "SELECT count(*) FROM worker_tasks WHERE role = 'analytics_refresh'"
     ).fetchone()[0]
     result.check("the due schedule fired once (no jump reached its next slot)", fired == 1, f"fired {fired} times")
-    recovered = ctx.scalar("SELECT count(*) FROM worker_task_attempts WHERE error_message LIKE 'stale:%'")
-    result.check("the forward jump made running tasks stale, and they were recovered", recovered > 0, "none recovered")
+    result.check("the forward jump made running tasks stale, and they were recovered", recovered_forward > 0,
+                 "none recovered")
     result.faults = f"clock +{jump}, then -1 hour, then back"
-    result.figure("recovered by the jump", recovered)
+    result.figure("recovered after the forward jump", recovered_forward)
+    # Back from -1 hour is a forward jump too: tasks stamped in the past hour's clock go stale.
+    result.figure("recovered after the way back", ctx.scalar(STALE_RECOVERIES) - recovered_forward)
     result.figure("retries", retries)
