@@ -31,7 +31,6 @@ REQUIRED_SCHEMA_VERSION = (0, 3, 0)
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
 
-
 class AbortSignal:
     """Fires when the worker must stop the running attempt; handlers poll or wait on it.
 
