@@ -18,6 +18,9 @@ PGPORT ?= 55432
 DB_NAME ?= taskpool
 DATABASE_URL ?= postgresql://postgres@127.0.0.1:$(PGPORT)/$(DB_NAME)
 ROUNDTRIP_DB ?= taskpool_roundtrip
+UPGRADE_DB ?= taskpool_upgrade
+# The release an upgrade in place starts from: the last tag that has changes after it.
+UPGRADE_FROM ?= $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' sqitch.plan)
 TEST_DB ?= taskpool_test
 DEMO_DB ?= taskpool_demo
 PG_BINDIR ?= /usr/lib/postgresql/15/bin
@@ -40,7 +43,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-sql test-py faults faults-quick clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql test-py faults faults-quick clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -108,8 +111,8 @@ bench: deps db
 psql: deps db
 	@$(PGENV) psql
 
-# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-sql, test-py
-test: deps db deploy test-roundtrip test-sql test-py
+# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade, test-sql, test-py
+test: deps db deploy test-roundtrip test-upgrade test-sql test-py
 
 # TARGET test-roundtrip: deploy, revert and deploy again in a scratch database (ROUNDTRIP_DB)
 test-roundtrip: deps db
@@ -119,6 +122,19 @@ test-roundtrip: deps db
 	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch revert -y; \
 	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch deploy --verify; \
 	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
+
+# TARGET test-upgrade: deploy the last release (UPGRADE_FROM), give it tasks in every state, upgrade in place, check them (UPGRADE_DB)
+test-upgrade: deps db
+	@echo 'test-upgrade: from $(UPGRADE_FROM) to the head of the plan'
+	@$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'
+	@$(PGENV) createdb '$(UPGRADE_DB)'
+	@$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to '$(UPGRADE_FROM)'
+	@$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -o /dev/null -f sql_tests/upgrade/seed.sql
+	@$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify
+	@$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+		-c 'CREATE EXTENSION IF NOT EXISTS pgtap'
+	@$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql
+	@$(PGENV) dropdb --force '$(UPGRADE_DB)'
 
 # TARGET test-sql: deploy into a fresh TEST_DB, load pgTAP and sql_tests/helpers, run pg_prove on sql_tests/
 test-sql: deps db
