@@ -65,6 +65,11 @@ BEGIN
 END;
 $$;
 
+COMMENT ON COLUMN task_schedules.next_run_at IS
+    'Due at or after this time. A run moves it on to the next slot of the cadence counted from its '
+    'previous value (by interval_hours; a resync_plan by whole local days, to local midnight in '
+    'time_zone), skipping slots already past, so a late tick neither drifts nor fires a backlog.';
+
 -- Resync plans that moved on by hours sit at 23:00 or 01:00 local once a daylight-saving change
 -- has passed: each goes to the nearest local midnight (23:00 to the next one, 01:00 back to its
 -- own, so no day goes unplanned). A schedule whose time zone is unknown is left for the tick to report.

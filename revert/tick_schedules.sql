@@ -65,4 +65,8 @@ $$;
 
 REVOKE ALL ON FUNCTION tick_schedules() FROM PUBLIC;
 
+COMMENT ON COLUMN task_schedules.next_run_at IS
+    'Due at or after this time. A run moves it on by interval_hours from its previous value, '
+    'skipping slots already past, so a late tick neither drifts nor fires a backlog.';
+
 COMMIT;
