@@ -1,13 +1,12 @@
 -- Deploy taskpool:tg_worker_tasks__limit_idle_transaction to pg
--- requires: worker_tasks
--- requires: task_roles
+-- requires: tg_worker_tasks__limit_idle_transaction@v0.3.0
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- tg_worker_tasks__limit_idle_transaction
 -- Ends a session that idles inside a transaction holding a worker's task longer than the task's stale threshold.
-CREATE FUNCTION tg_worker_tasks__limit_idle_transaction()
+CREATE OR REPLACE FUNCTION tg_worker_tasks__limit_idle_transaction()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -23,25 +22,19 @@ AS $$
 -- calls (pyworker's) never idle inside a transaction and are not affected. An idle timeout
 -- already in force is kept: the trigger's WHEN tests that in C, so only the first active task a
 -- transaction changes runs this function (a batch claim or completion pays it once, not per row).
+-- The setting holds at most 2147483647 ms (about 24.8 days): a longer threshold is capped there,
+-- as setting more would raise and make the role's tasks impossible to claim.
 DECLARE
-    v_threshold interval;
+    c_max_timeout_ms constant numeric := 2147483647;
+    v_threshold      interval;
 BEGIN
     SELECT r.stale_threshold INTO v_threshold FROM task_roles r WHERE r.role = NEW.role;
     IF v_threshold IS NOT NULL THEN
         PERFORM set_config('idle_in_transaction_session_timeout',
-                           ceil(extract(epoch FROM v_threshold) * 1000)::bigint::text, true);
+                           least(ceil(extract(epoch FROM v_threshold) * 1000), c_max_timeout_ms)::bigint::text, true);
     END IF;
     RETURN NEW;
 END;
 $$;
-
-CREATE TRIGGER _300_limit_idle_transaction
-    BEFORE UPDATE ON worker_tasks
-    FOR EACH ROW
-    WHEN ((OLD.status IN ('claimed', 'running') OR NEW.status IN ('claimed', 'running'))
-          AND current_setting('idle_in_transaction_session_timeout') = '0')
-    EXECUTE FUNCTION tg_worker_tasks__limit_idle_transaction();
-
-REVOKE ALL ON FUNCTION tg_worker_tasks__limit_idle_transaction() FROM PUBLIC;
 
 COMMIT;

@@ -215,6 +215,7 @@ SELECT results_eq(
         ('task_roles', 'task_roles_max_retries_not_negative'),
         ('task_roles', 'task_roles_role_is_identifier'),
         ('task_roles', 'task_roles_run_timeout_positive'),
+        ('task_roles', 'task_roles_stale_threshold_at_most_a_year'),
         ('task_roles', 'task_roles_stale_threshold_positive'),
         ('worker_task_attempts', 'worker_task_attempts_outcome_known'),
         ('worker_tasks', 'worker_tasks_active_is_owned'),

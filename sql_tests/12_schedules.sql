@@ -65,7 +65,8 @@ SELECT results_eq(
     $$VALUES ('task_schedules_batches_in_range'), ('task_schedules_interval_hours_in_range'),
              ('task_schedules_kind_known'), ('task_schedules_name_not_blank'),
              ('task_schedules_payload_is_object'), ('task_schedules_priority_in_range'),
-             ('task_schedules_resync_plan_makes_resyncs'), ('task_schedules_state_code_is_two_letters')$$,
+             ('task_schedules_resync_plan_makes_resyncs'), ('task_schedules_run_times_finite'),
+             ('task_schedules_state_code_is_two_letters')$$,
     'Should have exactly the named CHECK constraints of task_schedules');
 SELECT has_index('task_schedules', 'task_schedules_due_idx', ARRAY['next_run_at'],
     'Should index enabled schedules by next_run_at for the tick');

@@ -6,4 +6,7 @@ SELECT 1/COUNT(*) FROM pg_catalog.pg_trigger
 WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_300_limit_idle_transaction'
   AND tgfoid = 'tg_worker_tasks__limit_idle_transaction()'::regprocedure;
 
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE proname = 'tg_worker_tasks__limit_idle_transaction' AND pg_get_functiondef(oid) LIKE '%2147483647%';
+
 ROLLBACK;
