@@ -69,7 +69,9 @@ SELECT results_eq(
 SELECT id AS green_id FROM dispensaries WHERE platform = 't15-platform' AND platform_dispensary_id = 's-1' \gset
 SELECT id AS buds_id FROM dispensaries WHERE platform = 't15-platform' AND platform_dispensary_id = '17' \gset
 UPDATE dispensaries SET first_seen_at = now() - interval '3 days', active = false WHERE id = :buds_id;
-UPDATE dispensaries SET first_seen_at = now() - interval '3 days' WHERE id = :green_id;
+-- Green Leaf had its first crawl: a known store that did not is returned again (27_crawler_hostile).
+UPDATE dispensaries SET first_seen_at = now() - interval '3 days', last_crawled_at = now() - interval '2 days'
+WHERE id = :green_id;
 
 SELECT upsert_discovered_stores('t15-platform', $$[
     {"platform_store_id": "s-1", "name": "Green Leaf Oakland", "city": null},
@@ -79,7 +81,7 @@ SELECT upsert_discovered_stores('t15-platform', $$[
 
 SELECT is(:'second_ids'::integer[],
           (SELECT array_agg(id) FROM dispensaries WHERE platform = 't15-platform' AND platform_dispensary_id = 's-3'),
-          'Should return only the new store''s id when known stores come again');
+          'Should return only the new store''s id when known stores (crawled, or inactive) come again');
 SELECT results_eq(
     format($$SELECT name, state_code, city, menu_url, active, first_seen_at, updated_at
              FROM dispensaries WHERE id IN (%s, %s) ORDER BY id$$, :green_id, :buds_id),
