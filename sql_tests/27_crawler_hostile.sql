@@ -3,7 +3,7 @@
 -- task whose store was deleted mid-run completes, its link to the gone store skipped (alone and in
 -- a batch); record_crawl_payload takes only the documented storage layout, for the row's store.
 BEGIN;
-SELECT plan(6);
+SELECT plan(14);
 
 /****************************************************************************/
 -- upsert_discovered_stores: a retried discovery still yields the stores awaiting their first crawl
@@ -40,6 +40,59 @@ SELECT is(upsert_discovered_stores('t27', :found), ARRAY[:store_two],
     'Should return only the store never crawled once nothing is queued for it');
 UPDATE dispensaries SET active = false WHERE id = :store_two;
 SELECT is(upsert_discovered_stores('t27', :found), '{}'::integer[], 'Should not return an inactive store');
+
+/****************************************************************************/
+-- tg_worker_tasks__chain_follow_ups: a chain link to a store deleted mid-run is skipped
+
+SELECT tests.make_store(name := 'doomed') AS doomed \gset
+SELECT tests.make_store(name := 'kept') AS kept \gset
+SELECT id AS resync_id, attempt AS resync_attempt
+FROM tests.make_claimed_task(worker_id := 'w2', role := 'product_resync', dispensary_id := :doomed, started := true) \gset
+DELETE FROM dispensaries WHERE id = :doomed;
+SELECT lives_ok(format($$SELECT complete_task(%s, 'w2', %s, '{"payload_id": 7}')$$, :resync_id, :resync_attempt),
+    'Should complete a chained task whose store was deleted mid-run');
+SELECT is((SELECT status FROM worker_tasks WHERE id = :resync_id), 'completed', 'Should record that task completed');
+SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 'product_refresh' AND created_at = now()), 0::bigint,
+    'Should queue no follow-up for the deleted store');
+
+-- In a batch: the task of the deleted store and a good one both complete; the good one chains.
+SELECT tests.make_store(name := 'doomed too') AS doomed_too \gset
+SELECT id AS gone_id, attempt AS gone_attempt
+FROM tests.make_claimed_task(worker_id := 'w3', role := 'product_resync', dispensary_id := :doomed_too, started := true) \gset
+SELECT id AS good_id, attempt AS good_attempt
+FROM tests.make_claimed_task(worker_id := 'w3', role := 'product_discovery', dispensary_id := :kept, started := true) \gset
+DELETE FROM dispensaries WHERE id = :doomed_too;
+SELECT results_eq(
+    format($$SELECT task_id, status FROM complete_tasks('w3', jsonb_build_array(
+                 jsonb_build_object('task_id', %s, 'attempt', %s, 'result', '{"payload_id": 8}'::jsonb),
+                 jsonb_build_object('task_id', %s, 'attempt', %s, 'result', '{"payload_id": 9}'::jsonb)))$$,
+           :gone_id, :gone_attempt, :good_id, :good_attempt),
+    format($$VALUES (%s::bigint, 'completed'::text), (%s, 'completed')$$, :gone_id, :good_id),
+    'Should complete a whole batch holding a task whose store was deleted');
+SELECT results_eq(
+    $$SELECT dispensary_id, payload FROM worker_tasks WHERE role = 'product_refresh' AND created_at = now()$$,
+    format($$VALUES (%s, '{"payload_id": 9}'::jsonb)$$, :kept),
+    'Should chain the batch''s good task only');
+
+-- Fan-out: a store discovered then deleted before the discovery completes is skipped; the others chain.
+SELECT tests.make_store(name := 'found then deleted') AS vanished \gset
+DELETE FROM dispensaries WHERE id = :vanished;
+SELECT id AS fan_id FROM tests.make_claimed_task(worker_id := 'w4', role := 'store_discovery') \gset
+SELECT lives_ok(
+    format($$SELECT complete_task(%s, 'w4', 1, '{"newStoreIds": [%s, %s]}')$$, :fan_id, :vanished, :kept),
+    'Should complete a discovery one of whose new stores was deleted since');
+SELECT results_eq(
+    format($$SELECT dispensary_id FROM worker_tasks WHERE role = 'product_discovery' AND created_at = now()
+             AND dispensary_id IS NOT NULL AND id > %s$$, :fan_id),
+    format('VALUES (%s)', :kept),
+    'Should chain a product_discovery for the stores still there only');
+
+-- A store id that never was stays the worker's error: nothing completes.
+SELECT id AS bogus_id FROM tests.make_claimed_task(worker_id := 'w5', role := 'store_discovery') \gset
+SELECT throws_ok(
+    format($$SELECT complete_task(%s, 'w5', 1, '{"newStoreIds": [2000000000]}')$$, :bogus_id),
+    '23503', format('task %s chained[0]: dispensary 2000000000 does not exist', :bogus_id),
+    'Should still refuse a completion naming a store that never existed');
 
 SELECT * FROM finish();
 ROLLBACK;
