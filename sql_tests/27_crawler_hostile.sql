@@ -3,7 +3,7 @@
 -- task whose store was deleted mid-run completes, its link to the gone store skipped (alone and in
 -- a batch); record_crawl_payload takes only the documented storage layout, for the row's store.
 BEGIN;
-SELECT plan(14);
+SELECT plan(23);
 
 /****************************************************************************/
 -- upsert_discovered_stores: a retried discovery still yields the stores awaiting their first crawl
@@ -93,6 +93,50 @@ SELECT throws_ok(
     format($$SELECT complete_task(%s, 'w5', 1, '{"newStoreIds": [2000000000]}')$$, :bogus_id),
     '23503', format('task %s chained[0]: dispensary 2000000000 does not exist', :bogus_id),
     'Should still refuse a completion naming a store that never existed');
+
+/****************************************************************************/
+-- record_crawl_payload: only payloads/YYYY/MM/DD/store_<id>_<ts>.json.gz, of the row's store
+
+SELECT tests.make_store(name := 'payload store') AS p_store \gset
+SELECT tests.make_store(name := 'other store') AS o_store \gset
+
+CREATE FUNCTION pg_temp.record(store_id integer, path text)
+RETURNS bigint
+LANGUAGE sql
+AS $$ SELECT record_crawl_payload(record.store_id, '2026-03-01 08:05:09+00', record.path, 100, repeat('cd', 32)); $$;
+
+SELECT throws_ok(format($$SELECT pg_temp.record(%s, '/dev/zero')$$, :p_store),
+    '22023', 'storage_path must be payloads/YYYY/MM/DD/store_<id>_<YYYYMMDD>T<HHMMSSffffff>Z.json.gz, relative to the storage directory, not ''/dev/zero''',
+    'Should refuse an absolute path');
+SELECT throws_ok(format($$SELECT pg_temp.record(%s, '../../etc/shadow')$$, :p_store),
+    '22023', NULL, 'Should refuse a path climbing out of the storage directory');
+SELECT throws_ok(
+    format($$SELECT pg_temp.record(%s, 'payloads/2026/03/01/../../../../../etc/store_%s_20260301T080509000000Z.json.gz')$$,
+           :p_store, :p_store),
+    '22023', NULL, 'Should refuse a layout path with .. in it');
+SELECT throws_ok(
+    format($$SELECT pg_temp.record(%s, E'payloads/2026/03/01/store_%s_20260301T080509000000Z.json.gz\n')$$,
+           :p_store, :p_store),
+    '22023', NULL, 'Should refuse a layout path with a trailing newline');
+SELECT throws_ok(
+    format($$SELECT pg_temp.record(%s, 'payloads/2026/03/02/store_%s_20260301T080509000000Z.json.gz')$$,
+           :p_store, :p_store),
+    '22023', NULL, 'Should refuse a path whose day directory is not its timestamp''s day');
+SELECT throws_ok(
+    format($$SELECT pg_temp.record(%s, 'payloads/2026/03/01/store_%s_20260301T080509000000Z.json.gz')$$,
+           :p_store, :o_store),
+    '22023',
+    format('storage_path %L is a payload of store %s, not of dispensary %s',
+           format('payloads/2026/03/01/store_%s_20260301T080509000000Z.json.gz', :o_store), :o_store, :p_store),
+    'Should refuse a path naming another store');
+SELECT is((SELECT count(*) FROM raw_crawl_payloads WHERE dispensary_id IN (:p_store, :o_store)), 0::bigint,
+    'Should record nothing for the refused paths');
+SELECT lives_ok(
+    format($$SELECT pg_temp.record(%s, 'payloads/2026/03/01/store_%s_20260301T080509123456Z.json.gz')$$,
+           :p_store, :p_store),
+    'Should record a path of the documented layout');
+SELECT is((SELECT count(*) FROM raw_crawl_payloads WHERE dispensary_id = :p_store), 1::bigint,
+    'Should have recorded it');
 
 SELECT * FROM finish();
 ROLLBACK;
