@@ -21,7 +21,10 @@ Outcomes: a platform error worth retrying (HTTP 429 and 5xx, a timeout, a droppe
 and a corrupt menu fail the attempt, retried with the role's backoff; a corrupt menu's raw body
 is kept, recorded and marked corrupt (mark_payload_corrupt) first. What a retry cannot fix fails
 the task at once (PermanentError): an unknown or deleted store, a store the platform does not
-know (404), a missing or altered payload file (the error names the path).
+know (404), a missing or altered payload file (the error names the path), a payload path
+outside the storage directory or not a regular file (never read), a payload file over
+storage.MAX_PAYLOAD_FILE_BYTES or decompressing past storage.MAX_PAYLOAD_BODY_BYTES (a gzip
+bomb; marked corrupt).
 
 Settings, from the environment:
     TASKPOOL_PLATFORM_URL      the platform's base URL (the simulator's), for the HTTP client
@@ -417,8 +420,10 @@ handler("product_resync")(fetch_and_save)
 def product_refresh(task: Task) -> dict[str, Any]:
     """Apply a saved payload: its file, checked against the recorded sha256, normalized.
 
-    Payload: {"payload_id": N}. Reads the disk only. A missing file, or one that is not the
-    bytes recorded, fails the task at once with the path; so does a payload of another store.
+    Payload: {"payload_id": N}. Reads the disk only, inside the storage directory, within the
+    size bounds (see storage). A missing file, one that is not the bytes recorded, a path that
+    storage refuses or a file too large fails the task at once with the path; so does a payload
+    of another store.
     """
     payload_id = (task.payload or {}).get("payload_id")
     if not isinstance(payload_id, int) or isinstance(payload_id, bool):
@@ -442,6 +447,8 @@ def product_refresh(task: Task) -> dict[str, Any]:
         products = normalize_menu(body)
     except storage.PayloadFileMissing as error:
         raise PermanentError(str(error)) from error
+    except storage.PayloadPathRefused as error:
+        raise PermanentError(f"payload {payload_id}: {error}") from error
     except (storage.PayloadFileCorrupt, CorruptMenu) as error:
         problem = str(error)
         if isinstance(error, CorruptMenu):
