@@ -1,6 +1,7 @@
 """The reference crawler against what a red-team pass tried (issue 11).
 
-Payload files are read only from inside the
+A store discovery whose worker dies after the upsert still gets its stores their first crawl
+(real worker processes and a simulated platform). Payload files are read only from inside the
 storage directory, only as regular files, and only up to MAX_PAYLOAD_FILE_BYTES on disk and
 MAX_PAYLOAD_BODY_BYTES decompressed: a path escaping the directory, a symlink out of it, a FIFO,
 an oversized file and a gzip bomb are refused, and a product_refresh of a gzip bomb fails for
@@ -13,14 +14,16 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
-from worker_support import Workers, fetch_one, wait_for_status
+from worker_support import Workers, fetch_one, task_row, wait_for, wait_for_status
 
 from pyworker.crawler import storage
+from pyworker.simulator import Simulator, SimulatorServer, serve
 
 FETCHED_AT = datetime(2026, 3, 1, 8, 5, 9, 123456, tzinfo=timezone.utc)
 BODY = b'{"products": [{"id": "p1", "name": "Blue Dream 3.5g", "price": 35.0, "stock": 12}]}'
@@ -210,3 +213,63 @@ def test_product_refresh_of_a_path_outside_the_storage_directory_fails_for_good_
         conn, "SELECT status FROM raw_crawl_payloads WHERE id = %s", (payload_id,)
     )
     assert status == "saved", "the file was not read, so it is not called corrupt"
+
+
+# A discovery attempt that dies after its upsert
+
+
+@pytest.fixture
+def platform() -> Iterator[SimulatorServer]:
+    server = serve(Simulator(seed=7, stores=6, states=("AZ",), platforms=("dutchie",)))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_discovery_that_dies_after_its_upsert_still_chains_every_store_s_first_crawl(
+    conn: psycopg.Connection,
+    workers: Workers,
+    platform: SimulatorServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TASKPOOL_PLATFORM_URL", platform.url)
+    monkeypatch.setenv("TASKPOOL_PLATFORMS", "dutchie")
+    monkeypatch.setenv("TASKPOOL_STATES", "AZ")
+    (task_id,) = fetch_one(conn, "SELECT id FROM enqueue_task('store_discovery')")
+
+    dying = workers.start("store_discovery", "discovery-1", handlers="crawler_dying_discovery")
+    assert dying.wait(30) == 17, dying.describe()
+    stores = [
+        row[0]
+        for row in conn.execute(
+            "SELECT id FROM dispensaries WHERE platform = 'dutchie' ORDER BY id"
+        )
+    ]
+    assert len(stores) == len(platform.simulator.stores("dutchie")) > 0
+    assert task_row(conn, task_id)["status"] == "running"
+
+    # The stranded attempt goes back to the queue as stale recovery would, an hour on.
+    conn.execute(
+        "UPDATE worker_tasks SET last_heartbeat_at = last_heartbeat_at - interval '1 hour'"
+        " WHERE id = %s",
+        (task_id,),
+    )
+    conn.execute("SELECT recover_stale_tasks()")
+    assert task_row(conn, task_id)["status"] == "pending"
+
+    retry = workers.start("store_discovery", "discovery-2", handlers="crawler_dying_discovery")
+    row = wait_for_status(conn, task_id, "completed", 30, also=retry.describe)
+    assert row["attempt"] == 2
+    assert sorted(row["result"]["newStoreIds"]) == stores
+    wait_for(
+        lambda: sorted(
+            r[0]
+            for r in conn.execute(
+                "SELECT dispensary_id FROM worker_tasks WHERE role = 'product_discovery'"
+            )
+        )
+        == stores,
+        5,
+        "a product_discovery for every store the dead attempt upserted",
+    )

@@ -1,7 +1,8 @@
 """The crawler's handlers, one per role; load them with `--handlers pyworker.crawler.handlers`.
 
     store_discovery        list each platform's stores by state; upsert_discovered_stores;
-                           return {"newStoreIds": [...]} (SQL chains product_discovery per store)
+                           return {"newStoreIds": [...]}, the stores awaiting their first crawl
+                           (SQL chains product_discovery per store)
     entry_point_discovery  a store known by its menu URL: resolve its platform id, record it
                            (set_store_platform_id), and queue its first crawl if it had none
     product_discovery      a store's first crawl, and
@@ -254,8 +255,10 @@ def store_discovery(task: Task) -> dict[str, Any]:
     Payload: {"platform": "dutchie"} or {"platforms": [...]}, {"states": ["AZ", ...]} or
     {"state_code": "AZ"} (what a schedule with a state sets); what it leaves out comes from the
     task's platform, then TASKPOOL_PLATFORMS and TASKPOOL_STATES. Every listing comes first and
-    the upserts commit together, so a failed attempt writes nothing and its retry still finds
-    the new stores new: no newStoreIds is ever lost.
+    the upserts commit together. newStoreIds are the stores awaiting their first crawl: the new
+    ones, and known ones never crawled with no product_discovery queued (upsert_discovered_stores
+    says which). So an attempt that dies after its upsert committed, before its completion
+    chained their product_discovery, loses none: its retry returns them again.
     """
     payload = task.payload or {}
     if "platforms" in payload:
@@ -295,7 +298,10 @@ def store_discovery(task: Task) -> dict[str, Any]:
             new_ids.extend(ids)
             summary[platform] = {"stores": len(stores), "new": len(ids)}
     log.info(
-        "Task %s: %s stores listed, %s new", task.id, sum(map(len, listed.values())), len(new_ids)
+        "Task %s: %s stores listed, %s awaiting their first crawl",
+        task.id,
+        sum(map(len, listed.values())),
+        len(new_ids),
     )
     return {
         "newStoreIds": new_ids,
