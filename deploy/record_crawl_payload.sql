@@ -8,7 +8,8 @@ SET client_min_messages = 'warning';
 
 -- record_crawl_payload
 -- Records a menu payload saved to disk (status saved) and returns its id; the store's last_crawled_at moves on.
-CREATE FUNCTION record_crawl_payload(
+-- Only a path of the documented layout, naming the row's store, is taken: product_refresh reads it.
+CREATE OR REPLACE FUNCTION record_crawl_payload(
     dispensary_id integer,
     fetched_at    timestamptz,
     storage_path  text,
@@ -26,8 +27,14 @@ AS $$
 -- (apply_menu_payload). Recording the same file again (same path, store, size and checksum:
 -- a retried call) returns the first id; the same path with anything else is 23505. Unknown
 -- store: P0002. sha256 is stored lower-case.
+-- storage_path must be payloads/YYYY/MM/DD/store_<id>_<YYYYMMDD>T<HHMMSSffffff>Z.json.gz, as
+-- pyworker.crawler.storage writes it: relative to the storage directory, its day directory the
+-- day of its timestamp, <id> this dispensary_id. Anything else (an absolute path, '..', another
+-- store's file) is 22023: a worker session must not point product_refresh at any other file.
 DECLARE
     v_sha256 text := lower(record_crawl_payload.sha256);
+    v_layout text[] := regexp_match(record_crawl_payload.storage_path,
+        '^payloads/([0-9]{4})/([0-9]{2})/([0-9]{2})/store_([0-9]{1,10})_([0-9]{8})T[0-9]{12}Z\.json\.gz$');
     v_known  raw_crawl_payloads;
     v_id     bigint;
 BEGIN
@@ -40,6 +47,24 @@ BEGIN
     END IF;
     IF btrim(record_crawl_payload.storage_path) = '' THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'storage_path must not be empty';
+    END IF;
+    IF v_layout IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('storage_path must be payloads/YYYY/MM/DD/store_<id>_<YYYYMMDD>T<HHMMSSffffff>Z.json.gz,'
+                             ' relative to the storage directory, not %L', left(record_crawl_payload.storage_path, 200));
+    END IF;
+    IF v_layout[1] || v_layout[2] || v_layout[3] <> v_layout[5] THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('storage_path %L is stamped %s but lies in the directory of %s/%s/%s',
+                             record_crawl_payload.storage_path, v_layout[5], v_layout[1], v_layout[2], v_layout[3]);
+    END IF;
+    IF v_layout[4] <> record_crawl_payload.dispensary_id::text THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('storage_path %L is a payload of store %s, not of dispensary %s',
+                             record_crawl_payload.storage_path, v_layout[4], record_crawl_payload.dispensary_id);
     END IF;
     IF record_crawl_payload.size_bytes <= 0 THEN
         RAISE EXCEPTION USING

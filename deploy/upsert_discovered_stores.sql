@@ -1,13 +1,15 @@
 -- Deploy taskpool:upsert_discovered_stores to pg
 -- requires: dispensaries_crawler_columns
 -- requires: taskpool_worker
+-- requires: worker_tasks
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- upsert_discovered_stores
--- Adds the stores a platform lists that are new, updates the others, and returns the ids of the new ones.
-CREATE FUNCTION upsert_discovered_stores(platform text, stores jsonb)
+-- Adds the stores a platform lists that are new, updates the others, and returns the ids of those
+-- awaiting their first crawl: the new ones, and known ones never crawled with none queued.
+CREATE OR REPLACE FUNCTION upsert_discovered_stores(platform text, stores jsonb)
 RETURNS integer[]
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -17,17 +19,23 @@ AS $$
 --   SELECT upsert_discovered_stores('simulated',
 --       '[{"platform_store_id": "s-17", "name": "Green Leaf", "state": "CA", "city": "Oakland",
 --          "menu_url": "http://127.0.0.1:8765/stores/s-17/menu"}]');
---   -- {42}: the ids of the stores that were new (store_discovery returns them as newStoreIds)
+--   -- {42}: the stores awaiting their first crawl (store_discovery returns them as newStoreIds)
 -- Stores are matched by (platform, platform_store_id). A new one is active, first seen now; a
 -- known one gets the name, and the state, city and menu_url its object names (a field left out
 -- keeps its value; null clears it); whether it is active is not touched. Every element is
 -- checked first: a bad one raises 22023 naming it (stores[i], from 0) and nothing is written.
+-- Returned, in the order given: each store inserted now, then each known store that is active,
+-- was never crawled (last_crawled_at NULL) and has no product_discovery pending, claimed or
+-- running. So a discovery attempt that upserted its stores and died before its completion chained
+-- their first crawl loses none: its retry finds them known and still returns them. Two discoveries
+-- running at once may both return a store; it is then crawled twice, which is harmless.
 DECLARE
-    c_fields constant text[] := ARRAY['platform_store_id', 'name', 'state', 'city', 'menu_url'];
-    v_now    timestamptz := taskpool_now();
-    v_bad    record;
-    v_where  text;
-    v_new    integer[];
+    c_fields    constant text[] := ARRAY['platform_store_id', 'name', 'state', 'city', 'menu_url'];
+    v_now       timestamptz := taskpool_now();
+    v_bad       record;
+    v_where     text;
+    v_new       integer[];
+    v_uncrawled integer[];
 BEGIN
     IF upsert_discovered_stores.platform IS NULL OR upsert_discovered_stores.stores IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'platform and stores are required';
@@ -203,7 +211,24 @@ BEGIN
       AND NOT (d.id = ANY (v_new))
       AND (d.name, d.state_code, d.city, d.menu_url) IS DISTINCT FROM (n.name, n.state_code, n.city, n.menu_url);
 
-    RETURN v_new;
+    -- Known stores still awaiting their first crawl (see above).
+    SELECT coalesce(array_agg(k.id ORDER BY s.idx), '{}')
+    INTO v_uncrawled
+    FROM jsonb_array_elements(upsert_discovered_stores.stores) WITH ORDINALITY AS s(store, idx)
+    JOIN dispensaries k
+      ON k.platform = upsert_discovered_stores.platform
+     AND k.platform_dispensary_id = CASE jsonb_typeof(s.store -> 'platform_store_id')
+                                        WHEN 'string' THEN s.store ->> 'platform_store_id'
+                                        ELSE trunc((s.store -> 'platform_store_id')::numeric)::text
+                                    END
+    WHERE NOT (k.id = ANY (v_new))
+      AND k.active
+      AND k.last_crawled_at IS NULL
+      AND NOT EXISTS (SELECT FROM worker_tasks t
+                      WHERE t.dispensary_id = k.id AND t.role = 'product_discovery'
+                        AND t.status IN ('pending', 'claimed', 'running'));
+
+    RETURN v_new || v_uncrawled;
 END;
 $$;
 

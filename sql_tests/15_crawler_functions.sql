@@ -13,12 +13,25 @@ SELECT plan(112);
 \set t3 '''2026-03-02 08:00:00+00'''
 \set t4 '''2026-03-03 08:00:00+00'''
 
+-- pg_temp.path: the storage path of the store's payload fetched at the time, in the documented
+-- layout; the tag picks its microseconds, so that tags of one store and time differ.
+CREATE FUNCTION pg_temp.path(store_id integer, fetched_at timestamptz, tag text)
+RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT format('payloads/%s/store_%s_%s%sZ.json.gz',
+                  to_char(path.fetched_at AT TIME ZONE 'UTC', 'YYYY/MM/DD'), path.store_id,
+                  to_char(path.fetched_at AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISS'),
+                  lpad(((('x' || left(md5(path.tag), 5))::bit(20)::integer) % 1000000)::text, 6, '0'));
+$$;
+
 -- pg_temp.payload: records a payload of the store, fetched at the time, under a path named by tag.
 CREATE FUNCTION pg_temp.payload(store_id integer, fetched_at timestamptz, tag text)
 RETURNS bigint
 LANGUAGE sql
 AS $$
-    SELECT record_crawl_payload(payload.store_id, payload.fetched_at, 'payloads/t15/' || payload.tag || '.json.gz',
+    SELECT record_crawl_payload(payload.store_id, payload.fetched_at,
+                                pg_temp.path(payload.store_id, payload.fetched_at, payload.tag),
                                 1000, encode(sha256(convert_to(payload.tag, 'UTF8')), 'hex'));
 $$;
 
@@ -69,7 +82,9 @@ SELECT results_eq(
 SELECT id AS green_id FROM dispensaries WHERE platform = 't15-platform' AND platform_dispensary_id = 's-1' \gset
 SELECT id AS buds_id FROM dispensaries WHERE platform = 't15-platform' AND platform_dispensary_id = '17' \gset
 UPDATE dispensaries SET first_seen_at = now() - interval '3 days', active = false WHERE id = :buds_id;
-UPDATE dispensaries SET first_seen_at = now() - interval '3 days' WHERE id = :green_id;
+-- Green Leaf had its first crawl: a known store that did not is returned again (27_crawler_hostile).
+UPDATE dispensaries SET first_seen_at = now() - interval '3 days', last_crawled_at = now() - interval '2 days'
+WHERE id = :green_id;
 
 SELECT upsert_discovered_stores('t15-platform', $$[
     {"platform_store_id": "s-1", "name": "Green Leaf Oakland", "city": null},
@@ -79,7 +94,7 @@ SELECT upsert_discovered_stores('t15-platform', $$[
 
 SELECT is(:'second_ids'::integer[],
           (SELECT array_agg(id) FROM dispensaries WHERE platform = 't15-platform' AND platform_dispensary_id = 's-3'),
-          'Should return only the new store''s id when known stores come again');
+          'Should return only the new store''s id when known stores (crawled, or inactive) come again');
 SELECT results_eq(
     format($$SELECT name, state_code, city, menu_url, active, first_seen_at, updated_at
              FROM dispensaries WHERE id IN (%s, %s) ORDER BY id$$, :green_id, :buds_id),
@@ -135,24 +150,25 @@ SELECT tests.make_store(name := 'T15 Other Store') AS other_id \gset
 SELECT coalesce(max(id), 0) + 1000 AS missing_store_id FROM dispensaries \gset
 SELECT coalesce(max(id), 0) + 1000 AS missing_payload_id FROM raw_crawl_payloads \gset
 
-SELECT record_crawl_payload(:store_id, :t1, 'payloads/t15/p1.json.gz', 1000, upper(repeat('ab', 32))) AS p1 \gset
+SELECT pg_temp.path(:store_id, :t1, 'p1') AS p1_path \gset
+SELECT record_crawl_payload(:store_id, :t1, :'p1_path', 1000, upper(repeat('ab', 32))) AS p1 \gset
 SELECT results_eq(
     format($$SELECT dispensary_id, fetched_at, storage_path, size_bytes, sha256, product_count, status, error_message,
                     applied_at, apply_result
              FROM raw_crawl_payloads WHERE id = %s$$, :p1),
-    format($$VALUES (%s, %L::timestamptz, 'payloads/t15/p1.json.gz'::text, 1000, repeat('ab', 32), NULL::integer,
-                     'saved'::text, NULL::text, NULL::timestamptz, NULL::jsonb)$$, :store_id, :t1),
+    format($$VALUES (%s, %L::timestamptz, %L::text, 1000, repeat('ab', 32), NULL::integer,
+                     'saved'::text, NULL::text, NULL::timestamptz, NULL::jsonb)$$, :store_id, :t1, :'p1_path'),
     'Should record a saved payload, its checksum in lower case');
 SELECT is((SELECT last_crawled_at FROM dispensaries WHERE id = :store_id), :t1::timestamptz,
           'Should move the store''s last_crawled_at to the payload''s fetched_at');
-SELECT is(record_crawl_payload(:store_id, :t1, 'payloads/t15/p1.json.gz', 1000, repeat('ab', 32)), :p1::bigint,
+SELECT is(record_crawl_payload(:store_id, :t1, :'p1_path', 1000, repeat('ab', 32)), :p1::bigint,
           'Should answer a repeated recording of the same file with its first id');
 SELECT pg_temp.payload(:store_id, :t2, 'p2') AS p2 \gset
 SELECT pg_temp.payload(:store_id, :t3, 'p3') AS p3 \gset
 SELECT pg_temp.payload(:store_id, :t0, 'p0') AS p0 \gset
 SELECT is((SELECT last_crawled_at FROM dispensaries WHERE id = :store_id), :t3::timestamptz,
           'Should not move last_crawled_at back for a payload recorded late');
-SELECT is((get_crawl_payload(:p2)).storage_path, 'payloads/t15/p2.json.gz', 'Should look a payload up by id');
+SELECT is((get_crawl_payload(:p2)).storage_path, pg_temp.path(:store_id, :t2, 'p2'), 'Should look a payload up by id');
 SELECT is((get_dispensary(:green_id)).menu_url, 'http://127.0.0.1:1/t15/s-1', 'Should look a store up by id');
 SELECT throws_ok(format('SELECT get_crawl_payload(%s)', :missing_payload_id),
     'P0002', format('payload %s does not exist', :missing_payload_id), 'Should say so when a payload is unknown');
@@ -160,19 +176,19 @@ SELECT throws_ok(format('SELECT get_dispensary(%s)', :missing_store_id),
     'P0002', format('dispensary %s does not exist', :missing_store_id), 'Should say so when a store is unknown');
 
 SELECT * FROM pg_temp.rejects(
-    format($$SELECT record_crawl_payload(%s, %L, 'payloads/t15/p1.json.gz', 1000, repeat('cd', 32))$$, :store_id, :t1),
-    '23505', format('storage_path ''payloads/t15/p1.json.gz'' is recorded already, as payload %s of dispensary %s',
-                    :p1, :store_id),
+    format($$SELECT record_crawl_payload(%s, %L, %L, 1000, repeat('cd', 32))$$, :store_id, :t1, :'p1_path'),
+    '23505', format('storage_path %L is recorded already, as payload %s of dispensary %s',
+                    :'p1_path', :p1, :store_id),
     'another file at a recorded path');
 SELECT * FROM pg_temp.rejects(
-    format($$SELECT record_crawl_payload(%s, %L, 'payloads/t15/x.json.gz', 1000, repeat('ab', 32))$$,
-           :missing_store_id, :t1),
+    format($$SELECT record_crawl_payload(%s, %L, pg_temp.path(%s, %L, 'x'), 1000, repeat('ab', 32))$$,
+           :missing_store_id, :t1, :missing_store_id, :t1),
     'P0002', format('dispensary %s does not exist', :missing_store_id), 'a payload of an unknown store');
 SELECT * FROM pg_temp.rejects(
-    format($$SELECT record_crawl_payload(%s, %L, 'payloads/t15/x.json.gz', 1000, 'xyz')$$, :store_id, :t1),
+    format($$SELECT record_crawl_payload(%s, %L, pg_temp.path(%s, %L, 'x'), 1000, 'xyz')$$, :store_id, :t1, :store_id, :t1),
     '22023', 'sha256 must be 64 hex digits, not ''xyz''', 'a checksum that is not sha256 hex');
 SELECT * FROM pg_temp.rejects(
-    format($$SELECT record_crawl_payload(%s, %L, 'payloads/t15/x.json.gz', 0, repeat('ab', 32))$$, :store_id, :t1),
+    format($$SELECT record_crawl_payload(%s, %L, pg_temp.path(%s, %L, 'x'), 0, repeat('ab', 32))$$, :store_id, :t1, :store_id, :t1),
     '22023', 'size_bytes must be positive, not 0', 'an empty file');
 
 /****************************************************************************/
@@ -432,16 +448,17 @@ SELECT is((SELECT products FROM mv_store_freshness WHERE dispensary_id = :store_
 /****************************************************************************/
 -- as taskpool_worker: what the crawl handlers call
 
+SELECT pg_temp.path(:store_id, :t4, 'worker') AS worker_path, pg_temp.path(:store_id, :t4, 'worker-bad') AS worker_bad_path \gset
 SET ROLE taskpool_worker;
 
 SELECT is(cardinality(upsert_discovered_stores('t15-platform', '[{"platform_store_id": "w-1", "name": "Worker Found"}]')),
           1, 'Should let taskpool_worker upsert discovered stores');
 SELECT is((get_dispensary(:store_id)).name, 'T15 Menu Store', 'Should let taskpool_worker look a store up');
-SELECT record_crawl_payload(:store_id, :t4, 'payloads/t15/worker.json.gz', 10, repeat('ef', 32)) AS worker_p \gset
+SELECT record_crawl_payload(:store_id, :t4, :'worker_path', 10, repeat('ef', 32)) AS worker_p \gset
 SELECT is((get_crawl_payload(:worker_p)).status, 'saved', 'Should let taskpool_worker record and look up a payload');
 SELECT is(apply_menu_payload(:worker_p, '[{"id": "a", "name": "Alpha 3.5g", "price": 10, "stock": 4}]') ->> 'missing',
           '4', 'Should let taskpool_worker apply a payload');
-SELECT record_crawl_payload(:store_id, :t4, 'payloads/t15/worker-bad.json.gz', 10, repeat('ef', 32)) AS worker_bad \gset
+SELECT record_crawl_payload(:store_id, :t4, :'worker_bad_path', 10, repeat('ef', 32)) AS worker_bad \gset
 SELECT lives_ok(format($$SELECT mark_payload_corrupt(%s, 'not JSON')$$, :worker_bad),
                 'Should let taskpool_worker mark a payload corrupt');
 SELECT lives_ok('SELECT refresh_analytics()', 'Should let taskpool_worker refresh the analytics views');

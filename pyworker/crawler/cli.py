@@ -122,7 +122,12 @@ def show_payload(settings: Settings, payload_id: int, products: bool, as_json: b
         try:
             body = storage.load_payload(row["storage_path"], row["sha256"])
             rows = normalize_menu(body)
-        except (storage.PayloadFileMissing, storage.PayloadFileCorrupt, CorruptMenu) as error:
+        except (
+            storage.PayloadFileMissing,
+            storage.PayloadFileCorrupt,
+            storage.PayloadPathRefused,
+            CorruptMenu,
+        ) as error:
             if not as_json:
                 echo_fields(row)
             raise click.ClickException(str(error)) from error

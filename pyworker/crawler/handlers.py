@@ -1,7 +1,8 @@
 """The crawler's handlers, one per role; load them with `--handlers pyworker.crawler.handlers`.
 
     store_discovery        list each platform's stores by state; upsert_discovered_stores;
-                           return {"newStoreIds": [...]} (SQL chains product_discovery per store)
+                           return {"newStoreIds": [...]}, the stores awaiting their first crawl
+                           (SQL chains product_discovery per store)
     entry_point_discovery  a store known by its menu URL: resolve its platform id, record it
                            (set_store_platform_id), and queue its first crawl if it had none
     product_discovery      a store's first crawl, and
@@ -21,7 +22,10 @@ Outcomes: a platform error worth retrying (HTTP 429 and 5xx, a timeout, a droppe
 and a corrupt menu fail the attempt, retried with the role's backoff; a corrupt menu's raw body
 is kept, recorded and marked corrupt (mark_payload_corrupt) first. What a retry cannot fix fails
 the task at once (PermanentError): an unknown or deleted store, a store the platform does not
-know (404), a missing or altered payload file (the error names the path).
+know (404), a missing or altered payload file (the error names the path), a payload path
+outside the storage directory or not a regular file (never read), a payload file over
+storage.MAX_PAYLOAD_FILE_BYTES or decompressing past storage.MAX_PAYLOAD_BODY_BYTES (a gzip
+bomb; marked corrupt).
 
 Settings, from the environment:
     TASKPOOL_PLATFORM_URL      the platform's base URL (the simulator's), for the HTTP client
@@ -251,8 +255,10 @@ def store_discovery(task: Task) -> dict[str, Any]:
     Payload: {"platform": "dutchie"} or {"platforms": [...]}, {"states": ["AZ", ...]} or
     {"state_code": "AZ"} (what a schedule with a state sets); what it leaves out comes from the
     task's platform, then TASKPOOL_PLATFORMS and TASKPOOL_STATES. Every listing comes first and
-    the upserts commit together, so a failed attempt writes nothing and its retry still finds
-    the new stores new: no newStoreIds is ever lost.
+    the upserts commit together. newStoreIds are the stores awaiting their first crawl: the new
+    ones, and known ones never crawled with no product_discovery queued (upsert_discovered_stores
+    says which). So an attempt that dies after its upsert committed, before its completion
+    chained their product_discovery, loses none: its retry returns them again.
     """
     payload = task.payload or {}
     if "platforms" in payload:
@@ -292,7 +298,10 @@ def store_discovery(task: Task) -> dict[str, Any]:
             new_ids.extend(ids)
             summary[platform] = {"stores": len(stores), "new": len(ids)}
     log.info(
-        "Task %s: %s stores listed, %s new", task.id, sum(map(len, listed.values())), len(new_ids)
+        "Task %s: %s stores listed, %s awaiting their first crawl",
+        task.id,
+        sum(map(len, listed.values())),
+        len(new_ids),
     )
     return {
         "newStoreIds": new_ids,
@@ -417,8 +426,10 @@ handler("product_resync")(fetch_and_save)
 def product_refresh(task: Task) -> dict[str, Any]:
     """Apply a saved payload: its file, checked against the recorded sha256, normalized.
 
-    Payload: {"payload_id": N}. Reads the disk only. A missing file, or one that is not the
-    bytes recorded, fails the task at once with the path; so does a payload of another store.
+    Payload: {"payload_id": N}. Reads the disk only, inside the storage directory, within the
+    size bounds (see storage). A missing file, one that is not the bytes recorded, a path that
+    storage refuses or a file too large fails the task at once with the path; so does a payload
+    of another store.
     """
     payload_id = (task.payload or {}).get("payload_id")
     if not isinstance(payload_id, int) or isinstance(payload_id, bool):
@@ -442,6 +453,8 @@ def product_refresh(task: Task) -> dict[str, Any]:
         products = normalize_menu(body)
     except storage.PayloadFileMissing as error:
         raise PermanentError(str(error)) from error
+    except storage.PayloadPathRefused as error:
+        raise PermanentError(f"payload {payload_id}: {error}") from error
     except (storage.PayloadFileCorrupt, CorruptMenu) as error:
         problem = str(error)
         if isinstance(error, CorruptMenu):

@@ -11,13 +11,21 @@ A file is written whole or not at all: into a temporary file beside it, flushed 
 renamed. Its size and sha256 are those of the file as stored (the compressed bytes); the
 compression is deterministic (no timestamp in the gzip header), so the same menu gives the
 same file.
+
+Reading trusts no row: a storage_path is read only when, symlinks resolved, it lies inside the
+storage directory and is a regular file (PayloadPathRefused otherwise: `/dev/zero`,
+`../../etc/shadow`, a symlink out of the directory, a FIFO), of at most MAX_PAYLOAD_FILE_BYTES
+(16 MiB) on disk, decompressing to at most MAX_PAYLOAD_BODY_BYTES (64 MiB); a file over either
+bound (a gzip bomb) is PayloadFileTooLarge, read no further.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
+import stat
 import tempfile
 import zlib
 from dataclasses import dataclass
@@ -27,6 +35,10 @@ from pathlib import Path
 STORAGE_DIR_ENV = "TASKPOOL_STORAGE_DIR"
 DEFAULT_STORAGE_DIR = "storage"
 COMPRESS_LEVEL = 6
+# The most a payload file may hold on disk, and decompressed: a menu is well under a megabyte;
+# anything past these is refused unread (the rest of the file is never read or inflated).
+MAX_PAYLOAD_FILE_BYTES = 16 * 1024 * 1024
+MAX_PAYLOAD_BODY_BYTES = 64 * 1024 * 1024
 
 
 class PayloadFileMissing(Exception):
@@ -43,6 +55,15 @@ class PayloadFileMissing(Exception):
 
 class PayloadFileCorrupt(Exception):
     """A payload's file cannot be read back: not gzip, cut short, or not the recorded bytes."""
+
+
+class PayloadFileTooLarge(PayloadFileCorrupt):
+    """A payload's file is over MAX_PAYLOAD_FILE_BYTES, or decompresses past
+    MAX_PAYLOAD_BODY_BYTES."""
+
+
+class PayloadPathRefused(Exception):
+    """A storage_path that is not a regular file inside the storage directory: never read."""
 
 
 @dataclass(frozen=True)
@@ -104,14 +125,35 @@ def save_payload(
 def load_payload(storage_path: str, sha256: str | None = None, root: Path | None = None) -> bytes:
     """The raw body of a stored payload.
 
-    PayloadFileMissing when the file is not there; PayloadFileCorrupt when it does not match
-    `sha256` (when given) or does not decompress.
+    PayloadPathRefused when the path is not a regular file inside the storage directory;
+    PayloadFileMissing when the file is not there; PayloadFileTooLarge past the size bounds;
+    PayloadFileCorrupt when it does not match `sha256` (when given) or does not decompress.
     """
+    base = root if root is not None else storage_dir()
     path = resolve(storage_path, root)
+    # Symlinks resolved as far as they exist: an escape through any of them is caught here,
+    # before anything is opened.
+    real_root = base.resolve()
+    real_path = path.resolve()
+    if Path(storage_path).is_absolute() or not real_path.is_relative_to(real_root):
+        raise PayloadPathRefused(
+            f"payload path {storage_path!r} is outside the storage directory {real_root}: not read"
+        )
     try:
-        data = path.read_bytes()
+        # O_NONBLOCK: opening a FIFO does not wait for a writer; O_NOFOLLOW: the file resolved
+        # above is not swapped for a symlink in between.
+        handle = os.open(real_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError as error:
         raise PayloadFileMissing(path) from error
+    with os.fdopen(handle, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise PayloadPathRefused(f"payload path {path} is not a regular file: not read")
+        if info.st_size > MAX_PAYLOAD_FILE_BYTES:
+            raise PayloadFileTooLarge(_too_large(path, info.st_size))
+        data = file.read(MAX_PAYLOAD_FILE_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_FILE_BYTES:
+        raise PayloadFileTooLarge(_too_large(path, len(data)))
     if sha256 is not None:
         found = hashlib.sha256(data).hexdigest()
         if found != sha256.lower():
@@ -120,6 +162,20 @@ def load_payload(storage_path: str, sha256: str | None = None, root: Path | None
                 " it changed after it was saved"
             )
     try:
-        return gzip.decompress(data)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as compressed:
+            body = compressed.read(MAX_PAYLOAD_BODY_BYTES + 1)
     except (OSError, EOFError, zlib.error) as error:
         raise PayloadFileCorrupt(f"payload file {path} does not decompress: {error}") from error
+    if len(body) > MAX_PAYLOAD_BODY_BYTES:
+        raise PayloadFileTooLarge(
+            f"payload file {path} decompresses to more than {MAX_PAYLOAD_BODY_BYTES} bytes"
+            " (MAX_PAYLOAD_BODY_BYTES): refused, a gzip bomb or not a menu"
+        )
+    return body
+
+
+def _too_large(path: Path, size: int) -> str:
+    return (
+        f"payload file {path} is {size} bytes, over the {MAX_PAYLOAD_FILE_BYTES} bytes"
+        " (MAX_PAYLOAD_FILE_BYTES) a payload file may be: refused unread"
+    )
