@@ -389,6 +389,7 @@ SELECT results_eq(
              ('failed', 'pending'),
              ('pending', 'cancelled'),
              ('pending', 'claimed'),
+             ('pending', 'failed'),
              ('pending', 'running'),
              ('running', 'cancelled'),
              ('running', 'completed'),

@@ -1,0 +1,7 @@
+-- Revert taskpool:prune_tasks from pg
+
+BEGIN;
+
+DROP FUNCTION prune_tasks(interval, integer);
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:retry_task from pg
+
+BEGIN;
+
+DROP FUNCTION retry_task(bigint);
+
+COMMIT;

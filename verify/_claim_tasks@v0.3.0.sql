@@ -1,0 +1,8 @@
+-- Verify taskpool:_claim_tasks on pg
+
+BEGIN;
+
+-- Internal: only the SECURITY DEFINER claim functions may call it.
+SELECT 1/(NOT has_function_privilege('taskpool_worker', '_claim_tasks(text, text, integer, boolean)', 'execute'))::integer;
+
+ROLLBACK;

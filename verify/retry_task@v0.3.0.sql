@@ -1,0 +1,7 @@
+-- Verify taskpool:retry_task on pg
+
+BEGIN;
+
+SELECT has_function_privilege('retry_task(bigint)', 'execute');
+
+ROLLBACK;
