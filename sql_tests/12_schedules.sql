@@ -331,10 +331,10 @@ SELECT to_jsonb(s) - 'updated_at' AS per_store_before FROM task_schedules s WHER
 SELECT is(to_jsonb(update_schedule('t12_per_store')) - 'updated_at', :'per_store_before'::jsonb,
     'Should keep every value when every argument is NULL');
 
-SET LOCAL taskpool.clock_offset = '1 hour';
+SELECT set_taskpool_clock_offset('1 hour') AS shifted \gset
 SELECT is((SELECT updated_at FROM update_schedule('t12_per_store', priority := 9)), now() + interval '1 hour',
     'Should stamp updated_at with taskpool_now() on a change');
-SET LOCAL taskpool.clock_offset = '0';
+SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', interval_hours := 0)$$,
     '22023', 'interval_hours 0 is out of range', 'an interval of 0 hours');

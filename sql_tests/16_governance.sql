@@ -27,13 +27,13 @@ SELECT results_eq(
     'Should let a burst of requests_per_minute / 12 through at once');
 SELECT is(acquire_platform_request('t16_rate'), 1::double precision,
     'Should make the next request wait a second for a token');
-SET LOCAL taskpool.clock_offset = '0.5 seconds';
+SELECT set_taskpool_clock_offset('0.5 seconds') AS shifted \gset
 SELECT is(acquire_platform_request('t16_rate'), 0.5::double precision,
     'Should count the half token that refilled meanwhile');
-SET LOCAL taskpool.clock_offset = '2 seconds';
+SELECT set_taskpool_clock_offset('2 seconds') AS shifted \gset
 SELECT is(acquire_platform_request('t16_rate'), 0::double precision,
     'Should let a request through once a token has refilled');
-SET LOCAL taskpool.clock_offset = '0';
+SELECT set_taskpool_clock_offset('0') AS shifted \gset
 SELECT is((SELECT count(*) FROM platform_governance WHERE platform = 't16_new'), 0::bigint,
     'Should know nothing of a platform before its first request');
 SELECT is(acquire_platform_request('t16_new'), 0::double precision, 'Should let the first request of a new platform through');
@@ -62,7 +62,7 @@ SELECT is((SELECT id FROM claim_task('t16_role', 'w1')), :other_id::bigint,
 SELECT is((SELECT count(*) FROM claim_task('t16_role', 'w2')), 0::bigint,
     'Should hand out none of the paused platform''s tasks');
 
-SET LOCAL taskpool.clock_offset = '6 minutes';
+SELECT set_taskpool_clock_offset('6 minutes') AS shifted \gset
 SELECT is((SELECT id FROM claim_task('t16_role', 'w3')), :paused_id::bigint,
     'Should hand out the platform''s tasks again after the cooldown');
 SELECT is(record_platform_result('t16_cb', false, 'HTTP 500 again'), 'open',
@@ -74,7 +74,7 @@ SELECT results_eq(
     $$SELECT event, consecutive_failures, error_message FROM platform_events WHERE platform = 't16_cb' ORDER BY id$$,
     $$VALUES ('opened'::text, 5, 'HTTP 500'::text), ('opened', 6, 'HTTP 500 again'), ('closed', 6, NULL)$$,
     'Should keep every opening and closing in platform_events');
-SET LOCAL taskpool.clock_offset = '0';
+SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 SELECT throws_ok($$SELECT acquire_platform_request('')$$, '22023',
     'platform must be a name of 1 to 100 characters, not ''''', 'Should refuse a blank platform name');

@@ -91,7 +91,7 @@ SELECT is(taskpool_schema_version(), '0.3.0',
 INSERT INTO fx VALUES ('start', tests.make_task(role := 't20_start', payload := '{"k": "v"}'));
 
 -- A clock offset tells taskpool_now() (what the claim must use) from now().
-SET LOCAL taskpool.clock_offset = '3 minutes';
+SELECT set_taskpool_clock_offset('3 minutes') AS shifted \gset
 INSERT INTO claims (label, t) SELECT 'start', c FROM claim_and_start_tasks('t20_start', 'w-start', 5) AS c;
 SELECT results_eq(
     $$SELECT (t).id, (t).status, (t).worker_id, (t).attempt, (t).claimed_at, (t).started_at,
@@ -106,7 +106,7 @@ SELECT results_eq(
     $$VALUES ('running'::text, 'w-start'::text, 1, now() + interval '3 minutes', now() + interval '3 minutes',
               now() + interval '3 minutes')$$,
     'claim_and_start_tasks should store the running task in the task row');
-SET LOCAL taskpool.clock_offset = '0';
+SELECT set_taskpool_clock_offset('0') AS shifted \gset
 SELECT is((SELECT count(*) FROM claim_and_start_tasks('t20_start', 'w-start-2', 5)), 0::bigint,
     'claim_and_start_tasks should return no row when no task of the role is ready');
 
@@ -245,12 +245,12 @@ SELECT results_eq(
     'claim_and_start_tasks should skip the tasks of a platform whose circuit is open, and only those');
 SELECT is((SELECT status FROM worker_tasks WHERE id = pg_temp.fx('c_paused')), 'pending',
     'The paused platform''s task should stay pending');
-SET LOCAL taskpool.clock_offset = '6 minutes';
+SELECT set_taskpool_clock_offset('6 minutes') AS shifted \gset
 SELECT results_eq(
     $$SELECT id, status, started_at FROM claim_and_start_tasks('t20_circuit', 'w-cb-2', 10)$$,
     $$VALUES (pg_temp.fx('c_paused'), 'running'::text, now() + interval '6 minutes')$$,
     'Once the circuit''s open_until has passed, claim_and_start_tasks should start its tasks again');
-SET LOCAL taskpool.clock_offset = '0';
+SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 /****************************************************************************/
 -- claim_tasks keeps its behaviour: claimed, not started
@@ -405,11 +405,11 @@ SELECT results_eq(
 
 -- The same call again, with another result for d_1: on a later clock, so that any write would
 -- move updated_at.
-SET LOCAL taskpool.clock_offset = '1 minute';
+SELECT set_taskpool_clock_offset('1 minute') AS shifted \gset
 INSERT INTO answers (label, task_id, attempt, status)
 SELECT 'repeat', c.*
 FROM batch b, complete_tasks('w-done', jsonb_set(b.completions, '{0,result}', '{"n": 99}')) AS c;
-SET LOCAL taskpool.clock_offset = '0';
+SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 SELECT results_eq(
     $$SELECT task_id, attempt, status FROM answers WHERE label = 'repeat' ORDER BY n$$,

@@ -88,15 +88,21 @@ def status_of(conn: psycopg.Connection, task_id: int) -> str:
     return conn.execute("SELECT status FROM worker_tasks WHERE id = %s", (task_id,)).fetchone()[0]
 
 
+def real_clock(conn: psycopg.Connection) -> None:
+    """Put taskpool's clock back on the database's own, for every session."""
+    conn.execute("SELECT set_taskpool_clock_offset('0')")
+
+
 @pytest.fixture
 def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
-    """Shift this session's taskpool clock back (e.g. '2 hours'); reset after the test."""
+    """Shift taskpool's clock back (e.g. '2 hours') for every session, the CLI's included, until
+    real_clock(conn) or the end of the test."""
 
     def shift(ago: str) -> None:
-        conn.execute("SELECT set_config('taskpool.clock_offset', %s, false)", (f"-{ago}",))
+        conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (f"-{ago}",))
 
     yield shift
-    conn.execute("RESET taskpool.clock_offset")
+    real_clock(conn)
 
 
 def completed_task(conn: psycopg.Connection) -> int:
@@ -602,7 +608,7 @@ def test_recover_stale_with_each_roles_threshold(
     in_the_past("2 hours")
     silent = enqueue(conn)
     assert claim(conn) == silent
-    conn.execute("RESET taskpool.clock_offset")
+    real_clock(conn)
     alive = enqueue(conn, "analytics_refresh")
     assert claim(conn, "analytics_refresh") == alive
     result = run("recover-stale")
@@ -617,6 +623,7 @@ def test_recover_stale_json_with_a_threshold(
     in_the_past("20 minutes")
     task_id = enqueue(conn)
     assert claim(conn) == task_id
+    real_clock(conn)
     assert run_json(run, "recover-stale", "--threshold-minutes", "30") == {"recovered": 0}
     assert run_json(run, "recover-stale", "--threshold-minutes", "15") == {"recovered": 1}
     assert status_of(conn, task_id) == "pending"
@@ -706,7 +713,7 @@ def test_prune_deletes_old_finished_tasks(
 ) -> None:
     in_the_past("10 days")
     old = [completed_task(conn), failed_task(conn)]
-    conn.execute("RESET taskpool.clock_offset")
+    real_clock(conn)
     recent = completed_task(conn)
     pending = enqueue(conn)
     result = run("prune", "--older-than", "7 days", "--max-tasks", "1")

@@ -73,15 +73,21 @@ def fields(result: Result) -> dict[str, str]:
     return {key.strip(): value.strip() for key, value in pairs}
 
 
+def real_clock(conn: psycopg.Connection) -> None:
+    """Put taskpool's clock back on the database's own, for every session."""
+    conn.execute("SELECT set_taskpool_clock_offset('0')")
+
+
 @pytest.fixture
 def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
-    """Shift this session's taskpool clock back (e.g. '2 hours'); reset after the test."""
+    """Shift taskpool's clock back (e.g. '2 hours') for every session, the CLI's included, until
+    real_clock(conn) or the end of the test."""
 
     def shift(ago: str) -> None:
-        conn.execute("SELECT set_config('taskpool.clock_offset', %s, false)", (f"-{ago}",))
+        conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (f"-{ago}",))
 
     yield shift
-    conn.execute("RESET taskpool.clock_offset")
+    real_clock(conn)
 
 
 def test_the_new_commands_are_listed_with_help() -> None:
@@ -315,7 +321,7 @@ def busy_pool(conn: psycopg.Connection, in_the_past: Callable[[str], None]) -> N
         in_the_past("20 minutes")
         conn.execute("SELECT complete_task(%s, %s, 1, '{}')", (task_id, worker))
         in_the_past("30 minutes")
-    conn.execute("RESET taskpool.clock_offset")
+    real_clock(conn)
     for store in stores[2:]:
         conn.execute("SELECT enqueue_task('product_resync', dispensary_id := %s)", (store,))
     conn.execute("SELECT claim_task('product_resync', 'w1')")
@@ -397,7 +403,7 @@ def test_health_shows_counts_workers_and_stuck_tasks(
     stuck = conn.execute("SELECT id FROM enqueue_task('store_discovery')").fetchone()[0]
     conn.execute("SELECT claim_task('store_discovery', 'gone')")
     conn.execute("SELECT register_worker('gone', 'store_discovery', 'host-old', 1)")
-    conn.execute("RESET taskpool.clock_offset")
+    real_clock(conn)
     conn.execute("SELECT enqueue_task('analytics_refresh')")
     conn.execute("SELECT enqueue_task('analytics_refresh')")
     conn.execute("SELECT register_worker('w1', 'analytics_refresh', 'host-a', 42)")

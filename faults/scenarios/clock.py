@@ -1,14 +1,12 @@
 """The database clock jumps (7): forward past the stale threshold, then back an hour.
 
-The jump is an override of the database clock (taskpool.clock_offset, read by taskpool_now()),
-set for every session with ALTER SYSTEM and a reload: the workers' own clocks never move.
+The jump is the operator's move of the database clock (set_taskpool_clock_offset, which every
+session's taskpool_now() follows from its next transaction): the workers' own clocks never move.
 """
 
 from __future__ import annotations
 
 import time
-
-from psycopg import sql
 
 from faults.checker import measure
 from faults.harness import Context, wait_until
@@ -21,7 +19,7 @@ CREATE TABLE fault_backoffs (task_id bigint, retry_count integer, delay interval
 CREATE FUNCTION fault_log_backoff() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO fault_backoffs VALUES (NEW.id, NEW.retry_count, NEW.scheduled_for - taskpool_now(),
-                                       current_setting('taskpool.clock_offset', true));
+                                       (taskpool_now() - now())::text);
     RETURN NULL;
 END;
 $$;
@@ -35,22 +33,11 @@ STALE_RECOVERIES = "SELECT count(*) FROM worker_task_attempts WHERE error_messag
 
 def set_clock(ctx: Context, offset: str | None) -> None:
     """Move every session's database clock to now() + offset (None: back to the real clock)."""
-    conn = ctx.conn
-    # ALTER SYSTEM takes a custom setting only once this session knows the name.
-    conn.execute("SET taskpool.clock_offset = '0'")
-    if offset is None:
-        conn.execute("ALTER SYSTEM RESET taskpool.clock_offset")
-    else:
-        # ALTER SYSTEM takes no parameters: the offset is a literal, quoted by psycopg.
-        conn.execute(sql.SQL("ALTER SYSTEM SET taskpool.clock_offset = {}").format(sql.Literal(offset)))
-    conn.execute("SELECT pg_reload_conf()")
-    conn.execute("RESET taskpool.clock_offset")
-    expected = offset or ""
+    ctx.conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (offset or "0",))
 
     def applied() -> bool:
         with ctx.connect(autocommit=True) as probe:
-            return (probe.execute("SELECT coalesce(current_setting('taskpool.clock_offset', true), '')").fetchone()[0]
-                    or "") == expected
+            return probe.execute("SELECT taskpool_now() - now() = %s::interval", (offset or "0",)).fetchone()[0]
     wait_until(applied, 10, f"the clock offset {offset} to apply")
     ctx.event("clock", offset=offset)
 

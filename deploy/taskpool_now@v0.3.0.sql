@@ -1,0 +1,26 @@
+-- Deploy taskpool:taskpool_now to pg
+-- requires: taskpool_worker
+
+BEGIN;
+SET client_min_messages = 'warning';
+
+-- taskpool_now
+-- The database clock every taskpool function reads; tests shift it with a setting.
+CREATE FUNCTION taskpool_now()
+RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    -- Transaction time, not wall time: every row a transaction touches gets one consistent
+    -- instant. `taskpool.clock_offset` (an interval; `ALTER SYSTEM SET` + `pg_reload_conf()` for
+    -- every session, `SET` for one) lets fault tests jump the clock without touching the host.
+    SELECT now() + coalesce(nullif(current_setting('taskpool.clock_offset', true), ''), '0')::interval;
+$$;
+
+COMMENT ON FUNCTION taskpool_now() IS
+    'Database time for taskpool: now() plus the test-only taskpool.clock_offset setting.';
+
+REVOKE ALL ON FUNCTION taskpool_now() FROM PUBLIC;
+-- Workers name times in database time too (snooze until taskpool_now() + delay).
+GRANT EXECUTE ON FUNCTION taskpool_now() TO taskpool_worker;
+
+COMMIT;
