@@ -333,7 +333,8 @@ class Worker:
             self._running = None
 
     def _execute(self, task: Task) -> Outcome:
-        """Run the handler in the handler thread; watch the run timeout and the shutdown grace."""
+        """Run the handler in the handler thread; watch the run timeout, the shutdown grace and,
+        once the attempt is aborted, the wind-down after which a stuck handler is left behind."""
         outcome = Outcome()
         done = threading.Event()
 
@@ -353,24 +354,46 @@ class Worker:
             self._handler_thread = HandlerThread()
         self._handler_thread.submit(attempt)
         run_deadline = time.monotonic() + self.run_timeout
+        # Once the attempt is aborted (timeout, cancel, lost), the handler has this long to stop.
+        wind_down_deadline: float | None = None
         while not done.is_set():
             now = time.monotonic()
-            deadlines = [run_deadline]
-            if self.stopping:
-                grace_deadline = self._stop_requested_at + self.config.shutdown_grace
-                if now >= grace_deadline:
-                    task.abort.fire("shutdown")
-                    # Let a command handler kill its process group before we hand back.
-                    done.wait(ABORT_WIND_DOWN_SECONDS)
-                    if not done.is_set():
-                        # Stuck in the handler: the next task gets a thread of its own.
-                        self._handler_thread = None
-                    return Outcome(handed_back=True)
-                deadlines.append(grace_deadline)
             if now >= run_deadline and not task.abort.fired:
                 log.warning("Task %s passed its run timeout of %.0f s: aborting it", task.id, self.run_timeout)
                 task.abort.fire("timeout")
-            self._doorbell.wait(max(0.0, min(deadlines) - now) if not task.abort.fired else 0.5)
+            if task.abort.fired:
+                if wind_down_deadline is None:
+                    wind_down_deadline = now + ABORT_WIND_DOWN_SECONDS
+                elif now >= wind_down_deadline:
+                    # The attempt ends here, as the abort says, whatever the handler does later:
+                    # it keeps its thread, and the next task gets a thread of its own.
+                    log.warning(
+                        "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
+                        task.id,
+                        ABORT_WIND_DOWN_SECONDS,
+                        task.abort.reason,
+                    )
+                    self._handler_thread = None
+                    return Outcome()
+                deadline = wind_down_deadline
+            else:
+                deadline = run_deadline
+                if self.stopping:
+                    grace_deadline = self._stop_requested_at + self.config.shutdown_grace
+                    if now >= grace_deadline:
+                        # Handed back only when the shutdown is why the attempt stops: one that
+                        # timed out (or was cancelled, or lost) meanwhile ends as that says.
+                        task.abort.fire("shutdown")
+                        if task.abort.reason == "shutdown":
+                            # Let a command handler kill its process group before we hand back.
+                            done.wait(ABORT_WIND_DOWN_SECONDS)
+                            if not done.is_set():
+                                # Stuck in the handler: the next task gets a thread of its own.
+                                self._handler_thread = None
+                            return Outcome(handed_back=True)
+                        continue
+                    deadline = min(deadline, grace_deadline)
+            self._doorbell.wait(max(0.0, deadline - now))
         return outcome
 
     def _record(self, task: Task, outcome: Outcome) -> None:
