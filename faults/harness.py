@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 from pyworker.config import DEFAULT_DATABASE_URL
@@ -78,6 +79,16 @@ CREATE TRIGGER _990_fault_log_completion AFTER UPDATE OF status ON worker_tasks
 
 ROLE = "fault_work"
 ROLE_DEFAULTS = {"stale_threshold": "3 seconds", "backoff_base": "1 second", "max_retries": 3}
+# The login the suite's workers run as: granted taskpool_worker and nothing else, as the
+# least-privilege deployment gives a worker, so a worker that needs more fails here. Roles are
+# the server's: it is made if missing and left for the next run; it owns nothing, and its one
+# grant (the handlers' fault_executions) goes with the scenario's database.
+WORKER_LOGIN = "taskpool_fault_worker"
+
+
+def worker_url(url: str) -> str:
+    """`url` (a URL or a key=value string) connecting as WORKER_LOGIN."""
+    return make_conninfo(url, user=WORKER_LOGIN)
 
 
 class ScenarioError(Exception):
@@ -205,7 +216,8 @@ class Context:
         return quick if self.quick else full
 
     def prepare(self, **role_settings: Any) -> None:
-        """Create the suite's fixture and the role fault_work (ROLE_DEFAULTS, overridden)."""
+        """Create the suite's fixture, the role fault_work (ROLE_DEFAULTS, overridden) and the
+        workers' login (WORKER_LOGIN)."""
         self.conn.execute(FIXTURE)
         settings = {**ROLE_DEFAULTS, **role_settings}
         columns = ["role", *settings]
@@ -218,6 +230,12 @@ class Context:
         )
         # The default schedules would add crawler tasks no worker here serves.
         self.conn.execute("SELECT update_schedule(name, enabled => false) FROM task_schedules")
+        self.conn.execute(
+            f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{WORKER_LOGIN}') THEN"
+            f" CREATE ROLE {WORKER_LOGIN} LOGIN IN ROLE taskpool_worker; END IF; END $$"
+        )
+        # The handlers record each execution through the worker's own connection string.
+        self.conn.execute(f"GRANT SELECT, INSERT, UPDATE ON fault_executions TO {WORKER_LOGIN}")
 
     def stores(self, count: int) -> list[int]:
         """`count` new stores (dispensaries) for per-store tasks."""
@@ -311,12 +329,14 @@ class Context:
         grace: float = 5.0,
         url: str | None = None,
     ) -> Fleet:
-        """`count` workers of fault_work, started; ids <prefix>1..N."""
+        """`count` workers of fault_work, started; ids <prefix>1..N. They connect to `url`
+        (default: the scenario's database) as WORKER_LOGIN."""
         fleet = Fleet(self)
         for number in range(1, count + 1):
             name = f"{prefix}{number}"
             env = self.base_env()
             env.update(
+                DATABASE_URL=worker_url(url or self.url),
                 WORKER_ROLE=ROLE,
                 WORKER_ID=name,
                 POLL_INTERVAL_MS=str(poll_ms),
@@ -324,8 +344,6 @@ class Context:
                 SHUTDOWN_GRACE_SECONDS=str(grace),
                 PYWORKER_HANDLERS="faults.handlers",
             )
-            if url is not None:
-                env["DATABASE_URL"] = url
             argv = [sys.executable, "-m", "pyworker", *self.worker_args]
             fleet.workers[name] = self._process(name, argv, env)
         for worker in fleet.workers.values():

@@ -23,7 +23,14 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pyworker.errors import DatabaseUnavailable, Refused, SchemaMissing, TaskLost, translate
+from pyworker.errors import (
+    DatabaseUnavailable,
+    Refused,
+    SchemaMismatch,
+    SchemaMissing,
+    TaskLost,
+    translate,
+)
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
 REQUIRED_SCHEMA_VERSION = (0, 3, 0)
@@ -131,10 +138,6 @@ REGISTER_WORKER = (
 HEARTBEAT_WORKER = "SELECT heartbeat_worker(%(worker_id)s::text) AS known"
 DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
 SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
-ROLE_SETTINGS = (
-    "SELECT role, max_retries, stale_threshold, run_timeout, requires_store"
-    " FROM task_roles WHERE role = %(role)s::text"
-)
 
 # Operator side
 ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
@@ -294,6 +297,18 @@ CRON_JOB_RUNS = (
 )
 
 
+def parse_schema_version(version: Any) -> tuple[int, ...]:
+    """taskpool_schema_version()'s MAJOR.MINOR.PATCH as numbers; SchemaMismatch naming the text
+    when it is no such thing."""
+    parts = version.split(".") if isinstance(version, str) else []
+    if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
+        raise SchemaMismatch(
+            f"the taskpool schema reports version {version!r}, which is not MAJOR.MINOR.PATCH:"
+            " this database's taskpool_schema_version() is not one pyworker knows"
+        )
+    return tuple(int(part) for part in parts)
+
+
 def exact_json(value: Any) -> str:
     """JSON text of `value`, writing a Decimal's digits as they are (json.dumps knows no Decimal,
     and a float would round it): what the CLI reads with parse_float=Decimal reaches jsonb exact."""
@@ -360,22 +375,26 @@ class Database:
 
     def check_schema(self, required: tuple[int, ...] = REQUIRED_SCHEMA_VERSION) -> str:
         """The schema version, or SchemaMissing saying what to run when it is absent or older
-        than `required`."""
-        row = self._one(SCHEMA_VERSION)
-        version = row["version"]
-        found = tuple(int(part) for part in version.split("."))
+        than `required`; SchemaMismatch when it is of a newer major version (its functions may
+        have changed meaning) or no version this pyworker can read."""
+        version = self._one(SCHEMA_VERSION)["version"]
+        found = parse_schema_version(version)
+        needed = ".".join(map(str, required))
         if found < required:
-            needed = ".".join(map(str, required))
             raise SchemaMissing(
                 f"the taskpool schema is version {version}; this pyworker needs {needed} or later:"
                 " run `make deploy` (sqitch deploy) against this database"
             )
+        if found[0] > required[0]:
+            raise SchemaMismatch(
+                f"the taskpool schema is version {version}, a newer major version than this"
+                f" pyworker was written for ({needed}, any later {required[0]}.x): upgrade pyworker"
+            )
         return version
 
-    def role_settings(self, role: str) -> dict[str, Any] | None:
-        return self._one(ROLE_SETTINGS, {"role": role})
-
     def register_worker(self, worker_id: str, role: str, host: str, pid: int) -> dict[str, Any]:
+        """Enter the worker in the registry; its row with its role's settings (max_retries,
+        stale_threshold, run_timeout, requires_store). InvalidInput for an unknown role."""
         return self._one(
             REGISTER_WORKER, {"worker_id": worker_id, "role": role, "host": host, "pid": pid}
         )

@@ -42,6 +42,10 @@ class SchemaMissing(TaskpoolError):
     """The database has no taskpool schema: run `make deploy` (sqitch deploy) against it."""
 
 
+class SchemaMismatch(TaskpoolError):
+    """The database's taskpool schema is not one this pyworker was written for."""
+
+
 class ConfigurationError(TaskpoolError):
     """The worker cannot start as configured."""
 

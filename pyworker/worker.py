@@ -173,20 +173,31 @@ class Worker:
         return 0
 
     def _start(self) -> None:
-        """Check the schema and the role, register: fail fast on what a retry cannot fix."""
+        """Check the schema, register, check the role's settings: fail fast on what a retry
+        cannot fix. Everything comes through taskpool_worker's grants: register_worker answers
+        the role's settings (a worker login cannot read task_roles)."""
         config = self.config
         self._retrying("connect", self.db.check_schema, interruptible=False)
-        settings = self._retrying(
-            "read role settings", lambda: self.db.role_settings(config.role), interruptible=False
-        )
-        if settings is None:
-            # register_worker refuses an unknown role, naming the known ones.
-            try:
-                self.db.register_worker(config.worker_id, config.role, self.host, os.getpid())
-            except InvalidInput as error:
-                raise ConfigurationError(str(error)) from error
-            raise ConfigurationError(f"unknown role {config.role!r}")
-        self.run_timeout = settings["run_timeout"].total_seconds()
+        try:
+            registration = self._retrying(
+                "register",
+                lambda: self.db.register_worker(config.worker_id, config.role, self.host, os.getpid()),
+                interruptible=False,
+            )
+        except InvalidInput as error:
+            # An unknown role: register_worker names the known ones.
+            raise ConfigurationError(str(error)) from error
+        try:
+            self._check_settings(registration)
+        except ConfigurationError:
+            self._deregister()
+            raise
+        self.run_timeout = registration["run_timeout"].total_seconds()
+        log.info("Starting worker %s for role: %s", config.worker_id, config.role)
+
+    def _check_settings(self, registration: dict[str, Any]) -> None:
+        """A handler for the role, and a heartbeat that keeps its tasks fresh."""
+        config = self.config
         if config.command:
             self.registry.command(config.role, config.command)
         if self.registry.get(config.role) is None:
@@ -195,12 +206,24 @@ class Worker:
                 f"no handler for role {config.role!r} (handlers are registered for: {known});"
                 " load one with --handlers MODULE or bind a command with --command"
             )
-        self._retrying(
-            "register",
-            lambda: self.db.register_worker(config.worker_id, config.role, self.host, os.getpid()),
-            interruptible=False,
-        )
-        log.info("Starting worker %s for role: %s", config.worker_id, config.role)
+        # Stale recovery takes back a task whose heartbeat is older than the threshold: a worker
+        # beating less often would see its running tasks re-run elsewhere. Refused rather than
+        # warned about: every task the worker ran would run twice, which no log line repairs.
+        stale_threshold = registration["stale_threshold"].total_seconds()
+        if config.heartbeat_interval >= stale_threshold:
+            raise ConfigurationError(
+                f"the heartbeat interval ({config.heartbeat_interval:g} s) must be shorter than"
+                f" the stale_threshold of role {config.role!r} ({stale_threshold:g} s), or stale recovery"
+                " takes back tasks while they run: lower --heartbeat-interval-ms"
+            )
+        if config.heartbeat_interval > stale_threshold / 2:
+            log.warning(
+                "The heartbeat interval (%g s) is more than half the stale_threshold of role %r (%g s):"
+                " one late heartbeat and a running task is recovered and run again",
+                config.heartbeat_interval,
+                config.role,
+                stale_threshold,
+            )
 
     def _deregister(self) -> None:
         try:
@@ -310,7 +333,8 @@ class Worker:
             self._running = None
 
     def _execute(self, task: Task) -> Outcome:
-        """Run the handler in the handler thread; watch the run timeout and the shutdown grace."""
+        """Run the handler in the handler thread; watch the run timeout, the shutdown grace and,
+        once the attempt is aborted, the wind-down after which a stuck handler is left behind."""
         outcome = Outcome()
         done = threading.Event()
 
@@ -330,24 +354,46 @@ class Worker:
             self._handler_thread = HandlerThread()
         self._handler_thread.submit(attempt)
         run_deadline = time.monotonic() + self.run_timeout
+        # Once the attempt is aborted (timeout, cancel, lost), the handler has this long to stop.
+        wind_down_deadline: float | None = None
         while not done.is_set():
             now = time.monotonic()
-            deadlines = [run_deadline]
-            if self.stopping:
-                grace_deadline = self._stop_requested_at + self.config.shutdown_grace
-                if now >= grace_deadline:
-                    task.abort.fire("shutdown")
-                    # Let a command handler kill its process group before we hand back.
-                    done.wait(ABORT_WIND_DOWN_SECONDS)
-                    if not done.is_set():
-                        # Stuck in the handler: the next task gets a thread of its own.
-                        self._handler_thread = None
-                    return Outcome(handed_back=True)
-                deadlines.append(grace_deadline)
             if now >= run_deadline and not task.abort.fired:
                 log.warning("Task %s passed its run timeout of %.0f s: aborting it", task.id, self.run_timeout)
                 task.abort.fire("timeout")
-            self._doorbell.wait(max(0.0, min(deadlines) - now) if not task.abort.fired else 0.5)
+            if task.abort.fired:
+                if wind_down_deadline is None:
+                    wind_down_deadline = now + ABORT_WIND_DOWN_SECONDS
+                elif now >= wind_down_deadline:
+                    # The attempt ends here, as the abort says, whatever the handler does later:
+                    # it keeps its thread, and the next task gets a thread of its own.
+                    log.warning(
+                        "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
+                        task.id,
+                        ABORT_WIND_DOWN_SECONDS,
+                        task.abort.reason,
+                    )
+                    self._handler_thread = None
+                    return Outcome()
+                deadline = wind_down_deadline
+            else:
+                deadline = run_deadline
+                if self.stopping:
+                    grace_deadline = self._stop_requested_at + self.config.shutdown_grace
+                    if now >= grace_deadline:
+                        # Handed back only when the shutdown is why the attempt stops: one that
+                        # timed out (or was cancelled, or lost) meanwhile ends as that says.
+                        task.abort.fire("shutdown")
+                        if task.abort.reason == "shutdown":
+                            # Let a command handler kill its process group before we hand back.
+                            done.wait(ABORT_WIND_DOWN_SECONDS)
+                            if not done.is_set():
+                                # Stuck in the handler: the next task gets a thread of its own.
+                                self._handler_thread = None
+                            return Outcome(handed_back=True)
+                        continue
+                    deadline = min(deadline, grace_deadline)
+            self._doorbell.wait(max(0.0, deadline - now))
         return outcome
 
     def _record(self, task: Task, outcome: Outcome) -> None:

@@ -11,8 +11,8 @@ SELECT col_is_pk('task_workers', 'worker_id', 'Should key task_workers by worker
 SELECT fk_ok('task_workers', 'role', 'task_roles', 'role', 'Should tie a worker to a known role');
 SELECT col_type_is('task_roles', 'run_timeout', 'interval', 'Should type task_roles.run_timeout as interval');
 SELECT col_default_is('task_roles', 'run_timeout', '01:00:00'::text, 'Should default run_timeout to one hour');
-SELECT function_returns('register_worker', ARRAY['text', 'text', 'text', 'integer'], 'task_workers',
-    'Should return the registry row from register_worker');
+SELECT function_returns('register_worker', ARRAY['text', 'text', 'text', 'integer'], 'worker_registration',
+    'Should return the registry row, with the role''s settings, from register_worker');
 SELECT function_returns('heartbeat_worker', ARRAY['text'], 'boolean', 'Should return boolean from heartbeat_worker');
 SELECT function_returns('deregister_worker', ARRAY['text'], 'boolean', 'Should return boolean from deregister_worker');
 SELECT is_definer('register_worker', ARRAY['text', 'text', 'text', 'integer'], 'Should make register_worker SECURITY DEFINER');

@@ -208,3 +208,19 @@ def empty_db_url() -> Iterator[str]:
     finally:
         with admin_connect() as admin:
             drop_database(admin, name)
+
+
+@pytest.fixture
+def worker_login_url(db_url: str) -> Iterator[str]:
+    """A connection string for the test's database as a new login granted only taskpool_worker:
+    what the least-privilege deployment gives a worker. Roles are the server's, so the login's
+    name is unique to the test, and it is dropped after (its sessions ended first)."""
+    login = "taskpool_test_worker_" + secrets.token_hex(4)
+    with admin_connect() as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE taskpool_worker").format(sql.Identifier(login)))
+    try:
+        yield make_conninfo(db_url, user=login)
+    finally:
+        with admin_connect() as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (login,))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))

@@ -93,10 +93,10 @@ def set_governance(conn: psycopg.Connection, platform: str, **settings: Any) -> 
         )
 
 
-def start(workers: Workers, roles: dict[str, int]) -> list[WorkerProcess]:
+def start(workers: Workers, roles: dict[str, int], **settings: Any) -> list[WorkerProcess]:
     """Start crawler workers, `roles[role]` of each role, and wait until all have started."""
     started = [
-        workers.start(role, f"{role}-{n}", ready=False, handlers=HANDLERS)
+        workers.start(role, f"{role}-{n}", ready=False, handlers=HANDLERS, **settings)
         for role, count in roles.items()
         for n in range(1, count + 1)
     ]
@@ -235,6 +235,25 @@ def test_discovery_chain_gives_every_store_its_products_refreshed_from_files_wit
     assert {status for status, _ in payloads} == {"applied"}
     for _, storage_path in payloads:
         assert (tmp_path / "storage" / storage_path).is_file()
+
+
+def test_every_crawler_role_runs_under_a_login_granted_only_taskpool_worker(
+    crawler: psycopg.Connection, workers: Workers, worker_login_url: str
+) -> None:
+    # Discovery, the first crawls, their refreshes from the saved files and the analytics: every
+    # function the crawler's handlers call is one taskpool_worker may execute.
+    roles = ("store_discovery", "product_discovery", "product_refresh", "analytics_refresh")
+    started = start(workers, dict.fromkeys(roles, 1), database_url=worker_login_url)
+    enqueue(crawler, [{"role": "store_discovery"}])
+    wait_until_idle(crawler, workers, timeout=60, roles=roles[:3])
+    enqueue(crawler, [{"role": "analytics_refresh"}])
+    wait_until_idle(crawler, workers, timeout=30)
+
+    for role in roles:
+        assert set(statuses(crawler, role)) == {"completed"}, task_summary(crawler)
+    assert fetch_one(crawler, "SELECT count(*) FROM raw_crawl_payloads WHERE status = 'applied'")[0] > 0
+    for worker in started:
+        assert "permission denied" not in worker.log(), worker.describe()
 
 
 def test_a_resync_round_after_the_clock_moves_yields_the_expected_diffs(

@@ -243,8 +243,11 @@ def test_a_frozen_worker_that_finishes_before_any_heartbeat_has_its_completion_r
     pool: psycopg.Connection, workers: Workers
 ) -> None:
     # No heartbeat in the test's time: after SIGCONT the handler finishes and the worker calls
-    # complete_task for an attempt that is no longer its own.
+    # complete_task for an attempt that is no longer its own. A worker refuses to start with a
+    # heartbeat slower than its role's stale threshold: the threshold drops once it runs.
+    pool.execute("UPDATE task_roles SET stale_threshold = interval '2 minutes' WHERE role = 'test_work'")
     frozen = workers.start("test_work", "late-a", heartbeat_ms=60_000)
+    pool.execute("UPDATE task_roles SET stale_threshold = interval '2 seconds' WHERE role = 'test_work'")
     task_id = enqueue(pool, "test_work", {"seconds": 3, "retry_seconds": 0.2, "record": False})
     wait_for_execution(pool, task_id, 1, 10, also=frozen.describe)
 

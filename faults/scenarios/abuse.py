@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from faults.checker import measure
-from faults.harness import REPO_ROOT, Context
+from faults.harness import REPO_ROOT, Context, worker_url
 from faults.report import Result
 from faults.scenarios import scenario
 
@@ -80,16 +80,11 @@ class _RolledBack(Exception):
     pass
 
 
-LOGIN_ROLE = "taskpool_fault_worker"
-
-
 @contextmanager
 def as_worker(ctx: Context, url: str) -> Iterator[psycopg.Connection]:
-    """A session of a login role granted taskpool_worker (what a worker's deployment uses);
+    """A session of the login granted taskpool_worker (WORKER_LOGIN, what the workers run as);
     closed at the end, whatever state the scenario left it in."""
-    from psycopg.conninfo import make_conninfo
-
-    conn = psycopg.connect(make_conninfo(url, user=LOGIN_ROLE), autocommit=True,
+    conn = psycopg.connect(worker_url(url), autocommit=True,
                            application_name="fault taskpool_worker", connect_timeout=10)
     try:
         yield conn
@@ -97,20 +92,10 @@ def as_worker(ctx: Context, url: str) -> Iterator[psycopg.Connection]:
         conn.close()
 
 
-def ensure_login_role(ctx: Context) -> None:
-    """The login role granted taskpool_worker. Roles are the server's: it is made if missing and
-    left for the next run (it owns nothing)."""
-    ctx.conn.execute(
-        f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{LOGIN_ROLE}') THEN"
-        f" CREATE ROLE {LOGIN_ROLE} LOGIN IN ROLE taskpool_worker; END IF; END $$"
-    )
-
-
 @scenario(15, "Privileges of taskpool_worker")
 def privileges(ctx: Context, result: Result) -> None:
     ctx.prepare()
     [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {}}])
-    ensure_login_role(ctx)
     attempts = 0
     with as_worker(ctx, ctx.url) as conn:
         for what, query in FORBIDDEN:

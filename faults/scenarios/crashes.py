@@ -12,7 +12,7 @@ import time
 
 
 from faults.checker import measure
-from faults.harness import Context, Producer, wait_until
+from faults.harness import WORKER_LOGIN, Context, Producer, wait_until
 from faults.report import Result
 from faults.scenarios import scenario
 
@@ -252,11 +252,10 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
     explicit transaction and then goes silent, holding the task's row: the server must end the
     session by a timeout, and the task must come back and be completed by a healthy worker.
     Three ways to hang: after claim_task, after start_task, after heartbeat_task."""
-    from faults.scenarios.abuse import LOGIN_ROLE, as_worker, ensure_login_role
+    from faults.scenarios.abuse import as_worker
 
     threshold = 2
     ctx.prepare(stale_threshold=f"{threshold} seconds")
-    ensure_login_role(ctx)
     ctx.scheduler(TICK_SECONDS)
     ids = []
     ended = {}
@@ -282,7 +281,7 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
             def gone() -> bool:
                 return not ctx.scalar(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND usename = %s AND state LIKE 'idle in transaction%%'", (LOGIN_ROLE,))
+                    " AND usename = %s AND state LIKE 'idle in transaction%%'", (WORKER_LOGIN,))
 
             try:
                 wait_until(gone, ctx.scale(30, 60), f"the session idle in a transaction after {way} to be ended")

@@ -180,8 +180,9 @@ def recovery_racing_completion(ctx: Context, result: Result) -> None:
     for _ in range(rounds):
         for recover in (RECOVER, TICK):
             cases += interleavings(ctx, result, recover)
-    # The last re-run tasks are still pending: a worker finishes them.
-    fleet = ctx.fleet(1)
+    # The last re-run tasks are still pending: a worker finishes them, beating well within the
+    # scripted races' short stale threshold (a worker refuses a heartbeat as slow as it).
+    fleet = ctx.fleet(1, heartbeat_ms=100)
     ctx.drain(60)
     fleet.stop()
     result.faults = f"{cases} scripted interleavings"

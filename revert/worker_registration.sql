@@ -1,0 +1,7 @@
+-- Revert taskpool:worker_registration from pg
+
+BEGIN;
+
+DROP TYPE worker_registration;
+
+COMMIT;
