@@ -9,13 +9,18 @@ superuser, the way an older version or an operator's hand could have left them.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner, Result
 from worker_support import Workers, WorkerProcess, enqueue, fetch_one, task_row, wait_for, wait_for_status
 
+from pyworker import cli
 from pyworker.errors import Snooze
 
 HOSTILE = "test_hostile"
@@ -289,3 +294,105 @@ def test_an_unreadable_payload_fails_that_task_alone(
     assert (attempt, retry_count) == (1, 0)
     assert error_message.startswith(reason), error_message
     goes_on(hostile, worker)
+
+
+# The CLI prints any stored row
+
+
+@pytest.fixture
+def run(db_url: str) -> Callable[..., Result]:
+    def invoke(*args: str, input: str | bytes | None = None) -> Result:
+        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args], input=input)
+
+    return invoke
+
+
+@pytest.mark.parametrize("payload", [DEEP_PAYLOAD, LONG_NUMBER_PAYLOAD], ids=["nested-1500-deep", "number-of-5000-digits"])
+def test_show_and_list_print_a_task_whose_payload_python_cannot_load(
+    conn: psycopg.Connection, run: Callable[..., Result], payload: str
+) -> None:
+    task_id = enqueue(conn, "analytics_refresh")
+    store_payload(conn, task_id, payload)
+    shown = run("show", str(task_id))
+    assert shown.exit_code == 0, shown.output
+    assert "[[[[" in shown.output or "9" * 5000 in shown.output
+    as_json = run("show", str(task_id), "--json")
+    assert as_json.exit_code == 0, as_json.output
+    # Printed as the database holds it: the same JSON, every digit and bracket.
+    same = fetch_one(
+        conn,
+        "SELECT payload = %s::jsonb FROM worker_tasks WHERE id = %s",
+        (_payload_text(as_json.stdout), task_id),
+    )
+    assert same == (True,)
+    listed = run("list")
+    assert listed.exit_code == 0, listed.output
+    assert str(task_id) in listed.output
+
+
+def _payload_text(document: str) -> str:
+    """The payload's JSON text out of `show --json` output, without parsing it (too deep)."""
+    start = document.index('"payload": ') + len('"payload": ')
+    depth = 0
+    for index in range(start, len(document)):
+        depth += {"{": 1, "[": 1, "}": -1, "]": -1}.get(document[index], 0)
+        if depth == 0:
+            return document[start : index + 1]
+    raise AssertionError("no payload in the output")
+
+
+@pytest.mark.parametrize("stored", ["infinity", "-infinity", "33715-08-20 15:55:24+00"])
+def test_show_and_list_print_a_time_python_cannot_hold(
+    conn: psycopg.Connection, run: Callable[..., Result], stored: str
+) -> None:
+    task_id = enqueue(conn, "analytics_refresh")
+    conn.execute(
+        "UPDATE worker_tasks SET scheduled_for = %s::timestamptz WHERE id = %s", (stored, task_id)
+    )
+    # As the database writes it (in the session's time zone).
+    expected = fetch_one(conn, "SELECT scheduled_for::text FROM worker_tasks WHERE id = %s", (task_id,))[0]
+    shown = run("show", str(task_id))
+    assert shown.exit_code == 0, shown.output
+    assert f"scheduled_for: {expected}" in " ".join(shown.output.split())
+    as_json = run("show", str(task_id), "--json")
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["task"]["scheduled_for"] == expected
+    listed = run("list")
+    assert listed.exit_code == 0, listed.output
+    assert expected in listed.output
+    listed_json = run("list", "--json")
+    assert listed_json.exit_code == 0, listed_json.output
+    assert json.loads(listed_json.stdout)[0]["scheduled_for"] == expected
+
+
+def test_enqueue_json_prints_every_digit_of_a_payload_number(
+    conn: psycopg.Connection, run: Callable[..., Result]
+) -> None:
+    result = run("enqueue", "analytics_refresh", "--payload", '{"n": 0.1000000000000000000001}', "--json")
+    assert result.exit_code == 0, result.output
+    assert '"n": 0.1000000000000000000001' in result.stdout
+    (task,) = json.loads(result.stdout)
+    shown = run("show", str(task["id"]), "--json")
+    assert shown.exit_code == 0, shown.output
+    assert '"n": 0.1000000000000000000001' in shown.stdout
+
+
+def test_enqueue_a_file_that_is_not_utf8_exits_2_naming_the_line(
+    conn: psycopg.Connection, run: Callable[..., Result], tmp_path: Path
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_bytes(b'{"role": "analytics_refresh"}\n{"role": "analytics_refresh", "payload": {"x": "\xff"}}\n')
+    result = run("enqueue", "--file", str(path))
+    assert result.exit_code == 2, result.output
+    assert "line 2 is not UTF-8" in result.output
+    assert fetch_one(conn, "SELECT count(*) FROM worker_tasks")[0] == 0
+
+
+def test_enqueue_a_line_nested_too_deeply_exits_2(
+    conn: psycopg.Connection, run: Callable[..., Result]
+) -> None:
+    line = '{"role": "analytics_refresh", "payload": {"x": ' + "[" * 100_000 + "]" * 100_000 + "}}\n"
+    result = run("enqueue", "--file", "-", input=line)
+    assert result.exit_code == 2, result.output
+    assert "line 1 is not valid JSON: nested too deeply" in result.output
+    assert fetch_one(conn, "SELECT count(*) FROM worker_tasks")[0] == 0
