@@ -12,22 +12,21 @@ exit codes in one place, `TaskpoolGroup.invoke`; tracebacks only with `-v`.
 from __future__ import annotations
 
 import importlib
-import json
 import re
 import shlex
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 import click
 
 from pyworker import __version__
 from pyworker import cron as cron_jobs
 from pyworker.config import DEFAULT_DATABASE_URL, WorkerConfig, default_worker_id
-from pyworker.db import Database
+from pyworker.db import Database, NotJson, dump_json, load_exact_json
 from pyworker.errors import ConfigurationError, InvalidInput, NotFound, TaskpoolError
 from pyworker.simulator.cli import simulator as simulator_command
 
@@ -53,7 +52,7 @@ class TaskpoolGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except (InvalidInput, ConfigurationError) as error:
+        except (InvalidInput, ConfigurationError, NotJson) as error:
             _traceback_if(verbose)
             raise InputRefused(str(error)) from error
         except TaskpoolError as error:
@@ -239,7 +238,7 @@ def main(
 
     Exit codes: 0 done, 1 refused (the reason is printed), 2 bad usage or input.
     """
-    db = Database(database_url, application_name="pyworker-cli")
+    db = Database(database_url, application_name="pyworker-cli", exact_numbers=True)
     ctx.call_on_close(db.close)
     settings = Settings(
         database_url=database_url,
@@ -283,19 +282,15 @@ def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _json_value(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
+    """What dump_json writes for the values it does not know: an interval as its seconds."""
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, Decimal):
-        # A number when a float holds it exactly (rates, hours: numeric(…, 1..3)), else text.
-        number = float(value)
-        return number if Decimal(repr(number)) == value else str(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=_json_value, ensure_ascii=False))
+    """`data` as indented JSON, numbers with every digit the database holds."""
+    click.echo(dump_json(data, indent=2, default=_json_value))
 
 
 def _cell(value: Any, width: int = 60) -> str:
@@ -309,7 +304,7 @@ def _cell(value: Any, width: int = 60) -> str:
     elif isinstance(value, timedelta):
         text = str(timedelta(seconds=round(value.total_seconds())))
     elif isinstance(value, (dict, list)):
-        text = json.dumps(value, default=_json_value, ensure_ascii=False)
+        text = dump_json(value, default=_json_value)
     else:
         text = str(value)
     text = " ".join(text.split())
@@ -404,8 +399,8 @@ ATTEMPT_COLUMNS: list[Column] = [
 class JsonValue(click.ParamType):
     """Any JSON text, parsed on the client (the database checks what it must be).
 
-    Numbers with a fraction or an exponent are read as Decimal, not float, so they reach the
-    database as written (jsonb keeps every digit; a double would not).
+    Numbers with a fraction or an exponent (or too many digits for an int) are read as Decimal,
+    not float, so they reach the database as written (jsonb keeps every digit; a double would not).
     """
 
     name = "json"
@@ -414,9 +409,14 @@ class JsonValue(click.ParamType):
         if not isinstance(value, str):
             return value
         try:
-            return json.loads(value, parse_float=Decimal)
-        except json.JSONDecodeError as error:
-            self.fail(f"not valid JSON: {error}", param, ctx)
+            return load_exact_json(value)
+        except (ValueError, RecursionError) as error:
+            self.fail(f"not valid JSON: {json_error(error)}", param, ctx)
+
+
+def json_error(error: ValueError | RecursionError) -> str:
+    """Why JSON text could not be read, in a few words."""
+    return "nested too deeply" if isinstance(error, RecursionError) else str(error)
 
 
 # enqueue_tasks names a bad spec by its index in the batch: "tasks[3]: unknown role 'x'".
@@ -447,18 +447,26 @@ def _enqueue_batch(
         raise type(error)(reason, hint=error.hint) from error
 
 
-def _read_specs(spec_file: TextIO) -> tuple[list[Any], list[int]]:
+def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
     """The JSON lines of `spec_file` (blank lines skipped) and their line numbers."""
     specs: list[Any] = []
     line_numbers: list[int] = []
-    for number, line in enumerate(spec_file, start=1):
+    for number, raw in enumerate(spec_file, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise click.BadParameter(
+                f"line {number} is not UTF-8: byte 0x{raw[error.start]:02x} at byte {error.start + 1}"
+                " of the line",
+                param_hint="'--file'",
+            ) from error
         if not line.strip():
             continue
         try:
-            specs.append(json.loads(line, parse_float=Decimal))
-        except json.JSONDecodeError as error:
+            specs.append(load_exact_json(line))
+        except (ValueError, RecursionError) as error:
             raise click.BadParameter(
-                f"line {number} is not valid JSON: {error}", param_hint="'--file'"
+                f"line {number} is not valid JSON: {json_error(error)}", param_hint="'--file'"
             ) from error
         line_numbers.append(number)
     return specs, line_numbers
@@ -478,7 +486,8 @@ def _read_specs(spec_file: TextIO) -> tuple[list[Any], list[int]]:
 @click.option(
     "--file",
     "spec_file",
-    type=click.File("r", encoding="utf-8"),
+    # Bytes, decoded line by line: text that is not UTF-8 is named by its line.
+    type=click.File("rb"),
     metavar="PATH",
     help="Read task specs from JSON lines instead (- for stdin): one object per line, with the"
     " fields of enqueue_tasks (role, payload, dispensary_id, ...).",
@@ -495,7 +504,7 @@ def enqueue(
     dedupe_key: str | None,
     max_retries: int | None,
     platform: str | None,
-    spec_file: TextIO | None,
+    spec_file: BinaryIO | None,
     as_json: bool,
 ) -> None:
     """Add one task of ROLE, or every task of a JSON-lines --file.

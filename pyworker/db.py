@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -20,8 +22,11 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
+from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+from psycopg.types.json import Jsonb, set_json_loads
 
 from pyworker.errors import (
     DatabaseUnavailable,
@@ -309,26 +314,239 @@ def parse_schema_version(version: Any) -> tuple[int, ...]:
     return tuple(int(part) for part in parts)
 
 
-def exact_json(value: Any) -> str:
-    """JSON text of `value`, writing a Decimal's digits as they are (json.dumps knows no Decimal,
-    and a float would round it): what the CLI reads with parse_float=Decimal reaches jsonb exact."""
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise ValueError(f"{value} is not a JSON number")
-        return str(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(key))}: {exact_json(item)}" for key, item in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(exact_json(item) for item in value) + "]"
-    return json.dumps(value, default=str)
+class NotJson(ValueError):
+    """A value JSON cannot hold: the message says where in the value and why."""
+
+
+@dataclass(frozen=True)
+class JsonText:
+    """JSON already written: dump_json copies it as it is."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class UnreadableJson(JsonText):
+    """A json or jsonb value Python cannot load (nested too deeply, a number too long): its text
+    as the database wrote it, and why it could not be loaded."""
+
+    reason: str
+
+
+_JSON_KINDS = (
+    "JSON holds objects, arrays, strings, numbers, booleans and null;"
+    " dates, datetimes, Decimals and UUIDs are written as JSON too"
+)
+
+
+# Where a value is in what dump_json writes: (the place of its container, its key or index),
+# the outermost (None, name). Spelled out only for an error: a path per value would cost as much
+# as the dump.
+_Place = tuple[Any, Any]
+
+
+class _PlaceName:
+    """A place's path (`result['key'][0]`), spelled out when formatted."""
+
+    def __init__(self, place: _Place) -> None:
+        self.place = place
+
+    def __str__(self) -> str:
+        steps = []
+        container, key = self.place
+        while container is not None:
+            steps.append(f"[{key!r}]")
+            container, key = container
+        return key + "".join(reversed(steps))
+
+
+def dump_json(
+    value: Any,
+    *,
+    name: str = "value",
+    indent: int | None = None,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """JSON text of `value`, numbers exact: a Decimal's digits as they are (json.dumps knows no
+    Decimal, and a float would round it), dates and datetimes as ISO 8601 strings, UUIDs as
+    strings, JsonText as it is; `default(value)` stands for any other value. NotJson, naming the
+    place in `value` (`name['key'][0]`) and why, for what JSON or PostgreSQL cannot hold: a NaN
+    or infinite number, a NUL character, a lone surrogate, a value of another type.
+
+    Written with a stack, not recursion: any depth that loaded can be written back.
+    """
+    parts: list[str] = []
+    # Text to write as it is, or (value, its place, its nesting level, default applied).
+    stack: list[str | tuple[Any, _Place, int, bool]] = [(value, (None, name), 0, False)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        value, place, level, defaulted = item
+        path = _PlaceName(place)
+        if value is None:
+            parts.append("null")
+        elif value is True or value is False:
+            parts.append("true" if value else "false")
+        elif isinstance(value, JsonText):
+            parts.append(value.text)
+        elif isinstance(value, str):
+            parts.append(_json_string(value, path))
+        elif isinstance(value, int):
+            try:
+                parts.append(int.__repr__(value))
+            except ValueError as error:
+                limit = str(error).split(";")[0]
+                raise NotJson(f"{path} is an integer too long to write: {limit}") from None
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise NotJson(f"{path} is {value!r}: JSON has no such number")
+            parts.append(float.__repr__(value))
+        elif isinstance(value, Decimal):
+            if not value.is_finite():
+                raise NotJson(f"{path} is {value!r}: JSON has no such number")
+            parts.append(str(value))
+        elif isinstance(value, (datetime, date)):
+            parts.append(json.dumps(value.isoformat()))
+        elif isinstance(value, uuid.UUID):
+            parts.append(json.dumps(str(value)))
+        elif isinstance(value, dict):
+            members = [
+                (_json_key(key, path) + ": ", (place, key), member) for key, member in value.items()
+            ]
+            stack += _reversed_container("{", "}", members, indent, level)
+        elif isinstance(value, (list, tuple)):
+            members = [("", (place, index), member) for index, member in enumerate(value)]
+            stack += _reversed_container("[", "]", members, indent, level)
+        elif default is not None and not defaulted:
+            try:
+                stack.append((default(value), place, level, True))
+            except TypeError:
+                raise NotJson(f"{path} is of type {type(value).__name__} ({_JSON_KINDS})") from None
+        else:
+            raise NotJson(f"{path} is of type {type(value).__name__} ({_JSON_KINDS})")
+    return "".join(parts)
+
+
+def _reversed_container(
+    opening: str, closing: str, members: list[tuple[str, _Place, Any]], indent: int | None, level: int
+) -> list[str | tuple[Any, _Place, int, bool]]:
+    """An object's or array's pieces, last first (for dump_json's stack): the brackets, the
+    separators and keys as text, the members as values to write."""
+    if not members:
+        return [opening + closing]
+    if indent is None:
+        first, between, last = "", ", ", ""
+    else:
+        first = between = "\n" + " " * (indent * (level + 1))
+        between = "," + between
+        last = "\n" + " " * (indent * level)
+    pieces: list[str | tuple[Any, _Place, int, bool]] = [opening]
+    for number, (key, path, member) in enumerate(members):
+        pieces += [(between if number else first) + key, (member, path, level + 1, False)]
+    pieces.append(last + closing)
+    return pieces[::-1]
+
+
+def _json_key(key: Any, path: _PlaceName) -> str:
+    """An object key as JSON text: a string, or a number, boolean or null as json.dumps writes it."""
+    if isinstance(key, str):
+        return _json_string(key, path, key=True)
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(json.dumps(key))
+    raise NotJson(f"{path} has a key of type {type(key).__name__} ({key!r}): JSON keys are strings")
+
+
+def _json_string(text: str, path: _PlaceName, *, key: bool = False) -> str:
+    """A string as JSON text; NotJson for one PostgreSQL cannot store (`key`: an object key)."""
+    if "\x00" in text:
+        where = f"a key of {path}" if key else path
+        raise NotJson(f"{where} holds a NUL character, which PostgreSQL cannot store")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        where = f"a key of {path}" if key else path
+        raise NotJson(f"{where} is not valid Unicode: {error.reason} at position {error.start}") from None
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _exact_int(text: str) -> int | Decimal:
+    """A JSON integer: an int, or a Decimal when it has more digits than Python's int reads."""
+    try:
+        return int(text)
+    except ValueError:
+        return Decimal(text)
+
+
+def load_exact_json(text: str | bytes) -> Any:
+    """JSON text as Python values, every number exact: fractions and integers too long for an
+    int as Decimal. Raises ValueError for text that is not JSON, RecursionError for nesting
+    deeper than Python reads."""
+    return json.loads(text, parse_float=Decimal, parse_int=_exact_int)
+
+
+def _loaded_or_unreadable(loads: Callable[[str | bytes], Any], data: str | bytes) -> Any:
+    """`loads(data)`; UnreadableJson, never an error, for a value Python cannot load: the row it
+    is in must still reach the caller (a worker fails that task alone; the CLI prints it)."""
+    try:
+        return loads(data)
+    except RecursionError:
+        reason = "JSON nested too deeply for Python to read"
+    except ValueError as error:
+        reason = str(error).split(";")[0]
+    text = data.decode() if isinstance(data, bytes) else data
+    return UnreadableJson(text, reason)
+
+
+# The json and jsonb loaders (module functions, not closures: psycopg keeps them per function).
+def _load_json(data: str | bytes) -> Any:
+    return _loaded_or_unreadable(json.loads, data)
+
+
+def _load_exact_json(data: str | bytes) -> Any:
+    return _loaded_or_unreadable(load_exact_json, data)
+
+
+def _loaded_or_text(loader: type[Loader]) -> type[Loader]:
+    """`loader`, loading a time Python cannot hold ('infinity', a year past 9999) as the text
+    PostgreSQL wrote: any stored row can be read and printed."""
+
+    class OrText(loader):  # type: ignore[misc,valid-type]
+        def load(self, data: Buffer) -> Any:
+            try:
+                return super().load(data)
+            except psycopg.DataError:
+                return bytes(data).decode()
+
+    OrText.__name__ = OrText.__qualname__ = f"{loader.__name__}OrText"
+    return OrText
+
+
+_TIME_LOADERS = {
+    "timestamptz": _loaded_or_text(TimestamptzLoader),
+    "timestamp": _loaded_or_text(TimestampLoader),
+    "date": _loaded_or_text(DateLoader),
+}
+
+
+def storable_text(text: str) -> str:
+    """`text` as PostgreSQL's text can hold it: NULs and lone surrogates as backslash escapes."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class Database:
     """One connection to the taskpool database, and a method per SQL call."""
 
-    def __init__(self, url: str, *, application_name: str = "pyworker") -> None:
+    def __init__(self, url: str, *, application_name: str = "pyworker", exact_numbers: bool = False) -> None:
+        """`exact_numbers`: load JSON numbers as Decimal (every digit kept, as the CLI prints
+        them) rather than int and float (what handlers get)."""
         self.url = url
         self.application_name = application_name
+        self.exact_numbers = exact_numbers
         self._conn: psycopg.Connection | None = None
 
     def close(self) -> None:
@@ -350,6 +568,9 @@ class Database:
                 )
             except psycopg.Error as error:
                 raise translate(error) from error
+            set_json_loads(_load_exact_json if self.exact_numbers else _load_json, self._conn)
+            for type_name, loader in _TIME_LOADERS.items():
+                self._conn.adapters.register_loader(type_name, loader)
         return self._conn
 
     @contextmanager
@@ -414,7 +635,9 @@ class Database:
     def complete_tasks(self, worker_id: str, completions: list[dict[str, Any]]) -> dict[int, str]:
         """Records several completions ({task_id, attempt, result, follow_ups}) at once: each
         task's answer, completed, lost or not_found."""
-        rows = self._rows(COMPLETE_TASKS, {"worker_id": worker_id, "completions": Jsonb(completions)})
+        rows = self._rows(
+            COMPLETE_TASKS, {"worker_id": worker_id, "completions": Jsonb(completions, dumps=dump_json)}
+        )
         return {row["task_id"]: row["status"] for row in rows}
 
     def mark_worker_waiting(self, worker_id: str) -> bool:
@@ -431,13 +654,15 @@ class Database:
         self._owned(
             COMPLETE_TASK,
             task,
-            result=None if result is None else Jsonb(result),
-            follow_ups=None if follow_ups is None else Jsonb(follow_ups),
+            result=None if result is None else Jsonb(result, dumps=dump_json),
+            follow_ups=None if follow_ups is None else Jsonb(follow_ups, dumps=dump_json),
         )
 
     def fail_task(self, task: Task, error_message: str, *, retryable: bool = True) -> str:
         """Records a failed attempt; returns the task's new status."""
-        return self._owned(FAIL_TASK, task, error_message=error_message, retryable=retryable)
+        return self._owned(
+            FAIL_TASK, task, error_message=storable_text(error_message), retryable=retryable
+        )
 
     def snooze_task(self, task: Task, seconds: float) -> None:
         self._owned(SNOOZE_TASK, task, seconds=seconds)
@@ -460,7 +685,7 @@ class Database:
     # Operator side
 
     def enqueue_tasks(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs, dumps=exact_json)})
+        return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs, dumps=dump_json)})
 
     def list_tasks(
         self,

@@ -6,6 +6,8 @@ these by SQLSTATE class, so callers never look at SQLSTATEs themselves.
 
 from __future__ import annotations
 
+import math
+
 import psycopg
 from psycopg import errors as pg_errors
 
@@ -62,12 +64,23 @@ class PermanentError(Exception):
     """Raised by a handler: fail the task now, without retrying."""
 
 
+# The longest snooze: a delay the database stores and Python reads back as a datetime. Longer
+# is a mistake (a delay in milliseconds, an infinity): the attempt fails and says so.
+SNOOZE_MAX_SECONDS = 366 * 24 * 3600
+
+
 class Snooze(Exception):
     """Raised by a handler: put the task back to pending for `seconds`, spending no retry."""
 
     def __init__(self, seconds: float) -> None:
+        if seconds != seconds or abs(seconds) == math.inf:
+            raise ValueError(f"Snooze needs a finite delay in seconds, not {seconds}")
         if seconds < 0:
             raise ValueError(f"Snooze needs a delay of 0 seconds or more, not {seconds}")
+        if seconds > SNOOZE_MAX_SECONDS:
+            raise ValueError(
+                f"Snooze needs a delay of at most {SNOOZE_MAX_SECONDS} seconds (366 days), not {seconds}"
+            )
         super().__init__(f"snoozed for {seconds} s")
         self.seconds = seconds
 

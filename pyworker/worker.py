@@ -38,7 +38,16 @@ import psycopg
 
 from pyworker import handlers
 from pyworker.config import WorkerConfig
-from pyworker.db import WORKER_WAKE_CHANNEL, Database, Task, listen_query
+from pyworker.db import (
+    WORKER_WAKE_CHANNEL,
+    Database,
+    JsonText,
+    NotJson,
+    Task,
+    UnreadableJson,
+    dump_json,
+    listen_query,
+)
 from pyworker.errors import (
     ConfigurationError,
     DatabaseUnavailable,
@@ -125,6 +134,8 @@ class Outcome:
     result: Any = None
     error: BaseException | None = None
     handed_back: bool = False
+    # Why the handler was not given the task at all: the attempt fails for good, saying so.
+    refused: str | None = None
 
 
 class Worker:
@@ -141,7 +152,7 @@ class Worker:
         self._held: dict[int, Task] = {}
         self._waiting: set[int] = set()
         self._running: Task | None = None
-        self._completions: list[tuple[Task, Any, list[dict[str, Any]] | None]] = []
+        self._completions: list[tuple[Task, JsonText | None, JsonText | None]] = []
         self._completions_since = 0.0
         self._handler_thread: HandlerThread | None = None
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
@@ -322,8 +333,14 @@ class Worker:
     def _run_one(self, task: Task) -> None:
         context = handlers.current_task.set(task)
         try:
-            # Aborted while it waited in the batch (cancelled, or lost): not run at all.
-            outcome = Outcome() if task.abort.fired else self._execute(task)
+            if task.abort.fired:
+                # Aborted while it waited in the batch (cancelled, or lost): not run at all.
+                outcome = Outcome()
+            elif isinstance(task.payload, UnreadableJson):
+                # No handler can be given it, and no retry reads it better.
+                outcome = Outcome(refused=f"the payload cannot be read: {task.payload.reason}")
+            else:
+                outcome = self._execute(task)
             # The outcome is decided: heartbeat answers no longer concern the handler, or one in
             # flight while the outcome is recorded would come back "lost" and cry wolf.
             self._running = None
@@ -397,7 +414,11 @@ class Worker:
         return outcome
 
     def _record(self, task: Task, outcome: Outcome) -> None:
-        """Tell the database how the attempt ended; nothing for an attempt the worker lost."""
+        """Tell the database how the attempt ended; nothing for an attempt the worker lost.
+
+        Whatever the handler returned or raised, this task alone gets an outcome and the worker
+        goes on: one the database cannot store fails the attempt, saying why.
+        """
         reason = task.abort.reason
         try:
             if outcome.handed_back:
@@ -409,11 +430,10 @@ class Worker:
                 self._fail(task, "cancelled by an operator while running", retryable=False)
             elif reason == "timeout":
                 self._fail(task, f"timed out after {self.run_timeout:.0f} s", retryable=True)
+            elif outcome.refused is not None:
+                self._fail(task, outcome.refused, retryable=False)
             elif isinstance(outcome.error, Snooze):
-                seconds = outcome.error.seconds
-                self._retrying("snooze task", lambda: self.db.snooze_task(task, seconds), interruptible=False)
-                self._held.pop(task.id, None)
-                log.info("Task %s snoozed for %s s", task.id, seconds)
+                self._snooze(task, outcome.error.seconds)
             elif isinstance(outcome.error, PermanentError):
                 self._fail(task, describe(outcome.error), retryable=False)
             elif outcome.error is not None:
@@ -423,6 +443,14 @@ class Worker:
                 result, follow_ups = outcome.result, None
                 if isinstance(result, handlers.Completion):
                     result, follow_ups = result.result, result.follow_ups
+                try:
+                    # Written now: a value JSON cannot hold fails this attempt, not a batch later.
+                    result = None if result is None else JsonText(dump_json(result, name="result"))
+                    if follow_ups is not None:
+                        follow_ups = JsonText(dump_json(follow_ups, name="follow_ups"))
+                except NotJson as error:
+                    self._fail(task, f"the result is not JSON: {error}", retryable=True)
+                    return
                 if self.config.prefetch == 1:
                     self._complete(task, result, follow_ups)
                 else:
@@ -432,8 +460,36 @@ class Worker:
         except TaskLost as lost:
             log.warning("Task %s was lost before its outcome was recorded: %s", task.id, lost)
             self._held.pop(task.id, None)
+        except Exception as error:  # noqa: BLE001 - one task's outcome must not end the worker
+            self._outcome_not_stored(task, error)
 
-    def _complete(self, task: Task, result: Any, follow_ups: list[dict[str, Any]] | None) -> None:
+    def _snooze(self, task: Task, seconds: Any) -> None:
+        try:
+            self._retrying("snooze task", lambda: self.db.snooze_task(task, seconds), interruptible=False)
+        except TaskLost:
+            raise
+        except TaskpoolError as refused:
+            self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
+            return
+        self._held.pop(task.id, None)
+        log.info("Task %s snoozed for %s s", task.id, seconds)
+
+    def _outcome_not_stored(self, task: Task, error: BaseException | str) -> None:
+        """Fail the attempt (retryable) because its outcome could not be stored; never raises."""
+        if isinstance(error, BaseException):
+            error = str(error) if isinstance(error, TaskpoolError) else describe(error)
+        message = f"the outcome could not be stored: {error}"
+        log.error("Task %s: %s", task.id, message)
+        try:
+            self._fail(task, message, retryable=True)
+        except TaskLost as lost:
+            log.warning("Task %s was lost before its failure was recorded: %s", task.id, lost)
+        except Exception as again:  # noqa: BLE001 - the task stays running until stale recovery
+            log.error("Task %s: recording the failure failed too: %s", task.id, describe(again))
+        finally:
+            self._held.pop(task.id, None)
+
+    def _complete(self, task: Task, result: JsonText | None, follow_ups: JsonText | None) -> None:
         """Record one completion; a result or follow-up the database refuses fails the attempt."""
         try:
             self._retrying(
@@ -444,12 +500,8 @@ class Worker:
             log.info("Task %s completed successfully", task.id)
         except TaskLost:
             raise
-        except TaskpoolError as error:
-            log.error("Task %s: recording its outcome failed: %s", task.id, error)
-            try:
-                self._fail(task, f"recording the outcome failed: {error}", retryable=True)
-            except TaskpoolError as again:
-                log.error("Task %s: recording the failure failed too: %s", task.id, again)
+        except Exception as error:  # noqa: BLE001 - fails this task alone
+            self._outcome_not_stored(task, error)
         finally:
             self._held.pop(task.id, None)
 
@@ -468,9 +520,13 @@ class Worker:
                 lambda: self.db.complete_tasks(self.config.worker_id, entries),
                 interruptible=False,
             )
-        except TaskpoolError as error:
+        except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
             # One bad result or follow-up refuses the whole batch: find it by recording each alone.
-            log.warning("Recording %d completions at once failed (%s): recording them one by one", len(entries), error)
+            log.warning(
+                "Recording %d completions at once failed (%s): recording them one by one",
+                len(entries),
+                describe(error),
+            )
             for task, result, follow_ups in completions:
                 try:
                     self._complete(task, result, follow_ups)
@@ -583,9 +639,18 @@ class Worker:
 
 
 def describe(error: BaseException) -> str:
-    """The error text recorded for a failed attempt: its type and message."""
-    message = str(error).strip()
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    """The error text recorded for a failed attempt: its type and message. Never raises: an
+    exception whose message cannot be read is described by its type and what went wrong."""
+    name = type(error).__name__
+    try:
+        message = str(error).strip()
+    except Exception as broken:  # noqa: BLE001 - a handler's broken __str__ must not end the worker
+        try:
+            why = f"{type(broken).__name__}: {str(broken).strip()}"
+        except Exception:  # noqa: BLE001 - broken twice over: its type must do
+            why = type(broken).__name__
+        return f"{name} (its message cannot be read: {why})"
+    return f"{name}: {message}" if message else name
 
 
 class _TextFormatter(logging.Formatter):
