@@ -1,51 +1,27 @@
 -- Deploy taskpool:_wake_waiting_workers to pg
--- requires: task_worker_waits
--- requires: worker_wake_channel
+-- requires: _wake_waiting_workers@v0.3.0
+-- requires: task_wake_requests
 
 BEGIN;
 SET client_min_messages = 'warning';
 
+-- It used to wake the workers at once and return how many; now they are woken at commit, and
+-- how many is not known yet.
+DROP FUNCTION _wake_waiting_workers(text, bigint);
+
 -- _wake_waiting_workers
--- Wakes up to `ready` waiting workers of a role (the freshest heartbeats first); how many it woke.
+-- Asks for up to `ready` waiting workers of a role (the freshest heartbeats first) to be woken when this transaction commits.
 CREATE FUNCTION _wake_waiting_workers(role text, ready bigint)
-RETURNS integer
-LANGUAGE plpgsql
+RETURNS void
+LANGUAGE sql
 SET search_path = public, pg_temp
 AS $$
--- Called by the enqueue and requeue triggers. A woken worker is unmarked here, in the waking
--- transaction, so concurrent enqueuers wake other workers (SKIP LOCKED) rather than the same one
--- twice. A worker that died while waiting keeps its mark until deregistered; preferring fresh
--- heartbeats (task_workers.last_seen_at) keeps the wake-ups for the living.
---
--- The lost wake-up: a worker's claim finds nothing, an enqueue commits, the worker marks itself
--- waiting and sleeps. The worker claims once more after marking; the locks make that enough.
--- mark_worker_waiting takes this lock exclusively, enqueuers share it, each until commit. If the
--- enqueuer locks first, the mark commits after the enqueue and the extra claim sees its tasks; if
--- the marker locks first, the enqueuer waits for the mark's commit and the query below, a new
--- statement with a new snapshot, sees the mark and wakes the worker.
-DECLARE
-    v_woken integer;
-BEGIN
-    PERFORM pg_advisory_xact_lock_shared(2002873189, hashtext(_wake_waiting_workers.role));
-    WITH chosen AS (
-        SELECT w.worker_id
-        FROM task_worker_waits w
-        JOIN task_workers tw ON tw.worker_id = w.worker_id
-        WHERE w.role = _wake_waiting_workers.role
-        ORDER BY tw.last_seen_at DESC, w.waiting_since
-        LIMIT _wake_waiting_workers.ready
-        FOR UPDATE OF w SKIP LOCKED
-    ),
-    woken AS (
-        DELETE FROM task_worker_waits w USING chosen
-        WHERE w.worker_id = chosen.worker_id
-        RETURNING w.worker_id
-    )
-    SELECT count(pg_notify(worker_wake_channel(woken.worker_id), _wake_waiting_workers.role))
-    INTO v_woken
-    FROM woken;
-    RETURN v_woken;
-END;
+    -- Called by the enqueue and requeue triggers. Nothing is locked here: the role lock is taken,
+    -- the workers chosen and notified at commit (task_wake_requests), so that an enqueue left
+    -- open holds up no other session. Requests of one transaction add up.
+    INSERT INTO task_wake_requests AS r (backend_pid, role, ready)
+    VALUES (pg_backend_pid(), _wake_waiting_workers.role, _wake_waiting_workers.ready)
+    ON CONFLICT (backend_pid, role) DO UPDATE SET ready = r.ready + excluded.ready;
 $$;
 
 REVOKE ALL ON FUNCTION _wake_waiting_workers(text, bigint) FROM PUBLIC;

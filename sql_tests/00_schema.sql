@@ -132,7 +132,8 @@ SELECT col_default_is('worker_tasks', 'updated_at', 'taskpool_now()',
 
 SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_pkey', 'worker_tasks_claim_order_idx', 'worker_tasks_one_active_per_dispensary_idx',
-    'worker_tasks_one_active_per_dedupe_key_idx', 'worker_tasks_active_by_worker_idx', 'worker_tasks_finished_idx'],
+    'worker_tasks_one_active_per_dedupe_key_idx', 'worker_tasks_active_by_worker_idx', 'worker_tasks_finished_idx',
+    'worker_tasks_pending_by_dispensary_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
                  ARRAY['role', 'priority', 'created_at', 'id', 'scheduled_for'],
@@ -164,7 +165,9 @@ SELECT results_eq(
         ('worker_tasks_one_active_per_dedupe_key_idx', true,
          '((status = ANY (ARRAY[''pending''::text, ''claimed''::text, ''running''::text])) AND (dedupe_key IS NOT NULL))'),
         ('worker_tasks_one_active_per_dispensary_idx', true,
-         '(status = ANY (ARRAY[''claimed''::text, ''running''::text]))')$$,
+         '(status = ANY (ARRAY[''claimed''::text, ''running''::text]))'),
+        ('worker_tasks_pending_by_dispensary_idx', false,
+         '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
     'Should make every worker_tasks index partial, on exactly the documented statuses');
 SELECT is((SELECT array_agg(indoption[k] & 1 ORDER BY k)
            FROM pg_index, generate_series(0, 4) AS k
@@ -239,7 +242,7 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 
 SELECT triggers_are('worker_tasks', ARRAY[
     '_100_touch_updated_at', '_300_limit_idle_transaction', '_500_enforce_transition', '_600_record_attempt',
-    '_700_chain_follow_ups', '_900_notify_enqueued', '_900_notify_requeued'],
+    '_700_chain_follow_ups', '_900_notify_enqueued', '_900_notify_requeued', '_900_wake_for_freed_store'],
     'Should have exactly the documented triggers on worker_tasks');
 SELECT has_trigger('worker_tasks', '_100_touch_updated_at', 'Should have trigger _100_touch_updated_at');
 SELECT has_trigger('worker_tasks', '_500_enforce_transition', 'Should have trigger _500_enforce_transition');
@@ -266,7 +269,8 @@ SELECT results_eq(
              ('_600_record_attempt', 1 + 16),
              ('_700_chain_follow_ups', 1 + 16),
              ('_900_notify_enqueued', 4),
-             ('_900_notify_requeued', 1 + 16)$$,
+             ('_900_notify_requeued', 1 + 16),
+             ('_900_wake_for_freed_store', 1 + 16)$$,
     'Should fire each trigger at the documented timing, level and events');
 
 /****************************************************************************/

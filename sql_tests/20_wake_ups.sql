@@ -1,10 +1,13 @@
 -- 20_wake_ups: waiting workers and who an enqueue wakes. mark_worker_waiting puts a registered
 -- worker in task_worker_waits; an enqueue or requeue of ready tasks takes out (and notifies, on
 -- worker_wake_channel) one waiting worker of the role per task, the freshest heartbeat first; a
--- successful claim takes the claimer out. Notifications are sent at commit, so pgTAP sees the
--- table, and the pytest suite (tests/test_notify.py) sees the notifications and the lock.
+-- successful claim takes the claimer out. Wake-ups happen at commit (task_wake_requests): SET
+-- CONSTRAINTS ALL IMMEDIATE has them happen at the end of each statement instead, so pgTAP sees
+-- the table; the pytest suites (tests/test_notify.py, tests/test_enqueue_concurrency.py) see the
+-- notifications and the locking.
 BEGIN;
 SELECT plan(25);
+SET CONSTRAINTS ALL IMMEDIATE;
 
 INSERT INTO task_roles (role, requires_store, description) VALUES
     ('t20w_a', false, 'pgTAP 20_wake_ups: the role enqueued'),

@@ -2,14 +2,12 @@
 channel (worker_wake_channel), and nobody else; a busy pool gets no NOTIFY at all.
 
 A worker marks itself waiting with mark_worker_waiting after an empty claim, claims once more,
-and sleeps. The last test shows why that one extra claim is enough: an enqueue in flight holds
-the role's wake-up lock, so the mark waits for its commit.
+and sleeps. Why that one extra claim is enough, and that no session waits on another's open
+transaction for it, is tested in tests/test_enqueue_concurrency.py.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 
 import psycopg
 import pytest
@@ -118,26 +116,3 @@ def test_a_successful_claim_unmarks_the_worker(conn: psycopg.Connection) -> None
 def test_an_unregistered_worker_cannot_wait(conn: psycopg.Connection) -> None:
     with pytest.raises(psycopg.errors.NoDataFound, match="worker 'nobody' is not registered"):
         conn.execute("SELECT mark_worker_waiting('nobody')")
-
-
-def test_a_mark_waits_for_an_enqueue_in_flight_so_the_extra_claim_sees_its_task(
-    conn: psycopg.Connection, db_url: str
-) -> None:
-    register(conn, "w1")
-    with psycopg.connect(db_url) as enqueuer, psycopg.connect(db_url, autocommit=True) as worker:
-        # The enqueue's trigger has run (it found no one waiting), its commit has not.
-        enqueuer.execute("SELECT enqueue_task('store_discovery')")
-        assert worker.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (0,)
-
-        marked: list[bool] = []
-        mark = threading.Thread(
-            target=lambda: marked.append(worker.execute("SELECT mark_worker_waiting('w1')").fetchone()[0])
-        )
-        mark.start()
-        time.sleep(0.5)
-        assert mark.is_alive(), "the mark should wait for the enqueue in flight"
-        enqueuer.commit()
-        mark.join(5)
-        assert marked == [True]
-        # The worker's one extra claim after a new mark finds the task.
-        assert worker.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (1,)
