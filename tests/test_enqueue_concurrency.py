@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 import psycopg
+from worker_support import listen, received, register
 
 BOUND_SECONDS = 3.0
 
@@ -29,21 +30,6 @@ def timed(call: Callable[[], object]) -> float:
     started = time.monotonic()
     call()
     return time.monotonic() - started
-
-
-def register(conn: psycopg.Connection, worker_id: str, role: str) -> str:
-    conn.execute("SELECT register_worker(%s, %s, 'test-host', 1)", (worker_id, role))
-    return conn.execute("SELECT worker_wake_channel(%s)", (worker_id,)).fetchone()[0]
-
-
-def listen(db_url: str, channel: str) -> psycopg.Connection:
-    listener = psycopg.connect(db_url, autocommit=True)
-    listener.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
-    return listener
-
-
-def received(listener: psycopg.Connection, timeout: float) -> list[str]:
-    return [n.payload for n in listener.notifies(timeout=timeout, stop_after=1)]
 
 
 # Item 6: an open enqueueing transaction freezes nobody
@@ -90,9 +76,9 @@ def test_a_mark_made_while_an_enqueue_is_in_flight_is_woken_by_its_commit(conn: 
         assert worker.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (0,)
         assert worker.execute("SELECT mark_worker_waiting('w1')").fetchone() == (True,)
         assert worker.execute("SELECT count(*) FROM claim_and_start_tasks('store_discovery', 'w1')").fetchone() == (0,)
-        assert received(listener, timeout=0.3) == []
+        assert received(listener, timeout=0.3, expect=1) == []
         producer.commit()
-        assert received(listener, timeout=BOUND_SECONDS) == ["store_discovery"]
+        assert received(listener, timeout=BOUND_SECONDS, expect=1) == ["store_discovery"]
     assert conn.execute("SELECT count(*) FROM task_worker_waits").fetchone() == (0,)
 
 
@@ -120,7 +106,7 @@ def test_no_wake_up_is_lost_when_enqueues_race_marks(conn: psycopg.Connection, d
                 found = worker.execute(claim).fetchone()[0]
             enqueuer.join()
             if not found:
-                if not received(listener, timeout=2.0):
+                if not received(listener, timeout=2.0, expect=1):
                     lost.append(round_number)
                 found = worker.execute(claim).fetchone()[0]
             assert found == 1, f"round {round_number}: the task was not there after its commit"

@@ -8,26 +8,9 @@ transaction for it, is tested in tests/test_enqueue_concurrency.py.
 
 from __future__ import annotations
 
-
 import psycopg
 import pytest
-
-
-def register(conn: psycopg.Connection, worker_id: str, role: str = "store_discovery") -> str:
-    """Register the worker; its wake channel."""
-    conn.execute("SELECT register_worker(%s, %s, 'test-host', 1)", (worker_id, role))
-    return conn.execute("SELECT worker_wake_channel(%s)", (worker_id,)).fetchone()[0]
-
-
-def listen(db_url: str, channel: str) -> psycopg.Connection:
-    listener = psycopg.connect(db_url, autocommit=True)
-    listener.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
-    return listener
-
-
-def received(listener: psycopg.Connection, timeout: float, expect: int | None = None) -> list[str]:
-    """Payloads within `timeout` seconds (sooner once `expect` have come)."""
-    return [n.payload for n in listener.notifies(timeout=timeout, stop_after=expect)]
+from worker_support import listen, received, register
 
 
 def waiting(conn: psycopg.Connection) -> list[str]:

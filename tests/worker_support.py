@@ -364,3 +364,20 @@ def kill_if_running(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def register(conn: psycopg.Connection, worker_id: str, role: str = "store_discovery") -> str:
+    """Register the worker; its wake channel."""
+    conn.execute("SELECT register_worker(%s, %s, 'test-host', 1)", (worker_id, role))
+    return conn.execute("SELECT worker_wake_channel(%s)", (worker_id,)).fetchone()[0]
+
+
+def listen(db_url: str, channel: str) -> psycopg.Connection:
+    listener = psycopg.connect(db_url, autocommit=True)
+    listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+    return listener
+
+
+def received(listener: psycopg.Connection, timeout: float, expect: int | None = None) -> list[str]:
+    """Payloads within `timeout` seconds (sooner once `expect` have come)."""
+    return [n.payload for n in listener.notifies(timeout=timeout, stop_after=expect)]
