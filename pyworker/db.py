@@ -13,7 +13,7 @@ import json
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -271,6 +271,11 @@ ATTEMPT_ERRORS = (
 PLATFORM_EVENTS = (
     "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
     " ORDER BY at, id"
+)
+WAITING_TASKS = (
+    "SELECT w.*, extract(epoch FROM w.ready_at - taskpool_now())::float8 AS ready_in_seconds"
+    " FROM v_waiting_tasks w WHERE w.role = ANY(%(roles)s::text[])"
+    " ORDER BY w.ready_at NULLS FIRST, w.id"
 )
 
 # pg_cron (1.4: jobs are upserted by name; cron.job and cron.job_run_details are per user)
@@ -911,6 +916,11 @@ class Database:
     def platform_events(self) -> list[dict[str, Any]]:
         """The circuit breaker's openings and closings, oldest first."""
         return self._rows(PLATFORM_EVENTS)
+
+    def waiting_tasks(self, roles: Sequence[str]) -> list[dict[str, Any]]:
+        """v_waiting_tasks for these roles, with ready_in_seconds (ready_at less the database's
+        clock: negative once ready), the soonest ready first."""
+        return self._rows(WAITING_TASKS, {"roles": list(roles)})
 
     # pg_cron (in whichever database holds its tables; see pyworker.cron)
 

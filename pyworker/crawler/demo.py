@@ -11,19 +11,22 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
     each step itself;
  2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
     with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body;
- 3. workers for every role (`pyworker --role R --handlers pyworker.crawler.handlers
-    --concurrency N`);
+ 3. workers for every role: one command per role, `pyworker --role R --handlers
+    pyworker.crawler.handlers --concurrency N`, runs that role's N worker processes;
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
     first crawl (product_discovery) and each crawl's product_refresh;
  5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
     queued for every store, and dutchie goes down until its circuit opens;
  6. analytics: the analytics_refresh schedule runs now;
- 7. the summary: tasks by role and status, tasks per second, the capacity view, one store's
-    payload diff, the circuit-breaker events.
+ 7. the summary: tasks by role and status, tasks per second of crawling, the capacity view at
+    the busiest moment sampled, the summary of one store's payload diff, the circuit-breaker
+    events.
 
-Progress shows every two seconds. Whatever happens, the workers and the simulator are stopped
-(SIGTERM, then SIGKILL after a grace) and the cron job removed; the database, the payload files
-and the logs stay for a look (the paths are printed at the end).
+Progress shows every two seconds, each line followed by what the tasks still to go wait for
+(v_waiting_tasks: a worker, a retry's backoff, an open circuit, a snooze, ...; each task when
+few are left). Whatever happens, the workers and the simulator are stopped (SIGTERM,
+then SIGKILL after a grace) and the cron job removed. At the end: where the wall time went, and
+commands to paste that look at what the run left (its database, payload files and logs stay).
 """
 
 from __future__ import annotations
@@ -31,20 +34,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from psycopg.conninfo import conninfo_to_dict
+
 from pyworker import cron
 from pyworker.cli import CAPACITY_COLUMNS, render_table
 from pyworker.config import DEFAULT_DATABASE_URL
-from pyworker.crawler.cli import echo_diff
+from pyworker.crawler.cli import describe_diff
 from pyworker.db import Database
 from pyworker.errors import CronMissing, TaskpoolError
 
@@ -64,6 +71,11 @@ STATES = ("AZ", "CA", "CO", "MI")
 OUTAGE_PLATFORM = "dutchie"
 ACTIVE = ("pending", "claimed", "running")
 PROGRESS_SECONDS = 2.0
+# How often a round looks whether it is over (it ends at once, not at the next progress line).
+IDLE_CHECK_SECONDS = 0.25
+# With this few tasks to go, each gets a line saying what it waits for.
+FEW_TASKS = 3
+INDENT = " " * 10
 STOP_GRACE_SECONDS = 10.0
 
 # Time compression: the crawler roles' retry backoff, the platforms' rate and cooldown.
@@ -78,6 +90,69 @@ CAUSES = (
 )
 
 
+# What tasks wait for (v_waiting_tasks.waiting_for), said of several: the count goes first;
+# {platforms} and {soonest} (seconds until the first of them may be claimed) are filled in.
+WAITS = {
+    "handler": "running",
+    "worker": "ready, waiting for a free worker",
+    "store": "waiting for another task of their store to finish",
+    "circuit": "held back while {platforms}'s circuit is open (claims resume in {soonest:.1f} s)",
+    "retry": "retrying after a failure (the first in {soonest:.1f} s)",
+    "snooze": "snoozed by their worker (the first back in {soonest:.1f} s)",
+    "schedule": "scheduled (the first due in {soonest:.1f} s)",
+}
+
+
+def cause(error_message: str | None) -> str | None:
+    """A failed attempt's cause in a word or two (CAUSES); None for another error."""
+    message = error_message or ""
+    return next((name for text, name in CAUSES if text in message), None)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def describe_wait(task: dict[str, Any]) -> str:
+    """What one active task (a v_waiting_tasks row) waits for."""
+    store = "" if task["dispensary_id"] is None else f", store {task['dispensary_id']}"
+    name = f"task {task['id']} ({task['role']}{store})"
+    seconds = task["ready_in_seconds"]
+    reason = task["waiting_for"]
+    if reason == "handler":
+        return f"{name} is running: attempt {task['attempt']}, on {task['worker_id']}"
+    if reason == "retry":
+        return (
+            f"{name} failed ({cause(task['error_message']) or task['error_message']}) and retries"
+            f" in {seconds:.1f} s (retry {task['retry_count']} of {task['max_retries']})"
+        )
+    if reason == "circuit":
+        return (
+            f"{name} is held back while {task['platform']}'s circuit is open"
+            f" (claims resume in {seconds:.1f} s)"
+        )
+    if reason == "snooze":
+        return f"{name} was snoozed by its worker (back in {seconds:.1f} s)"
+    if reason == "schedule":
+        return f"{name} is scheduled (due in {seconds:.1f} s)"
+    if reason == "store":
+        return f"{name} waits for another task of its store to finish"
+    return f"{name} is ready, waiting for a free {task['role']} worker"
+
+
+def summarize_waits(tasks: list[dict[str, Any]]) -> str:
+    """What many active tasks (v_waiting_tasks rows) wait for, the commonest reason first."""
+    parts = []
+    for reason, count in Counter(t["waiting_for"] for t in tasks).most_common():
+        alike = [t for t in tasks if t["waiting_for"] == reason]
+        phrase = WAITS[reason].format(
+            platforms=" and ".join(sorted({t["platform"] or "?" for t in alike})),
+            soonest=min((t["ready_in_seconds"] or 0) for t in alike),
+        )
+        parts.append(f"{count} {phrase}")
+    return ", ".join(parts)
+
+
 def say(text: str = "") -> None:
     print(text, flush=True)
 
@@ -85,6 +160,23 @@ def say(text: str = "") -> None:
 def heading(text: str) -> None:
     say()
     say(f"== {text}")
+
+
+@dataclass
+class Stopwatch:
+    """Wall time cut into laps that add up to it."""
+
+    started_at: float  # time.time()
+    laps: list[tuple[str, float]] = field(default_factory=list)
+
+    def elapsed(self) -> float:
+        return sum(seconds for _, seconds in self.laps)
+
+    def lap(self, label: str) -> float:
+        """End a lap here, named `label`; its seconds."""
+        seconds = time.time() - self.started_at - self.elapsed()
+        self.laps.append((label, seconds))
+        return seconds
 
 
 @dataclass
@@ -99,6 +191,13 @@ class Demo:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     simulator_url: str = ""
     cron_installed: bool = False
+    worker_processes: int = 0
+    # The capacity view at the progress line with the most crawler tasks pending or running:
+    # (tasks, where and when, the rows).
+    busiest: tuple[int, str, list[dict[str, Any]]] | None = None
+    # What the closing commands look at: the store whose diff is shown, its newest payload and
+    # its resync task.
+    featured: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.db = Database(self.database_url, application_name="pyworker demo")
@@ -264,10 +363,11 @@ class Demo:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {found} of {wanted} workers registered: see {self.logs}")
             time.sleep(0.2)
+        self.worker_processes = found
         say(
-            "workers: "
+            f"workers: {found} worker processes, registered, from {len(WORKERS)} commands"
+            " `pyworker --role R --concurrency N` (one per role): "
             + ", ".join(f"{role} x{count}" for role, count in WORKERS.items())
-            + f" ({wanted} processes)"
         )
 
     def check_processes(self) -> None:
@@ -284,18 +384,25 @@ class Demo:
         self,
         roles: tuple[str, ...],
         what: str,
+        started: float,
         during: Callable[[dict[tuple[str, str], int]], None] | None = None,
         timeout: float = 120,
     ) -> float:
-        """Show progress until no task of `roles` is pending, claimed or running; the seconds."""
-        started = last = time.monotonic()
+        """Show progress until no task of `roles` is pending, claimed or running; the seconds
+        since `started` (time.monotonic())."""
+        last = started
         done_before = sum(n for (_, s), n in self.counts().items() if s == "completed")
         done_last = done_before
         while True:
-            time.sleep(PROGRESS_SECONDS)
+            time.sleep(IDLE_CHECK_SECONDS)
             self.check_processes()
             counts = self.counts()
             now = time.monotonic()
+            if during is not None:
+                during(counts)
+            active = sum(counts.get((role, s), 0) for role in roles for s in ACTIVE)
+            if active and now - last < PROGRESS_SECONDS:
+                continue
             done = sum(n for (_, s), n in counts.items() if s == "completed")
             parts = []
             for role in roles:
@@ -304,40 +411,61 @@ class Demo:
                     continue
                 finished = counts.get((role, "completed"), 0)
                 failed = counts.get((role, "failed"), 0)
-                active = sum(counts.get((role, s), 0) for s in ACTIVE)
+                to_go = sum(counts.get((role, s), 0) for s in ACTIVE)
                 parts.append(
                     f"{role} {finished}/{total}"
                     + (f" ({failed} failed)" if failed else "")
-                    + (f" [{active} to go]" if active else "")
+                    + (f" [{to_go} to go]" if to_go else "")
                 )
             rate = (done - done_last) / (now - last)
             say(f"  {now - started:5.1f}s  " + "  ".join(parts) + f"  | {rate:5.1f} tasks/s")
+            if active:
+                self.explain_waits(roles)
+            self.sample_capacity(f"{what}, {now - started:.1f} s in")
             last, done_last = now, done
-            if during is not None:
-                during(counts)
-            if not any(counts.get((role, s), 0) for role in roles for s in ACTIVE):
+            if not active:
                 elapsed = now - started
                 say(
-                    f"  {what}: {done - done_before} tasks completed in {elapsed:.1f} s"
+                    f"  {what}: {plural(done - done_before, 'task')} completed in {elapsed:.1f} s"
                     f" ({(done - done_before) / elapsed:.1f} tasks/s)"
                 )
                 return elapsed
             if now - started > timeout:
                 raise RuntimeError(f"{what} did not finish within {timeout:.0f} s: see {self.logs}")
 
+    def explain_waits(self, roles: tuple[str, ...]) -> None:
+        """Say what the tasks still to go wait for: each one when they are few."""
+        tasks = self.db.waiting_tasks(roles)
+        if not tasks:
+            say(f"{INDENT}waiting: nothing now (the last task finished just after the count)")
+        elif len(tasks) <= FEW_TASKS:
+            for task in tasks:
+                say(f"{INDENT}waiting: {describe_wait(task)}")
+        else:
+            say(f"{INDENT}waiting: {summarize_waits(tasks)}")
+
+    def sample_capacity(self, moment: str) -> None:
+        """Keep the capacity view if the crawler has more tasks pending or running than ever."""
+        rows = [r for r in self.db.worker_capacity_rows() if r["role"] in CRAWLER_ROLES]
+        in_flight = sum(r["pending_tasks"] + r["running_tasks"] for r in rows)
+        if self.busiest is None or in_flight > self.busiest[0]:
+            self.busiest = (in_flight, moment, rows)
+
     def discovery(self) -> float:
         heading("discovery -> first crawls -> refreshes")
+        started = time.monotonic()
         self.db.trigger_schedule("store_discovery")
         say(
             "triggered the store_discovery schedule (the tasks chain: product_discovery per new store,"
             " product_refresh per crawl)"
         )
         return self.run_until_idle(
-            ("store_discovery", "product_discovery", "product_refresh"), "discovery"
+            ("store_discovery", "product_discovery", "product_refresh"), "discovery", started
         )
 
     def resync_round(self) -> float:
         heading("a resync round, 4 hours of drift later")
+        started = time.monotonic()
         clock = self.admin("/admin/clock", {"advance_hours": 4})["clock_hours"]
         stores = self.db.active_store_ids()
         # An outage as the round starts: dutchie answers 500 until its circuit opens.
@@ -371,13 +499,14 @@ class Demo:
                 )
 
         return self.run_until_idle(
-            ("product_resync", "product_refresh"), "resync round", end_the_outage
+            ("product_resync", "product_refresh"), "resync round", started, end_the_outage
         )
 
     def analytics(self) -> float:
         heading("analytics")
+        started = time.monotonic()
         self.db.trigger_schedule("analytics_refresh")
-        elapsed = self.run_until_idle(("analytics_refresh",), "analytics")
+        elapsed = self.run_until_idle(("analytics_refresh",), "analytics", started)
         (task,) = self.db.list_tasks(role="analytics_refresh", limit=1)
         result = self.db.get_task(task["id"])["result"]
         say(f"  refresh_analytics(): {json.dumps(result)}")
@@ -394,13 +523,13 @@ class Demo:
         completed = sum(r["tasks"] for r in self.db.task_counts() if r["status"] == "completed")
         say()
         say(
-            f"throughput: {completed} tasks completed in {crawl_seconds:.1f} s of crawling,"
-            f" {completed / crawl_seconds:.1f} tasks per second with {sum(WORKERS.values())} workers"
+            f"throughput: {completed} tasks completed in {crawl_seconds:.1f} s of crawling (the three"
+            f" rounds above), {completed / crawl_seconds:.1f} tasks per second with"
+            f" {self.worker_processes} worker processes"
         )
         causes: dict[str, int] = {}
         for row in self.db.attempt_errors():
-            message = row["error_message"] or ""
-            kind = next((name for text, name in CAUSES if text in message), "other")
+            kind = cause(row["error_message"]) or "other"
             causes[kind] = causes.get(kind, 0) + row["attempts"]
         if causes:
             say(
@@ -415,9 +544,7 @@ class Demo:
             + ", ".join(f"{r['payloads']} {r['status']}" for r in payloads)
             + f" (files under {self.storage})"
         )
-        say()
-        say("capacity (v_worker_capacity):")
-        say(render_table(self.db.worker_capacity_rows(), CAPACITY_COLUMNS[:10]))
+        self.show_busiest_capacity()
         self.show_a_diff()
         say()
         say("circuit-breaker events (platform_events):")
@@ -437,8 +564,30 @@ class Demo:
             else "none"
         )
 
+    def show_busiest_capacity(self) -> None:
+        """The capacity view as it was with the most work in flight (at the end it is all 0)."""
+        if self.busiest is None:
+            return
+        in_flight, moment, rows = self.busiest
+        say()
+        say(
+            f"capacity (v_worker_capacity) at the busiest progress line ({moment}:"
+            f" {plural(in_flight, 'task')} pending or running):"
+        )
+        say(render_table(rows, CAPACITY_COLUMNS[:10]))
+        fullest = max(rows, key=lambda r: r["pending_tasks"])
+        rate, workers = fullest["tasks_per_worker_hour"], fullest["active_workers"]
+        if fullest["pending_tasks"] and rate and workers:
+            seconds = fullest["pending_tasks"] / (workers * float(rate)) * 3600
+            say(
+                f"at the pace of the last hour, the {workers} {fullest['role']} workers would drain"
+                f" its {fullest['pending_tasks']} pending in {seconds:.1f} s of work"
+                f" (hours_to_drain {fullest['estimated_hours_to_drain']}: it counts in hours)"
+            )
+
     def show_a_diff(self) -> None:
-        """The diff of the store whose menu changed most in the resync round (of the first 40)."""
+        """The diff summary of the store whose menu changed most in the resync round (of the first
+        40), and how to see all of it."""
         say()
         best: tuple[int, int, dict[str, Any]] | None = None
         for store_id in self.db.stores_with_applied_payloads(at_least=2, limit=40):
@@ -451,15 +600,22 @@ class Demo:
             return
         _, store_id, diff = best
         store = self.db.get_dispensary(store_id)
+        (resync,) = self.db.list_tasks(role="product_resync", store=store_id, limit=1)
+        self.featured = {"store": store_id, "payload": diff["to"]["id"], "task": resync["id"]}
         say(
             f"payload diff of store {store_id} ({store['name']}, {store['city']} {store['state_code']}),"
-            f" as `pyworker payloads diff --store {store_id}` shows it:"
+            " the menu that changed most, before and after the resync round:"
         )
-        echo_diff(diff)
+        say(describe_diff(diff))
+        say(
+            f"(every product that changed: `pyworker payloads diff --store {store_id}`, with the"
+            " environment given at the end)"
+        )
 
     def stop(self) -> None:
         """SIGTERM everything started (workers hand back or finish their tasks), then SIGKILL."""
         heading("stopping")
+        registered = self.registered_workers()
         for process in self.processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -471,7 +627,19 @@ class Demo:
                 say(f"{name} did not stop within {STOP_GRACE_SECONDS:.0f} s: killing it")
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-        say(f"stopped {len(self.processes)} processes (workers, simulator)")
+        commands = [name for name in self.processes if name in WORKERS]
+        others = [name for name in self.processes if name not in WORKERS]
+        left = self.registered_workers()
+        if commands and None in (registered, left):
+            say(f"stopped the {len(commands)} `pyworker --role R --concurrency N` commands")
+        elif commands:
+            say(
+                f"stopped the {len(commands)} `pyworker --role R --concurrency N` commands: of their"
+                f" {registered} worker processes, {registered - left} deregistered"
+                + (f", {left} did not (killed: the tick takes their tasks back)" if left else "")
+            )
+        if others:
+            say("stopped the " + " and the ".join(others))
         if self.cron_installed:
             try:
                 cron.uninstall(self.db)
@@ -479,6 +647,37 @@ class Demo:
             except TaskpoolError as error:
                 say(f"could not remove the demo's pg_cron job: {error}")
         self.db.close()
+
+    def registered_workers(self) -> int | None:
+        """How many workers the registry holds (task_workers); None when it cannot be read (the
+        demo may be stopping because the database went away)."""
+        try:
+            return len(self.db.workers())
+        except TaskpoolError:
+            return None
+
+    def closing_commands(self) -> list[str]:
+        """Shell lines that look at what the run left, pasted as they are."""
+        script = Path(sys.executable).parent / "pyworker"
+        pyworker = (
+            shlex.quote(str(script))
+            if script.exists()
+            else f"{shlex.quote(sys.executable)} -m pyworker"
+        )
+        lines = [
+            f"export DATABASE_URL={shlex.quote(self.database_url)}",
+            f"export TASKPOOL_STORAGE_DIR={shlex.quote(str(self.storage))}",
+            f"{pyworker} counts",
+        ]
+        if self.featured:
+            store, payload, task = (self.featured[k] for k in ("store", "payload", "task"))
+            lines += [
+                f"{pyworker} payloads list --store {store}",
+                f"{pyworker} payloads show {payload} --products",
+                f"{pyworker} payloads diff --store {store}",
+                f"{pyworker} show {task}",
+            ]
+        return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -502,6 +701,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42, help="the simulator's seed (default 42)")
     parser.add_argument("--error-rate", type=float, default=0.03, help="share of failing requests")
     parser.add_argument("--corrupt-rate", type=float, default=0.01, help="share of corrupt menus")
+    parser.add_argument(
+        "--started-at",
+        type=float,
+        metavar="UNIX_TIME",
+        help="when the run began, for its wall time (scripts/demo passes the time it started, so"
+        " that its deploy counts; default: when this program starts)",
+    )
     args = parser.parse_args(argv)
 
     demo = Demo(
@@ -512,14 +718,26 @@ def main(argv: list[str] | None = None) -> int:
         args.error_rate,
         args.corrupt_rate,
     )
-    started = time.monotonic()
+    watch = Stopwatch(time.time() if args.started_at is None else args.started_at)
+    if args.started_at is not None:
+        database = conninfo_to_dict(args.database_url).get("dbname")
+        watch.lap(f"scripts/demo: a fresh database {database}, deployed")
     try:
         heading("setting up")
         demo.prepare()
         demo.start_simulator()
         demo.start_workers()
-        crawl_seconds = demo.discovery() + demo.resync_round() + demo.analytics()
+        watch.lap(f"setting up: the simulator and {demo.worker_processes} worker processes")
+        rounds = {
+            "discovery": demo.discovery(),
+            "resync round": demo.resync_round(),
+            "analytics": demo.analytics(),
+        }
+        crawl_seconds = watch.lap(
+            "crawling: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in rounds.items())
+        )
         demo.summary(crawl_seconds)
+        watch.lap("the summary")
     except KeyboardInterrupt:
         say("interrupted")
         return 130
@@ -528,10 +746,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         demo.stop()
-    say()
+    watch.lap("stopping")
+    heading(
+        f"done in {watch.elapsed():.1f} s of wall time since "
+        + ("this program" if args.started_at is None else "scripts/demo")
+        + " began:"
+    )
+    for label, seconds in watch.laps:
+        say(f"  {seconds:5.1f} s  {label}")
+    heading("what the run left")
+    say("Its database, payload files and logs stay until the next run. To look, paste into a shell:")
+    for line in demo.closing_commands():
+        say(f"  {line}")
     say(
-        f"done in {time.monotonic() - started:.0f} s. The database stays for a look:"
-        f" DATABASE_URL={args.database_url} .venv/bin/pyworker payloads list"
+        "(the exports point that shell's pyworker and make at the demo's database and files;"
+        " `unset DATABASE_URL TASKPOOL_STORAGE_DIR` undoes them)"
     )
     say(f"logs: {demo.logs}")
     return 0
