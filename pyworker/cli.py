@@ -846,6 +846,46 @@ SCHEDULE_COLUMNS: list[Column] = [
 
 
 @main.group()
+def stores() -> None:
+    """Add the stores (dispensaries) that per-store tasks name."""
+
+
+@stores.command("add")
+@click.argument("name")
+@click.option("--platform", metavar="P", help="The platform that serves its menu, e.g. dutchie.")
+@click.option("--state-code", metavar="XX", help="Its state's two capital letters, e.g. CA.")
+@click.option("--city", metavar="CITY", help="Its city.")
+@click.option(
+    "--menu-url",
+    metavar="URL",
+    help="Where its menu is; entry_point_discovery resolves it to the store's platform id.",
+)
+@json_option
+@pass_settings
+def add_store(
+    settings: Settings,
+    name: str,
+    platform: str | None,
+    state_code: str | None,
+    city: str | None,
+    menu_url: str | None,
+    as_json: bool,
+) -> None:
+    """Add store NAME (add_store()), active from now on, and print it: its id is what
+    `enqueue --store` takes.
+
+    A bad value exits 2, naming it; a menu URL another store has exits 1, naming that store.
+    """
+    row = settings.db.add_store(
+        name, platform=platform, state_code=state_code, city=city, menu_url=menu_url
+    )
+    if as_json:
+        echo_json(row)
+    else:
+        echo_fields(row)
+
+
+@main.group()
 def schedules() -> None:
     """List, change and run the recurring schedules (the tick runs the due ones)."""
 

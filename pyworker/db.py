@@ -169,6 +169,10 @@ CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
 RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
 PRUNE_TASKS = "SELECT prune_tasks(%(older_than)s::interval, %(max_tasks)s::integer) AS pruned"
 ROLES = "SELECT role FROM task_roles ORDER BY role"
+ADD_STORE = (
+    "SELECT * FROM add_store(%(name)s::text, platform => %(platform)s::text,"
+    " state_code => %(state_code)s::text, city => %(city)s::text, menu_url => %(menu_url)s::text)"
+)
 WORKERS = (
     "SELECT w.worker_id, w.role, w.host, w.pid, w.started_at, w.last_seen_at, t.id AS task_id"
     " FROM task_workers w"
@@ -725,6 +729,21 @@ class Database:
     def roles(self) -> list[str]:
         """The known role names, in order."""
         return [row["role"] for row in self._rows(ROLES)]
+
+    def add_store(
+        self,
+        name: str,
+        *,
+        platform: str | None = None,
+        state_code: str | None = None,
+        city: str | None = None,
+        menu_url: str | None = None,
+    ) -> dict[str, Any]:
+        """The new store's row; InvalidInput naming a bad value, Refused for a menu URL taken."""
+        return self._one(
+            ADD_STORE,
+            {"name": name, "platform": platform, "state_code": state_code, "city": city, "menu_url": menu_url},
+        )
 
     def workers(self) -> list[dict[str, Any]]:
         return self._rows(WORKERS)
