@@ -61,7 +61,8 @@ deps:
 	@scripts/apt-install $(DEB_PACKAGES)
 	@$(MAKE) -s $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml
+# pyworker/__init__.py holds the package version that pip records.
+$(VENV_STAMP): pyproject.toml pyworker/__init__.py
 	@if [[ ! -x $(VENV)/bin/python ]]; then \
 		echo "deps: creating $(VENV)"; \
 		command -v $(PYTHON) >/dev/null || scripts/apt-install python3 python3-venv; \

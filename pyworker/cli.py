@@ -26,8 +26,16 @@ import click
 from pyworker import __version__
 from pyworker import cron as cron_jobs
 from pyworker.config import DEFAULT_DATABASE_URL, WorkerConfig, default_worker_id
-from pyworker.db import Database, NotJson, dump_json, load_exact_json
-from pyworker.errors import ConfigurationError, InvalidInput, NotFound, TaskpoolError
+from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
+from pyworker.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    InvalidInput,
+    NotFound,
+    SchemaMismatch,
+    SchemaMissing,
+    TaskpoolError,
+)
 from pyworker.simulator.cli import simulator as simulator_command
 
 # The task states, as worker_tasks' status CHECK allows them (for `list --status`).
@@ -122,6 +130,7 @@ pass_settings = click.make_pass_decorator(Settings)
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(__version__, prog_name="pyworker", message="%(prog)s %(version)s")
 @click.option(
     "--database-url",
     envvar="DATABASE_URL",
@@ -1137,9 +1146,40 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
 
 
 @main.command()
-def version() -> None:
-    """Print the pyworker version."""
+@json_option
+@pass_settings
+def version(settings: Settings, as_json: bool) -> None:
+    """Print pyworker's version, the schema version it needs, and the database's when it answers.
+
+    `pyworker --version` prints pyworker's alone, without connecting. Exits 0 whatever the
+    database says: a schema too old, missing or unreachable is printed with what to do.
+    """
+    required = ".".join(map(str, REQUIRED_SCHEMA_VERSION))
+    report: dict[str, str | None] = {
+        "pyworker": __version__,
+        "required_schema": required,
+        "database": None,
+        "database_schema": None,
+        "problem": None,
+    }
+    try:
+        report["database"] = settings.db.where()
+        report["database_schema"] = settings.db.schema_version()
+        settings.db.check_schema()
+    except (DatabaseUnavailable, SchemaMissing, SchemaMismatch) as error:
+        report["problem"] = str(error)
+    if as_json:
+        echo_json(report)
+        return
     click.echo(f"pyworker {__version__}")
+    click.echo(f"schema required: {required} or a later {REQUIRED_SCHEMA_VERSION[0]}.x")
+    if report["database"] is None:
+        database = "not reachable"
+    else:
+        database = report["database"]
+        if report["database_schema"] is not None:
+            database += f", schema {report['database_schema']}"
+    click.echo(f"database: {database}" + (f": {report['problem']}" if report["problem"] else ""))
 
 
 main.add_command(simulator_command)

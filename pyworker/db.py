@@ -598,11 +598,20 @@ class Database:
 
     # Start-up
 
+    def where(self) -> str:
+        """Which database this is, as `dbname on host:port` (never the password a URL may hold)."""
+        info = self.connect().info
+        return f"{info.dbname} on {info.host}:{info.port}"
+
+    def schema_version(self) -> str:
+        """taskpool_schema_version(), whatever it says; SchemaMissing when there is none."""
+        return self._one(SCHEMA_VERSION)["version"]
+
     def check_schema(self, required: tuple[int, ...] = REQUIRED_SCHEMA_VERSION) -> str:
         """The schema version, or SchemaMissing saying what to run when it is absent or older
         than `required`; SchemaMismatch when it is of a newer major version (its functions may
         have changed meaning) or no version this pyworker can read."""
-        version = self._one(SCHEMA_VERSION)["version"]
+        version = self.schema_version()
         found = parse_schema_version(version)
         needed = ".".join(map(str, required))
         if found < required:
