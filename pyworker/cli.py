@@ -25,7 +25,7 @@ import click
 
 from pyworker import __version__
 from pyworker import cron as cron_jobs
-from pyworker.config import DEFAULT_DATABASE_URL, WorkerConfig, default_worker_id
+from pyworker.config import WorkerConfig, default_database_url, default_worker_id
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
 from pyworker.errors import (
     ConfigurationError,
@@ -134,8 +134,9 @@ pass_settings = click.make_pass_decorator(Settings)
 @click.option(
     "--database-url",
     envvar="DATABASE_URL",
-    default=DEFAULT_DATABASE_URL,
-    show_default=True,
+    default=default_database_url,
+    show_default="the project cluster, postgresql://postgres@127.0.0.1:55432/taskpool,"
+    " each part overridden by PGUSER, PGHOST, PGPORT, PGDATABASE",
     show_envvar=True,
     metavar="URL",
     help="PostgreSQL URL of the taskpool database.",
