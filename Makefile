@@ -14,7 +14,12 @@ SHELL := bash
 .NOTPARALLEL:
 MAKEFLAGS += --no-print-directory
 
-PGPORT ?= 55432
+# The local cluster's port: the one it runs on, whatever port started it, so that `make psql` and
+# the rest use it; 55432 when it is not running. PGPORT in the environment or on the command line
+# decides instead (and `export PGPORT=N` is what pyworker and the tests read too).
+ifeq ($(origin PGPORT),undefined)
+PGPORT := $(or $(shell scripts/cluster port 2>/dev/null),55432)
+endif
 DB_NAME ?= taskpool
 DATABASE_URL ?= postgresql://postgres@127.0.0.1:$(PGPORT)/$(DB_NAME)
 ROUNDTRIP_DB ?= taskpool_roundtrip
@@ -61,7 +66,8 @@ deps:
 	@scripts/apt-install $(DEB_PACKAGES)
 	@$(MAKE) -s $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml
+# pyworker/__init__.py holds the package version that pip records.
+$(VENV_STAMP): pyproject.toml pyworker/__init__.py
 	@if [[ ! -x $(VENV)/bin/python ]]; then \
 		echo "deps: creating $(VENV)"; \
 		command -v $(PYTHON) >/dev/null || scripts/apt-install python3 python3-venv; \
@@ -107,8 +113,8 @@ demo: deps db
 bench: deps db
 	@$(PGENV) $(VENV)/bin/python -m bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
-# TARGET psql: open psql on DATABASE_URL
-psql: deps db
+# TARGET psql: deploy into DATABASE_URL (a no-op when up to date), then open psql on it
+psql: deps db deploy
 	@$(PGENV) psql
 
 # TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade, test-sql, test-py

@@ -24,7 +24,7 @@ from bench import figures
 from bench.figures import FULL, QUICK, Plan, progress
 from bench.report import Row, Stat, Target, notes, text_table, write_results
 from bench.server import BenchError, Server
-from pyworker.config import DEFAULT_DATABASE_URL
+from pyworker.config import default_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GROUPS = ("ceilings", "drain", "drain-batched", "wakeup", "enqueue", "depth", "history")
@@ -209,7 +209,7 @@ def git_revision(checkout: Path) -> str:
 @click.option("--checkout", type=click.Path(file_okay=False, exists=True, path_type=Path),
               default=REPO_ROOT, show_default=True,
               help="The taskpool source to measure: its Sqitch plan is deployed, its pyworker runs.")
-@click.option("--database-url", envvar="DATABASE_URL", default=DEFAULT_DATABASE_URL, show_envvar=True,
+@click.option("--database-url", envvar="DATABASE_URL", default=default_database_url, show_envvar=True,
               metavar="URL", help="The server; the bench makes its own databases there.")
 @click.option("--pg-bindir", envvar="PG_BINDIR", default="/usr/lib/postgresql/15/bin",
               show_default=True, help="Where pgbench is.")

@@ -27,7 +27,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
-from pyworker.config import DEFAULT_DATABASE_URL
+from pyworker.config import default_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -96,12 +96,9 @@ class ScenarioError(Exception):
 
 
 def server_url() -> str:
-    """The server the suite runs on: $DATABASE_URL, else the project cluster on $PGPORT."""
-    url = os.environ.get("DATABASE_URL")
-    if url:
-        return url
-    port = os.environ.get("PGPORT")
-    return DEFAULT_DATABASE_URL.replace(":55432/", f":{port}/") if port else DEFAULT_DATABASE_URL
+    """The server the suite runs on: $DATABASE_URL, else the project cluster as the libpq
+    environment (PGPORT, ...) amends it."""
+    return os.environ.get("DATABASE_URL") or default_database_url()
 
 
 def wait_until(check: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:

@@ -4,4 +4,5 @@ It claims tasks through the SQL functions that the Sqitch plan deploys, runs the
 heartbeats while it runs and records the result; the queue's logic stays in PL/pgSQL.
 """
 
-__version__ = "0.1.0"
+# The one statement of the package's version: pyproject.toml reads it (dynamic = ["version"]).
+__version__ = "0.5.0"

@@ -25,9 +25,17 @@ import click
 
 from pyworker import __version__
 from pyworker import cron as cron_jobs
-from pyworker.config import DEFAULT_DATABASE_URL, WorkerConfig, default_worker_id
-from pyworker.db import Database, NotJson, dump_json, load_exact_json
-from pyworker.errors import ConfigurationError, InvalidInput, NotFound, TaskpoolError
+from pyworker.config import WorkerConfig, default_database_url, default_worker_id
+from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
+from pyworker.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    InvalidInput,
+    NotFound,
+    SchemaMismatch,
+    SchemaMissing,
+    TaskpoolError,
+)
 from pyworker.simulator.cli import simulator as simulator_command
 
 # The task states, as worker_tasks' status CHECK allows them (for `list --status`).
@@ -122,11 +130,13 @@ pass_settings = click.make_pass_decorator(Settings)
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(__version__, prog_name="pyworker", message="%(prog)s %(version)s")
 @click.option(
     "--database-url",
     envvar="DATABASE_URL",
-    default=DEFAULT_DATABASE_URL,
-    show_default=True,
+    default=default_database_url,
+    show_default="the project cluster, postgresql://postgres@127.0.0.1:55432/taskpool,"
+    " each part overridden by PGUSER, PGHOST, PGPORT, PGDATABASE",
     show_envvar=True,
     metavar="URL",
     help="PostgreSQL URL of the taskpool database.",
@@ -846,6 +856,46 @@ SCHEDULE_COLUMNS: list[Column] = [
 
 
 @main.group()
+def stores() -> None:
+    """Add the stores (dispensaries) that per-store tasks name."""
+
+
+@stores.command("add")
+@click.argument("name")
+@click.option("--platform", metavar="P", help="The platform that serves its menu, e.g. dutchie.")
+@click.option("--state-code", metavar="XX", help="Its state's two capital letters, e.g. CA.")
+@click.option("--city", metavar="CITY", help="Its city.")
+@click.option(
+    "--menu-url",
+    metavar="URL",
+    help="Where its menu is; entry_point_discovery resolves it to the store's platform id.",
+)
+@json_option
+@pass_settings
+def add_store(
+    settings: Settings,
+    name: str,
+    platform: str | None,
+    state_code: str | None,
+    city: str | None,
+    menu_url: str | None,
+    as_json: bool,
+) -> None:
+    """Add store NAME (add_store()), active from now on, and print it: its id is what
+    `enqueue --store` takes.
+
+    A bad value exits 2, naming it; a menu URL another store has exits 1, naming that store.
+    """
+    row = settings.db.add_store(
+        name, platform=platform, state_code=state_code, city=city, menu_url=menu_url
+    )
+    if as_json:
+        echo_json(row)
+    else:
+        echo_fields(row)
+
+
+@main.group()
 def schedules() -> None:
     """List, change and run the recurring schedules (the tick runs the due ones)."""
 
@@ -1097,9 +1147,40 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
 
 
 @main.command()
-def version() -> None:
-    """Print the pyworker version."""
+@json_option
+@pass_settings
+def version(settings: Settings, as_json: bool) -> None:
+    """Print pyworker's version, the schema version it needs, and the database's when it answers.
+
+    `pyworker --version` prints pyworker's alone, without connecting. Exits 0 whatever the
+    database says: a schema too old, missing or unreachable is printed with what to do.
+    """
+    required = ".".join(map(str, REQUIRED_SCHEMA_VERSION))
+    report: dict[str, str | None] = {
+        "pyworker": __version__,
+        "required_schema": required,
+        "database": None,
+        "database_schema": None,
+        "problem": None,
+    }
+    try:
+        report["database"] = settings.db.where()
+        report["database_schema"] = settings.db.schema_version()
+        settings.db.check_schema()
+    except (DatabaseUnavailable, SchemaMissing, SchemaMismatch) as error:
+        report["problem"] = str(error)
+    if as_json:
+        echo_json(report)
+        return
     click.echo(f"pyworker {__version__}")
+    click.echo(f"schema required: {required} or a later {REQUIRED_SCHEMA_VERSION[0]}.x")
+    if report["database"] is None:
+        database = "not reachable"
+    else:
+        database = report["database"]
+        if report["database_schema"] is not None:
+            database += f", schema {report['database_schema']}"
+    click.echo(f"database: {database}" + (f": {report['problem']}" if report["problem"] else ""))
 
 
 main.add_command(simulator_command)

@@ -5,12 +5,26 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from psycopg.conninfo import make_conninfo
 
-DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/taskpool"
+
+
+def default_database_url(environ: Mapping[str, str] = os.environ) -> str:
+    """The database to use when no DATABASE_URL is given: the project cluster's
+    (postgresql://postgres@127.0.0.1:55432/taskpool), less each part that the libpq environment
+    sets (PGUSER, PGHOST or PGHOSTADDR, PGPORT, PGDATABASE; PGSERVICE sets them all), so that
+    libpq takes that part from the environment as every PostgreSQL tool does."""
+    if environ.get("PGSERVICE"):
+        return "postgresql://"
+    user = "" if environ.get("PGUSER") else "postgres@"
+    host = "" if environ.get("PGHOST") or environ.get("PGHOSTADDR") else "127.0.0.1"
+    port = "" if environ.get("PGPORT") else ":55432"
+    dbname = "" if environ.get("PGDATABASE") else "/taskpool"
+    return f"postgresql://{user}{host}{port}{dbname}"
 
 
 def database_url_for(url: str, dbname: str) -> str:

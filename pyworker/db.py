@@ -169,6 +169,10 @@ CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
 RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
 PRUNE_TASKS = "SELECT prune_tasks(%(older_than)s::interval, %(max_tasks)s::integer) AS pruned"
 ROLES = "SELECT role FROM task_roles ORDER BY role"
+ADD_STORE = (
+    "SELECT * FROM add_store(%(name)s::text, platform => %(platform)s::text,"
+    " state_code => %(state_code)s::text, city => %(city)s::text, menu_url => %(menu_url)s::text)"
+)
 WORKERS = (
     "SELECT w.worker_id, w.role, w.host, w.pid, w.started_at, w.last_seen_at, t.id AS task_id"
     " FROM task_workers w"
@@ -599,11 +603,20 @@ class Database:
 
     # Start-up
 
+    def where(self) -> str:
+        """Which database this is, as `dbname on host:port` (never the password a URL may hold)."""
+        info = self.connect().info
+        return f"{info.dbname} on {info.host}:{info.port}"
+
+    def schema_version(self) -> str:
+        """taskpool_schema_version(), whatever it says; SchemaMissing when there is none."""
+        return self._one(SCHEMA_VERSION)["version"]
+
     def check_schema(self, required: tuple[int, ...] = REQUIRED_SCHEMA_VERSION) -> str:
         """The schema version, or SchemaMissing saying what to run when it is absent or older
         than `required`; SchemaMismatch when it is of a newer major version (its functions may
         have changed meaning) or no version this pyworker can read."""
-        version = self._one(SCHEMA_VERSION)["version"]
+        version = self.schema_version()
         found = parse_schema_version(version)
         needed = ".".join(map(str, required))
         if found < required:
@@ -730,6 +743,21 @@ class Database:
     def roles(self) -> list[str]:
         """The known role names, in order."""
         return [row["role"] for row in self._rows(ROLES)]
+
+    def add_store(
+        self,
+        name: str,
+        *,
+        platform: str | None = None,
+        state_code: str | None = None,
+        city: str | None = None,
+        menu_url: str | None = None,
+    ) -> dict[str, Any]:
+        """The new store's row; InvalidInput naming a bad value, Refused for a menu URL taken."""
+        return self._one(
+            ADD_STORE,
+            {"name": name, "platform": platform, "state_code": state_code, "city": city, "menu_url": menu_url},
+        )
 
     def workers(self) -> list[dict[str, Any]]:
         return self._rows(WORKERS)

@@ -20,10 +20,10 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pyworker.config import default_database_url
 from worker_support import Workers, create_test_pool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/taskpool"
 TEMPLATE_DATABASE = "taskpool_pytest_template"
 COPY_PREFIX = "taskpool_pytest_"
 
@@ -53,8 +53,9 @@ LIBPQ_ENV = {
 
 
 def database_url() -> str:
-    """The server to test against: $DATABASE_URL, else the project cluster."""
-    return os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+    """The server to test against: $DATABASE_URL, else the project cluster as the libpq
+    environment (PGPORT, ...) amends it."""
+    return os.environ.get("DATABASE_URL") or default_database_url()
 
 
 def url_for_database(url: str, dbname: str) -> str:

@@ -50,7 +50,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pyworker import cron
 from pyworker.cli import CAPACITY_COLUMNS, render_table
-from pyworker.config import DEFAULT_DATABASE_URL
+from pyworker.config import default_database_url
 from pyworker.crawler.cli import describe_diff
 from pyworker.db import Database
 from pyworker.errors import CronMissing, TaskpoolError
@@ -686,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--database-url",
-        default=os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL),
+        default=os.environ.get("DATABASE_URL") or default_database_url(),
         help="the demo's database, deployed and disposable (default: $DATABASE_URL)",
     )
     parser.add_argument(

@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
-from pyworker.config import DEFAULT_DATABASE_URL
+from pyworker.config import default_database_url
 from pyworker.crawler import storage
 from pyworker.crawler.client import HttpPlatformClient, PlatformClient, PlatformError
 from pyworker.crawler.normalize import CorruptMenu, normalize_menu
@@ -127,7 +127,7 @@ def database() -> Database:
     global _db
     with _db_lock:
         if _db is None:
-            url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+            url = os.environ.get("DATABASE_URL") or default_database_url()
             worker_id = os.environ.get("WORKER_ID", str(os.getpid()))
             _db = Database(url, application_name=f"pyworker {worker_id} crawler")
         return _db
