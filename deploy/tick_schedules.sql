@@ -1,6 +1,6 @@
 -- Deploy taskpool:tick_schedules to pg
--- requires: tick_schedules@v0.3.0
--- requires: _schedule_next_run_at
+-- requires: tick_schedules@v0.4.0
+-- requires: schedule_ticks
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -22,6 +22,8 @@ AS $$
 -- records last_error and is retried after least(interval_hours, 10 minutes), counted from now
 -- so that a schedule whose own times cannot be computed with gets a finite one; the other
 -- schedules run regardless.
+-- Each tick records itself in schedule_ticks, for taskpool_health(). A rival tick holding that row
+-- is recording a tick of the same moment: this one skips the row rather than wait for its commit.
 DECLARE
     v_now       timestamptz := taskpool_now();
     v_schedule  task_schedules;
@@ -61,22 +63,12 @@ BEGIN
         v_report := v_report || jsonb_build_object('schedule', v_schedule.name, 'tasks', v_count, 'error', v_error);
     END LOOP;
 
+    UPDATE schedule_ticks t
+    SET last_tick_at = v_now
+    WHERE t.singleton IN (SELECT l.singleton FROM schedule_ticks l FOR UPDATE SKIP LOCKED);
+
     RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report);
 END;
 $$;
-
-COMMENT ON COLUMN task_schedules.next_run_at IS
-    'Due at or after this time. A run moves it on to the next slot of the cadence counted from its '
-    'previous value (by interval_hours; a resync_plan by whole local days, to local midnight in '
-    'time_zone), skipping slots already past, so a late tick neither drifts nor fires a backlog.';
-
--- Resync plans that moved on by hours sit at 23:00 or 01:00 local once a daylight-saving change
--- has passed: each goes to the nearest local midnight (23:00 to the next one, 01:00 back to its
--- own, so no day goes unplanned). A schedule whose time zone is unknown is left for the tick to report.
-UPDATE task_schedules s
-SET next_run_at = date_trunc('day', (s.next_run_at AT TIME ZONE s.time_zone) + interval '12 hours')
-                  AT TIME ZONE s.time_zone
-WHERE s.kind = 'resync_plan'
-  AND s.time_zone IN (SELECT z.name FROM pg_timezone_names z);
 
 COMMIT;

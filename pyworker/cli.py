@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import textwrap
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -356,6 +357,18 @@ def render_table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> s
         ).rstrip()
 
     return "\n".join([line(headers)] + [line(texts) for texts in cells])
+
+
+def wrapped(text: str, first_indent: str = "", indent: str = "") -> str:
+    """Prose in lines of at most 79 characters, commands and names kept whole."""
+    return textwrap.fill(
+        text,
+        width=79,
+        initial_indent=first_indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def echo_table(rows: list[dict[str, Any]], columns: Sequence[Column], empty: str) -> None:
@@ -710,27 +723,45 @@ def prune(settings: Settings, older_than: str, max_tasks: int | None, as_json: b
         click.echo(f"pruned {pruned} task{'' if pruned == 1 else 's'}")
 
 
+WORKER_COLUMNS: list[Column] = [
+    ("worker", "worker_id"),
+    ("role", "role"),
+    ("host", "host"),
+    ("pid", "pid"),
+    ("started_at", "started_at"),
+    ("last_seen_at", "last_seen_at"),
+    ("seen_ago", "last_seen_age"),
+    ("state", lambda row: "SILENT" if row["liveness"] == "silent" else row["liveness"]),
+    ("tasks", lambda row: ",".join(map(str, row["task_ids"]))),
+]
+
+
 @main.command()
 @json_option
 @pass_settings
 def workers(settings: Settings, as_json: bool) -> None:
-    """List the registered workers and the task each is running."""
+    """List the registered workers: when each was last seen, live or silent, and its tasks.
+
+    A worker is SILENT when it has not been heard from for longer than its role's stale
+    threshold: probably killed, as it never deregistered. Its tasks stay claimed or running
+    until the tick recovers them. With --json, one object per worker: last_seen_age and
+    stale_threshold in seconds, liveness ("live" or "silent") and task_ids.
+    """
     rows = settings.db.workers()
     if as_json:
         echo_json(rows)
-    else:
-        echo_table(
-            rows,
-            [
-                ("worker", "worker_id"),
-                ("role", "role"),
-                ("host", "host"),
-                ("pid", "pid"),
-                ("started_at", "started_at"),
-                ("last_seen_at", "last_seen_at"),
-                ("task", "task_id"),
-            ],
-            empty="no workers registered",
+        return
+    echo_table(rows, WORKER_COLUMNS, empty="no workers registered")
+    silent = [row for row in rows if row["liveness"] == "silent"]
+    if silent:
+        click.echo()
+        click.echo(
+            wrapped(
+                f"{len(silent)} silent worker{'' if len(silent) == 1 else 's'}: not heard from for"
+                " longer than the role's stale threshold, probably dead. The tick hands their"
+                " tasks back to the pool (`pyworker recover-stale` does it now);"
+                f" SELECT deregister_worker('{silent[0]['worker_id']}') removes one from this list."
+            )
         )
 
 
@@ -806,25 +837,73 @@ def capacity(settings: Settings, role: str | None, as_json: bool) -> None:
 
 
 @main.command()
+@click.option(
+    "--max-tick-age",
+    metavar="INTERVAL",
+    help="Attention when the last tick is older than this PostgreSQL interval (default 10 minutes).",
+)
+@click.option(
+    "--max-snapshot-age",
+    metavar="INTERVAL",
+    help="Attention when a session has held a snapshot longer than this (default 10 minutes).",
+)
 @json_option
 @pass_settings
-def health(settings: Settings, as_json: bool) -> None:
-    """Show the pool's health: tasks by role and status, active workers, and stuck tasks.
+def health(
+    settings: Settings, max_tick_age: str | None, max_snapshot_age: str | None, as_json: bool
+) -> None:
+    """Check what needs a person (taskpool_health()); exit 1 when something does.
 
-    Stuck tasks are claimed or running tasks whose worker went silent past the role's stale
-    threshold; the next tick recovers them, so ones that stay mean the tick is not running.
-    With --json, one document: {"task_counts": [...], "active_workers": [...],
-    "stuck_tasks": [...]}.
+    \b
+    The checks:
+      stuck_tasks      claimed or running tasks silent past their role's stale threshold
+      schedule_tick    schedules enabled, and no tick for longer than --max-tick-age
+      schedule_errors  enabled schedules whose last run failed
+      open_circuits    platforms whose circuit breaker is open
+      xmin_horizon     a session holding a snapshot longer than --max-snapshot-age
+
+    Each check is printed, one that needs attention with what to do; then the tasks by role and
+    status, the active workers and the stuck tasks. With --json, one document:
+    {"status": "ok" | "attention", "checks": {NAME: {"status", "detail", "action"}, ...},
+    "task_counts": [...], "active_workers": [...], "stuck_tasks": [...]}.
+
+    Exit codes, for a probe or an alert: 0 every check ok; 1 a check needs attention (or the
+    database could not be asked); 2 bad usage, such as a malformed interval.
     """
     db = settings.db
+    checks = db.health_checks(max_tick_age, max_snapshot_age)
+    attention = [check for check in checks if check["status"] != "ok"]
     report = {
+        "status": "attention" if attention else "ok",
+        "checks": {
+            check["check_name"]: {key: check[key] for key in ("status", "detail", "action")}
+            for check in checks
+        },
         "task_counts": db.task_counts(),
         "active_workers": db.active_workers(),
         "stuck_tasks": db.stuck_tasks(),
     }
     if as_json:
         echo_json(report)
-        return
+    else:
+        echo_health(checks, attention, report)
+    if attention:
+        click.get_current_context().exit(1)
+
+
+def echo_health(
+    checks: list[dict[str, Any]], attention: list[dict[str, Any]], report: dict[str, Any]
+) -> None:
+    if attention:
+        click.echo(f"health: ATTENTION, {len(attention)} of {len(checks)} checks need a person")
+    else:
+        click.echo(f"health: ok, all {len(checks)} checks")
+    for check in checks:
+        marker = "ok" if check["status"] == "ok" else "ATTENTION"
+        click.echo(wrapped(f"{check['check_name']}: {check['detail']}", f"{marker:<11}", " " * 11))
+        if check["action"]:
+            click.echo(wrapped(f"what to do: {check['action']}", " " * 11, " " * 11))
+    click.echo()
     click.echo("tasks by role and status:")
     echo_table(
         report["task_counts"],

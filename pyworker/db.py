@@ -173,12 +173,7 @@ ADD_STORE = (
     "SELECT * FROM add_store(%(name)s::text, platform => %(platform)s::text,"
     " state_code => %(state_code)s::text, city => %(city)s::text, menu_url => %(menu_url)s::text)"
 )
-WORKERS = (
-    "SELECT w.worker_id, w.role, w.host, w.pid, w.started_at, w.last_seen_at, t.id AS task_id"
-    " FROM task_workers w"
-    " LEFT JOIN worker_tasks t ON t.worker_id = w.worker_id AND t.status IN ('claimed', 'running')"
-    " ORDER BY w.role, w.worker_id"
-)
+WORKERS = "SELECT * FROM v_workers ORDER BY role, worker_id"
 
 # Schedules, planning, capacity and health
 TICK_SCHEDULES = "SELECT tick_schedules() AS report"
@@ -202,6 +197,9 @@ WORKER_CAPACITY = "SELECT worker_capacity(%(role)s::text) AS capacity"
 TASK_COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
 ACTIVE_WORKERS = "SELECT * FROM v_active_workers ORDER BY role, worker_id"
 STUCK_TASKS = "SELECT * FROM v_stuck_tasks ORDER BY last_heartbeat_at, id"
+HEALTH_CHECKS = (
+    "SELECT * FROM taskpool_health(%(max_tick_age)s::interval, %(max_snapshot_age)s::interval)"
+)
 
 # The reference crawler (pyworker.crawler): stores, payloads, analytics, source governance
 GET_DISPENSARY = "SELECT * FROM get_dispensary(%(dispensary_id)s::integer)"
@@ -819,6 +817,16 @@ class Database:
 
     def stuck_tasks(self) -> list[dict[str, Any]]:
         return self._rows(STUCK_TASKS)
+
+    def health_checks(
+        self, max_tick_age: str | None = None, max_snapshot_age: str | None = None
+    ) -> list[dict[str, Any]]:
+        """taskpool_health(): {"check_name", "status", "detail", "action"} per check, in order.
+
+        The ages are PostgreSQL intervals; None takes the function's default."""
+        return self._rows(
+            HEALTH_CHECKS, {"max_tick_age": max_tick_age, "max_snapshot_age": max_snapshot_age}
+        )
 
     # The reference crawler (pyworker.crawler.handlers): granted to taskpool_worker
 

@@ -3,7 +3,7 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.3.0 body, which moved every schedule on by hours and recorded only a failed run.
+-- Back to the v0.4.0 body, which kept no record of the tick.
 
 -- tick_schedules
 -- The tick: recovers stale tasks, then runs every due schedule once; pg_cron calls it each minute.
@@ -17,8 +17,11 @@ AS $$
 -- Due schedules are locked with FOR UPDATE SKIP LOCKED and moved on before commit, so ticks
 -- racing (pg_cron, `pyworker scheduler`, a person) run each due schedule exactly once: a
 -- rival skips the rows this tick holds, and once it commits, their next_run_at is no longer due.
--- A schedule whose run fails records last_error and is retried after
--- least(interval_hours, 10 minutes); the other schedules run regardless.
+-- A schedule moves on to the next slot of its cadence (_schedule_next_run_at: local midnight
+-- for a resync plan). A schedule whose run or next slot fails keeps none of that run's tasks,
+-- records last_error and is retried after least(interval_hours, 10 minutes), counted from now
+-- so that a schedule whose own times cannot be computed with gets a finite one; the other
+-- schedules run regardless.
 DECLARE
     v_now       timestamptz := taskpool_now();
     v_schedule  task_schedules;
@@ -38,23 +41,22 @@ BEGIN
         BEGIN
             v_count := _run_schedule(v_schedule);
             v_error := NULL;
+            UPDATE task_schedules s
+            SET last_run_at = v_now,
+                last_task_count = v_count,
+                last_error = NULL,
+                next_run_at = _schedule_next_run_at(v_schedule, v_now)
+            WHERE s.id = v_schedule.id;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
             v_count := 0;
+            UPDATE task_schedules s
+            SET last_run_at = v_now,
+                last_task_count = 0,
+                last_error = v_error,
+                next_run_at = v_now + least(make_interval(hours => s.interval_hours), interval '10 minutes')
+            WHERE s.id = v_schedule.id;
         END;
-
-        UPDATE task_schedules s
-        SET last_run_at = v_now,
-            last_task_count = v_count,
-            last_error = v_error,
-            next_run_at = CASE
-                WHEN v_error IS NOT NULL
-                THEN v_now + least(make_interval(hours => s.interval_hours), interval '10 minutes')
-                -- the next slot of the cadence after now: no drift, no backlog
-                ELSE s.next_run_at + make_interval(hours => s.interval_hours)
-                     * (floor(extract(epoch FROM v_now - s.next_run_at) / (s.interval_hours * 3600)) + 1)
-            END
-        WHERE s.id = v_schedule.id;
 
         v_report := v_report || jsonb_build_object('schedule', v_schedule.name, 'tasks', v_count, 'error', v_error);
     END LOOP;
@@ -62,11 +64,5 @@ BEGIN
     RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report);
 END;
 $$;
-
-REVOKE ALL ON FUNCTION tick_schedules() FROM PUBLIC;
-
-COMMENT ON COLUMN task_schedules.next_run_at IS
-    'Due at or after this time. A run moves it on by interval_hours from its previous value, '
-    'skipping slots already past, so a late tick neither drifts nor fires a backlog.';
 
 COMMIT;

@@ -80,11 +80,8 @@ SELECT is((SELECT status FROM retry_task(:storeless_ok_id)), 'pending',
 -- with the same dedupe key, finds no active holder yet, and waits on the key's unique index
 -- entry until `holder` commits.
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT format('port=%s dbname=%s user=%s host=%s', current_setting('port'), current_database(), current_user,
-              coalesce(host(inet_server_addr()), split_part(current_setting('unix_socket_directories'), ',', 1)))
-    AS conninfo \gset
-SELECT dblink_connect('t24_holder', :'conninfo');
-SELECT dblink_connect('t24_loser', :'conninfo');
+SELECT dblink_connect('t24_holder', tests.session_conninfo());
+SELECT dblink_connect('t24_loser', tests.session_conninfo());
 
 SELECT r.id AS race_holder_id
 FROM dblink('t24_holder', $$SELECT (cancel_task(t.id)).id FROM enqueue_task('analytics_refresh', dedupe_key := 't24-race') t$$)

@@ -754,13 +754,16 @@ def test_workers_lists_the_registry_with_current_tasks(run: Run, conn: psycopg.C
     result = run("workers")
     assert result.exit_code == 0, result.output
     header, *lines = result.stdout.splitlines()
-    assert header.split() == ["worker", "role", "host", "pid", "started_at", "last_seen_at", "task"]
+    assert header.split() == ["worker", "role", "host", "pid", "started_at", "last_seen_at",
+                              "seen_ago", "state", "tasks"]
     rows = {line.split()[0]: line.split() for line in lines}
     assert rows["w1"][:4] == ["w1", "store_discovery", "host-a", "4242"]
-    assert rows["w1"][-1] == str(task_id)
+    assert rows["w1"][-2:] == ["live", str(task_id)]
+    assert rows["w2"][-1] == "live"
     workers = {w["worker_id"]: w for w in run_json(run, "workers")}
-    assert workers["w1"]["task_id"] == task_id
-    assert workers["w2"]["task_id"] is None
+    assert workers["w1"]["task_ids"] == [task_id]
+    assert workers["w2"]["task_ids"] == []
+    assert workers["w2"]["liveness"] == "live"
     assert (workers["w2"]["role"], workers["w2"]["host"], workers["w2"]["pid"]) == (
         "analytics_refresh", "host-b", 99
     )

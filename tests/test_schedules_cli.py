@@ -385,15 +385,20 @@ def test_capacity_of_an_unknown_role_exits_2(run: Run, json_flag: list[str]) -> 
 # health
 
 
-def test_health_of_a_quiet_pool(run: Run) -> None:
+def test_health_of_a_quiet_pool(run: Run, conn: psycopg.Connection) -> None:
+    conn.execute("SELECT update_schedule(name, enabled => false) FROM task_schedules")
     result = run("health")
     assert result.exit_code == 0, result.output
-    assert result.stdout.split("\n\n") == [
+    checks, *sections = result.stdout.split("\n\n")
+    assert checks.splitlines()[0] == "health: ok, all 5 checks"
+    assert sections == [
         "tasks by role and status:\nno tasks",
         "active workers (seen in the last 2 minutes):\nnone",
         "stuck tasks (silent past their role's stale threshold):\nnone\n",
     ]
-    assert run_json(run, "health") == {"task_counts": [], "active_workers": [], "stuck_tasks": []}
+    report = run_json(run, "health")
+    assert report["status"] == "ok"
+    assert report["task_counts"] == report["active_workers"] == report["stuck_tasks"] == []
 
 
 def test_health_shows_counts_workers_and_stuck_tasks(
@@ -409,7 +414,10 @@ def test_health_shows_counts_workers_and_stuck_tasks(
     conn.execute("SELECT register_worker('w1', 'analytics_refresh', 'host-a', 42)")
     conn.execute("SELECT claim_task('analytics_refresh', 'w1')")
 
-    report = run_json(run, "health")
+    result = run("health", "--json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["checks"]["stuck_tasks"]["status"] == "attention"
     assert report["task_counts"] == [
         {"role": "analytics_refresh", "status": "claimed", "tasks": 1},
         {"role": "analytics_refresh", "status": "pending", "tasks": 1},
@@ -422,8 +430,8 @@ def test_health_shows_counts_workers_and_stuck_tasks(
     assert task["silent_for"] >= 7200 and task["stale_threshold"] == 1800
 
     text = run("health")
-    assert text.exit_code == 0, text.output
-    counts, workers, stuck_tasks = text.stdout.split("\n\n")
+    assert text.exit_code == 1, text.output
+    _checks, counts, workers, stuck_tasks = text.stdout.split("\n\n")
     assert counts.splitlines()[1:] == [
         "role               status   count",
         "analytics_refresh  claimed      1",

@@ -5,6 +5,6 @@ BEGIN;
 SELECT has_function_privilege('tick_schedules()', 'execute');
 
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
-WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%_schedule_next_run_at(%';
+WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%schedule_ticks%';
 
 ROLLBACK;

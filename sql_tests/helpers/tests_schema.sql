@@ -96,3 +96,16 @@ LANGUAGE sql
 AS $$
     UPDATE worker_tasks t SET completed_at = now() - age_completion.age WHERE t.id = age_completion.task_id;
 $$;
+
+-- tests.session_conninfo
+-- The connection string of another session of this database as this user, for dblink (tests
+-- that take two sessions); application_name (a plain word) names it in pg_stat_activity.
+CREATE OR REPLACE FUNCTION tests.session_conninfo(application_name text DEFAULT 'dblink')
+RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT format('port=%s dbname=%s user=%s host=%s application_name=%s', current_setting('port'),
+                  current_database(), current_user,
+                  coalesce(host(inet_server_addr()), split_part(current_setting('unix_socket_directories'), ',', 1)),
+                  session_conninfo.application_name);
+$$;
