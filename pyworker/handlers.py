@@ -26,12 +26,10 @@ from __future__ import annotations
 import contextvars
 import importlib
 import json
-import logging
 import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -46,8 +44,6 @@ Middleware = Callable[[Task, Callable[[Task], Any]], Any]
 ENTRY_POINT_GROUP = "pyworker.handlers"
 STDERR_TAIL_CHARS = 2000
 KILL_GRACE_SECONDS = 2.0
-
-log = logging.getLogger("pyworker")
 
 # The task whose attempt is running in this context; log records carry its id.
 current_task: contextvars.ContextVar[Task | None] = contextvars.ContextVar(
@@ -134,18 +130,6 @@ registry = Registry()
 handler = registry.handler
 command = registry.command
 middleware = registry.middleware
-
-
-@registry.middleware
-def log_context_and_timing(task: Task, call_next: Callable[[Task], Any]) -> Any:
-    """Tag log records with the task, and log how long the attempt took."""
-    token = current_task.set(task)
-    started = time.monotonic()
-    try:
-        return call_next(task)
-    finally:
-        log.debug("Task %s ran for %.3f s", task.id, time.monotonic() - started)
-        current_task.reset(token)
 
 
 def load(modules: Iterable[str], target: Registry = registry) -> None:
