@@ -1,7 +1,7 @@
-"""What a worker's log and attempt history show of its handlers (issue 12 items 6, 7): a
+"""What a worker's log and attempt history show of its handlers (issue 12 items 6, 7, 8): a
 failing attempt's traceback at WARNING and kept with the attempt, the log level, handlers' and
-libraries' own lines in the worker's format. Real `python -m pyworker` processes against a real
-database.
+libraries' own lines in the worker's format, and handler modules found in the working
+directory. Real `python -m pyworker` processes (or the console script) against a real database.
 """
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from click.testing import CliRunner
-from worker_support import WorkerProcess, Workers, enqueue, fetch_one, wait_for
+from worker_support import WorkerProcess, Workers, enqueue, fetch_one, wait_for, wait_for_status
 
 from pyworker import cli
 
@@ -187,3 +189,48 @@ def test_every_json_line_is_json_tagged_with_the_task_event_outcome_and_duration
         assert isinstance(ended["duration"], float) and ended["duration"] >= 0, ended
     started = only(lambda e: e["event"] == "worker_started")
     assert (started["task_id"], started["outcome"], started["duration"]) == (None, None, None)
+
+
+# Item 8: handler modules in the working directory
+
+
+def console_script() -> tuple[str]:
+    """The installed `pyworker` script, whose own directory, not the working one, Python puts
+    first on the import path."""
+    script = Path(sys.executable).parent / "pyworker"
+    assert script.exists(), f"no console script beside {sys.executable}: run `make deps`"
+    return (str(script),)
+
+
+def test_the_console_script_finds_a_handler_module_in_the_working_directory(
+    pool: psycopg.Connection, workers: Workers, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "shop_tasks.py").write_text(
+        "from pyworker.handlers import handler\n\n"
+        "@handler('test_logs')\n"
+        "def run(task):\n"
+        "    return {'from': 'shop_tasks'}\n"
+    )
+    task_id = enqueue(pool, "test_logs", {})
+    worker = workers.start(
+        "test_logs", "cwd-handlers", program=console_script(), cwd=project, handlers=None,
+        args=("--handlers", "shop_tasks"),
+    )
+    row = wait_for_status(pool, task_id, "completed", 15, also=worker.describe)
+    assert row["result"] == {"from": "shop_tasks"}
+
+
+def test_a_handler_module_not_found_names_pythonpath_and_the_directories_searched(
+    workers: Workers, tmp_path: Path
+) -> None:
+    code, stderr = workers.run_to_exit(
+        "test_logs", "cwd-missing", program=console_script(), cwd=tmp_path, handlers=None,
+        args=("--handlers", "no_such_tasks"),
+    )
+    assert code == 2, stderr
+    assert "cannot import handler module 'no_such_tasks': no module 'no_such_tasks'" in stderr
+    assert "PYTHONPATH" in stderr
+    searched = stderr.split("searched: ", 1)[1]
+    assert str(tmp_path) in searched and str(Path(sys.executable).parent) in searched, stderr

@@ -276,19 +276,22 @@ class Workers:
         *,
         ready: bool = True,
         args: tuple[str, ...] = (),
+        program: tuple[str, ...] = (sys.executable, "-m", "pyworker"),
+        cwd: Path | None = None,
         **settings: Any,
     ) -> WorkerProcess:
-        """Start a worker (`args` go on its command line); with `ready`, wait until it has
-        logged that it is starting."""
+        """Start a worker, `program` (by default `python -m pyworker`) with `args` on its command
+        line, in `cwd` (by default the log directory); with `ready`, wait until it has logged
+        that it is starting."""
         log_path = self.log_dir / f"{worker_id}.stderr.log"
         with (
             open(log_path, "wb") as log,
             open(self.log_dir / f"{worker_id}.stdout.log", "wb") as out,
         ):
             process = subprocess.Popen(
-                [sys.executable, "-m", "pyworker", *args],
+                [*program, *args],
                 env=self.env(role, worker_id, **settings),
-                cwd=self.log_dir,
+                cwd=cwd or self.log_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=log,
