@@ -37,6 +37,7 @@ from pyworker.errors import (
     SchemaMissing,
     TaskpoolError,
 )
+from pyworker.logs import LEVELS as LOG_LEVELS
 from pyworker.simulator.cli import simulator as simulator_command
 
 # The task states, as worker_tasks' status CHECK allows them (for `list --status`).
@@ -94,6 +95,7 @@ class Settings:
     handlers: tuple[str, ...]
     command: str | None
     log_format: str
+    log_level: str
     shutdown_grace_seconds: float
     concurrency: int
     prefetch: int
@@ -116,6 +118,7 @@ class Settings:
                 handler_modules=self.handlers,
                 command=command,
                 log_format=self.log_format,
+                log_level=self.log_level,
                 shutdown_grace=self.shutdown_grace_seconds,
                 prefetch=self.prefetch,
             )
@@ -142,7 +145,7 @@ pass_settings = click.make_pass_decorator(Settings)
     metavar="URL",
     help="PostgreSQL URL of the taskpool database.",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks with errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks with errors; log at debug unless --log-level says.")
 @click.option(
     "--role",
     envvar="WORKER_ROLE",
@@ -201,6 +204,14 @@ pass_settings = click.make_pass_decorator(Settings)
     help="Worker log lines as text or JSON.",
 )
 @click.option(
+    "--log-level",
+    envvar="LOG_LEVEL",
+    show_envvar=True,
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    show_default="info; debug with -v",
+    help="Log the lines of this level and above: pyworker's, the handlers', their libraries'.",
+)
+@click.option(
     "--shutdown-grace-seconds",
     envvar="SHUTDOWN_GRACE_SECONDS",
     show_envvar=True,
@@ -238,6 +249,7 @@ def main(
     handlers: tuple[str, ...],
     command: str | None,
     log_format: str,
+    log_level: str | None,
     shutdown_grace_seconds: float,
     concurrency: int,
     prefetch: int,
@@ -261,6 +273,7 @@ def main(
         handlers=tuple(handlers),
         command=command,
         log_format=log_format,
+        log_level=log_level or ("debug" if verbose else "info"),
         shutdown_grace_seconds=shutdown_grace_seconds,
         concurrency=concurrency,
         prefetch=prefetch,
@@ -607,7 +620,8 @@ def list_tasks(
 @json_option
 @pass_settings
 def show(settings: Settings, task_id: int, as_json: bool) -> None:
-    """Show task ID: every field, then the attempts that ended without completing it."""
+    """Show task ID: every field, then the attempts that ended without completing it, each
+    with its error details (a failed handler's traceback) in full."""
     db = settings.db
     task = db.get_task(task_id)
     if task is None:
@@ -621,6 +635,10 @@ def show(settings: Settings, task_id: int, as_json: bool) -> None:
     if attempts:
         click.echo("attempt history:")
         click.echo(render_table(attempts, ATTEMPT_COLUMNS))
+        for attempt in attempts:
+            if attempt["error_details"]:
+                click.echo(f"\nerror details of attempt {attempt['attempt']}:")
+                click.echo(textwrap.indent(attempt["error_details"].rstrip("\n"), "    "))
     else:
         click.echo("attempt history: none ended without completing")
 
@@ -1220,7 +1238,7 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
     # Imported here: the other commands need none of the loop's machinery.
     scheduler_module = importlib.import_module("pyworker.scheduler")
     code = scheduler_module.run_scheduler(
-        settings.database_url, interval_seconds, settings.worker_id, settings.log_format
+        settings.database_url, interval_seconds, settings.worker_id, settings.log_format, settings.log_level
     )
     click.get_current_context().exit(code)
 

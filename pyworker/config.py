@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from psycopg.conninfo import make_conninfo
 
+from pyworker import logs
 
 
 def default_database_url(environ: Mapping[str, str] = os.environ) -> str:
@@ -54,6 +55,7 @@ class WorkerConfig:
     handler_modules: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     log_format: str = "text"
+    log_level: str = "info"
     shutdown_grace: float = 30.0
     prefetch: int = 1
 
@@ -68,5 +70,7 @@ class WorkerConfig:
             raise ValueError(f"the shutdown grace must be 0 or more, not {self.shutdown_grace} s")
         if not 1 <= self.prefetch <= 1000:
             raise ValueError(f"the prefetch must be 1 to 1000 tasks, not {self.prefetch}")
-        if self.log_format not in ("text", "json"):
-            raise ValueError(f"the log format must be text or json, not {self.log_format!r}")
+        if self.log_format not in logs.FORMATS:
+            raise ValueError(f"the log format must be one of {', '.join(logs.FORMATS)}, not {self.log_format!r}")
+        if self.log_level not in logs.LEVELS:
+            raise ValueError(f"the log level must be one of {', '.join(logs.LEVELS)}, not {self.log_level!r}")

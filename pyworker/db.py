@@ -128,7 +128,7 @@ COMPLETE_TASK = (
 )
 FAIL_TASK = (
     "SELECT * FROM fail_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
-    " %(error_message)s::text, %(retryable)s::boolean)"
+    " %(error_message)s::text, %(retryable)s::boolean, error_details => %(error_details)s::text)"
 )
 SNOOZE_TASK = (
     "SELECT * FROM snooze_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
@@ -158,7 +158,7 @@ LIST_TASKS = (
 GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
 TASK_ATTEMPTS = (
     "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
-    " error_message FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
+    " error_message, error_details FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
 )
 COUNTS = (
     "SELECT role, status, count(*) AS tasks FROM worker_tasks GROUP BY role, status"
@@ -674,10 +674,16 @@ class Database:
             follow_ups=None if follow_ups is None else Jsonb(follow_ups, dumps=dump_json),
         )
 
-    def fail_task(self, task: Task, error_message: str, *, retryable: bool = True) -> str:
-        """Records a failed attempt; returns the task's new status."""
+    def fail_task(
+        self, task: Task, error_message: str, *, retryable: bool = True, details: str | None = None
+    ) -> str:
+        """Records a failed attempt, with its details (a traceback) if any; returns the task's new status."""
         return self._owned(
-            FAIL_TASK, task, error_message=storable_text(error_message), retryable=retryable
+            FAIL_TASK,
+            task,
+            error_message=storable_text(error_message),
+            retryable=retryable,
+            error_details=None if details is None else storable_text(details),
         )
 
     def snooze_task(self, task: Task, seconds: float) -> None:

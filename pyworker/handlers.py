@@ -26,12 +26,11 @@ from __future__ import annotations
 import contextvars
 import importlib
 import json
-import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -46,8 +45,6 @@ Middleware = Callable[[Task, Callable[[Task], Any]], Any]
 ENTRY_POINT_GROUP = "pyworker.handlers"
 STDERR_TAIL_CHARS = 2000
 KILL_GRACE_SECONDS = 2.0
-
-log = logging.getLogger("pyworker")
 
 # The task whose attempt is running in this context; log records carry its id.
 current_task: contextvars.ContextVar[Task | None] = contextvars.ContextVar(
@@ -136,33 +133,40 @@ command = registry.command
 middleware = registry.middleware
 
 
-@registry.middleware
-def log_context_and_timing(task: Task, call_next: Callable[[Task], Any]) -> Any:
-    """Tag log records with the task, and log how long the attempt took."""
-    token = current_task.set(task)
-    started = time.monotonic()
-    try:
-        return call_next(task)
-    finally:
-        log.debug("Task %s ran for %.3f s", task.id, time.monotonic() - started)
-        current_task.reset(token)
-
-
 def load(modules: Iterable[str], target: Registry = registry) -> None:
     """Import the handler modules named, then those of the `pyworker.handlers` entry points.
 
-    An entry point may name a module (importing it registers its handlers) or a callable that
-    takes the registry.
+    The working directory comes first on the import path, as it does for `python -m` (and for
+    celery's and rq's workers): `pyworker --handlers tasks` run beside tasks.py finds it, though
+    the console script's own directory is all Python puts there. An entry point may name a
+    module (importing it registers its handlers) or a callable that takes the registry.
     """
+    working_directory = os.getcwd()
+    if working_directory not in sys.path and "" not in sys.path:
+        sys.path.insert(0, working_directory)
     for name in modules:
         try:
             importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name is not None and (name == error.name or name.startswith(f"{error.name}.")):
+                raise ConfigurationError(_not_found(name, error.name)) from error
+            raise ConfigurationError(f"cannot import handler module {name!r}: {error}") from error
         except ImportError as error:
             raise ConfigurationError(f"cannot import handler module {name!r}: {error}") from error
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         loaded = entry_point.load()
         if callable(loaded):
             loaded(target)
+
+
+def _not_found(name: str, missing: str) -> str:
+    """Where Python looked for a handler module it did not find, and how to point it there."""
+    searched = ", ".join(entry or os.getcwd() for entry in sys.path)
+    return (
+        f"cannot import handler module {name!r}: no module {missing!r} in the working directory"
+        f" or on the import path (searched: {searched}); run the worker from the directory that"
+        " holds it, or add that directory to PYTHONPATH"
+    )
 
 
 # Children of running command handlers, killed too when the worker must exit at once.

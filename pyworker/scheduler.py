@@ -22,7 +22,9 @@ from typing import Any
 
 from pyworker.db import SCHEDULES_SCHEMA_VERSION, Database
 from pyworker.errors import DatabaseUnavailable, TaskpoolError
-from pyworker.worker import BACKOFF_FIRST, BACKOFF_MAX, Doorbell, setup_logging
+from pyworker import logs
+from pyworker.logs import event
+from pyworker.worker import BACKOFF_FIRST, BACKOFF_MAX, Doorbell
 
 log = logging.getLogger("pyworker")
 
@@ -51,7 +53,10 @@ class Scheduler:
         try:
             if self._retrying("connect", self._check_schema):
                 log.info(
-                    "Starting scheduler %s: a tick every %g s", self.scheduler_id, self.interval
+                    "Starting scheduler %s: a tick every %g s",
+                    self.scheduler_id,
+                    self.interval,
+                    extra=event("scheduler_started"),
                 )
                 self._loop()
         finally:
@@ -59,8 +64,10 @@ class Scheduler:
             self.db.close()
             self._doorbell.close()
         if self.stopping:
-            log.info("Received %s: stopping", signal.Signals(self._stop_signal).name)
-        log.info("Scheduler %s stopped", self.scheduler_id)
+            log.info(
+                "Received %s: stopping", signal.Signals(self._stop_signal).name, extra=event("scheduler_stopping")
+            )
+        log.info("Scheduler %s stopped", self.scheduler_id, extra=event("scheduler_stopped"))
         return 0
 
     def _check_schema(self) -> bool:
@@ -73,7 +80,9 @@ class Scheduler:
             try:
                 report = self._retrying("tick", self.db.tick_schedules)
             except TaskpoolError as error:
-                log.error("Tick failed: %s; trying again in %g s", error, self.interval)
+                log.error(
+                    "Tick failed: %s; trying again in %g s", error, self.interval, extra=event("tick_failed")
+                )
             else:
                 if report is not None:
                     log_report(report)
@@ -90,12 +99,12 @@ class Scheduler:
             except DatabaseUnavailable as error:
                 failed = True
                 pause = random.uniform(delay / 2, delay)
-                log.warning("%s: %s; retrying in %.1f s", what, error, pause)
+                log.warning("%s: %s; retrying in %.1f s", what, error, pause, extra=event("database_unavailable"))
                 self._wait_until(time.monotonic() + pause)
                 delay = min(delay * 2, BACKOFF_MAX, max(self.interval, BACKOFF_FIRST))
             else:
                 if failed:
-                    log.info("%s: the database answers again", what)
+                    log.info("%s: the database answers again", what, extra=event("database_available"))
                 return result
         return None
 
@@ -157,16 +166,19 @@ def log_report(report: dict[str, Any]) -> None:
         recovered,
         _s(recovered),
         f" ({details})" if details else "",
+        extra=event("tick"),
     )
     for run in failed:
-        log.warning("Schedule %s failed: %s", run["schedule"], run["error"])
+        log.warning("Schedule %s failed: %s", run["schedule"], run["error"], extra=event("schedule_failed"))
 
 
 def _s(count: int) -> str:
     return "" if count == 1 else "s"
 
 
-def run_scheduler(database_url: str, interval: float, scheduler_id: str, log_format: str) -> int:
+def run_scheduler(
+    database_url: str, interval: float, scheduler_id: str, log_format: str, log_level: str
+) -> int:
     """Log as the worker does (tagged with `scheduler_id`), then tick until told to stop."""
-    setup_logging(log_format, scheduler_id)
+    logs.setup(log_format, log_level, scheduler_id)
     return Scheduler(database_url, interval, scheduler_id).run()

@@ -15,7 +15,6 @@ signal.set_wakeup_fd the interpreter writes the byte itself.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -31,12 +30,11 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import handlers
+from pyworker import handlers, logs
 from pyworker.config import WorkerConfig
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
@@ -58,6 +56,7 @@ from pyworker.errors import (
     TaskLost,
     TaskpoolError,
 )
+from pyworker.logs import event
 
 log = logging.getLogger("pyworker")
 
@@ -69,6 +68,8 @@ ABORT_REASONS = {
     "lost": "taken_by_another_worker",
     "not_found": "not_found",
 }
+# The attempt history's word for how a failed attempt ended, by the task's new status.
+FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cancelled"}
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 ABORT_WIND_DOWN_SECONDS = 3.0
@@ -136,6 +137,8 @@ class Outcome:
     handed_back: bool = False
     # Why the handler was not given the task at all: the attempt fails for good, saying so.
     refused: str | None = None
+    # Seconds from the attempt's start to its outcome (the log lines report it).
+    duration: float | None = None
 
 
 class Worker:
@@ -180,7 +183,7 @@ class Worker:
             self._deregister()
             self.db.close()
             self._doorbell.close()
-        log.info("Worker %s stopped", self.config.worker_id)
+        log.info("Worker %s stopped", self.config.worker_id, extra=event("worker_stopped"))
         return 0
 
     def _start(self) -> None:
@@ -204,7 +207,7 @@ class Worker:
             self._deregister()
             raise
         self.run_timeout = registration["run_timeout"].total_seconds()
-        log.info("Starting worker %s for role: %s", config.worker_id, config.role)
+        log.info("Starting worker %s for role: %s", config.worker_id, config.role, extra=event("worker_started"))
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""
@@ -234,13 +237,16 @@ class Worker:
                 config.heartbeat_interval,
                 config.role,
                 stale_threshold,
+                extra=event("heartbeat_interval_risky"),
             )
 
     def _deregister(self) -> None:
         try:
             self.db.deregister_worker(self.config.worker_id)
         except TaskpoolError as error:
-            log.warning("Could not deregister worker %s: %s", self.config.worker_id, error)
+            log.warning(
+                "Could not deregister worker %s: %s", self.config.worker_id, error, extra=event("deregister_failed")
+            )
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -257,9 +263,10 @@ class Worker:
                 "Received %s: finishing the current task (grace %.0f s), then exiting",
                 signal.Signals(signum).name,
                 self.config.shutdown_grace,
+                extra=event("worker_stopping"),
             )
             return
-        log.warning("Received %s again: exiting now", signal.Signals(signum).name)
+        log.warning("Received %s again: exiting now", signal.Signals(signum).name, extra=event("worker_exiting"))
         handlers.kill_running_children()
         os._exit(1)
 
@@ -307,7 +314,12 @@ class Worker:
         if len(tasks) == 1:
             self._log_claimed(tasks[0])
         else:
-            log.info("Claimed %d tasks (%s)", len(tasks), ", ".join(str(task.id) for task in tasks))
+            log.info(
+                "Claimed %d tasks (%s)",
+                len(tasks),
+                ", ".join(str(task.id) for task in tasks),
+                extra=event("tasks_claimed"),
+            )
         try:
             for number, task in enumerate(tasks):
                 if self.stopping:
@@ -326,12 +338,19 @@ class Worker:
     @staticmethod
     def _log_claimed(task: Task) -> None:
         if task.dispensary_id is None:
-            log.info("Claimed task %s (%s)", task.id, task.role)
+            log.info("Claimed task %s (%s)", task.id, task.role, extra=event("task_claimed", task_id=task.id))
         else:
-            log.info("Claimed task %s (%s) for dispensary %s", task.id, task.role, task.dispensary_id)
+            log.info(
+                "Claimed task %s (%s) for dispensary %s",
+                task.id,
+                task.role,
+                task.dispensary_id,
+                extra=event("task_claimed", task_id=task.id),
+            )
 
     def _run_one(self, task: Task) -> None:
         context = handlers.current_task.set(task)
+        started = time.monotonic()
         try:
             if task.abort.fired:
                 # Aborted while it waited in the batch (cancelled, or lost): not run at all.
@@ -341,6 +360,7 @@ class Worker:
                 outcome = Outcome(refused=f"the payload cannot be read: {task.payload.reason}")
             else:
                 outcome = self._execute(task)
+            outcome.duration = time.monotonic() - started
             # The outcome is decided: heartbeat answers no longer concern the handler, or one in
             # flight while the outcome is recorded would come back "lost" and cry wolf.
             self._running = None
@@ -376,7 +396,12 @@ class Worker:
         while not done.is_set():
             now = time.monotonic()
             if now >= run_deadline and not task.abort.fired:
-                log.warning("Task %s passed its run timeout of %.0f s: aborting it", task.id, self.run_timeout)
+                log.warning(
+                    "Task %s passed its run timeout of %.0f s: aborting it",
+                    task.id,
+                    self.run_timeout,
+                    extra=event("task_timed_out"),
+                )
                 task.abort.fire("timeout")
             if task.abort.fired:
                 if wind_down_deadline is None:
@@ -389,6 +414,7 @@ class Worker:
                         task.id,
                         ABORT_WIND_DOWN_SECONDS,
                         task.abort.reason,
+                        extra=event("handler_left_behind"),
                     )
                     self._handler_thread = None
                     return Outcome()
@@ -420,25 +446,34 @@ class Worker:
         goes on: one the database cannot store fails the attempt, saying why.
         """
         reason = task.abort.reason
+        duration = outcome.duration
         try:
             if outcome.handed_back:
-                self._release([task])
+                self._release([task], duration=duration)
             elif reason in ("taken_by_another_worker", "not_found"):
-                log.warning("Task %s was lost (%s): its result is dropped", task.id, reason)
+                log.warning(
+                    "Task %s was lost (%s): its result is dropped",
+                    task.id,
+                    reason,
+                    extra=event("task_lost", outcome="lost", duration=duration),
+                )
                 self._held.pop(task.id, None)
             elif reason == "cancelled":
-                self._fail(task, "cancelled by an operator while running", retryable=False)
+                self._fail(task, "cancelled by an operator while running", retryable=False, duration=duration)
             elif reason == "timeout":
-                self._fail(task, f"timed out after {self.run_timeout:.0f} s", retryable=True)
+                self._fail(task, f"timed out after {self.run_timeout:.0f} s", retryable=True, duration=duration)
             elif outcome.refused is not None:
-                self._fail(task, outcome.refused, retryable=False)
+                self._fail(task, outcome.refused, retryable=False, duration=duration)
             elif isinstance(outcome.error, Snooze):
-                self._snooze(task, outcome.error.seconds)
-            elif isinstance(outcome.error, PermanentError):
-                self._fail(task, describe(outcome.error), retryable=False)
+                self._snooze(task, outcome.error.seconds, duration=duration)
             elif outcome.error is not None:
-                log.debug("Task %s raised:\n%s", task.id, "".join(traceback.format_exception(outcome.error)))
-                self._fail(task, describe(outcome.error), retryable=True)
+                self._fail(
+                    task,
+                    describe(outcome.error),
+                    retryable=not isinstance(outcome.error, PermanentError),
+                    error=outcome.error,
+                    duration=duration,
+                )
             else:
                 result, follow_ups = outcome.result, None
                 if isinstance(result, handlers.Completion):
@@ -449,21 +484,26 @@ class Worker:
                     if follow_ups is not None:
                         follow_ups = JsonText(dump_json(follow_ups, name="follow_ups"))
                 except NotJson as error:
-                    self._fail(task, f"the result is not JSON: {error}", retryable=True)
+                    self._fail(task, f"the result is not JSON: {error}", retryable=True, duration=duration)
                     return
                 if self.config.prefetch == 1:
-                    self._complete(task, result, follow_ups)
+                    self._complete(task, result, follow_ups, duration=duration)
                 else:
                     if not self._completions:
                         self._completions_since = time.monotonic()
                     self._completions.append((task, result, follow_ups))
         except TaskLost as lost:
-            log.warning("Task %s was lost before its outcome was recorded: %s", task.id, lost)
+            log.warning(
+                "Task %s was lost before its outcome was recorded: %s",
+                task.id,
+                lost,
+                extra=event("task_lost", outcome="lost", duration=duration),
+            )
             self._held.pop(task.id, None)
         except Exception as error:  # noqa: BLE001 - one task's outcome must not end the worker
             self._outcome_not_stored(task, error)
 
-    def _snooze(self, task: Task, seconds: Any) -> None:
+    def _snooze(self, task: Task, seconds: Any, *, duration: float | None) -> None:
         try:
             self._retrying("snooze task", lambda: self.db.snooze_task(task, seconds), interruptible=False)
         except TaskLost:
@@ -472,24 +512,41 @@ class Worker:
             self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
             return
         self._held.pop(task.id, None)
-        log.info("Task %s snoozed for %s s", task.id, seconds)
+        log.info(
+            "Task %s snoozed for %s s",
+            task.id,
+            seconds,
+            extra=event("task_snoozed", outcome="released", duration=duration),
+        )
 
     def _outcome_not_stored(self, task: Task, error: BaseException | str) -> None:
         """Fail the attempt (retryable) because its outcome could not be stored; never raises."""
         if isinstance(error, BaseException):
             error = str(error) if isinstance(error, TaskpoolError) else describe(error)
         message = f"the outcome could not be stored: {error}"
-        log.error("Task %s: %s", task.id, message)
+        log.error("Task %s: %s", task.id, message, extra=event("outcome_not_stored"))
         try:
             self._fail(task, message, retryable=True)
         except TaskLost as lost:
-            log.warning("Task %s was lost before its failure was recorded: %s", task.id, lost)
+            log.warning(
+                "Task %s was lost before its failure was recorded: %s",
+                task.id,
+                lost,
+                extra=event("task_lost", outcome="lost"),
+            )
         except Exception as again:  # noqa: BLE001 - the task stays running until stale recovery
-            log.error("Task %s: recording the failure failed too: %s", task.id, describe(again))
+            log.error(
+                "Task %s: recording the failure failed too: %s",
+                task.id,
+                describe(again),
+                extra=event("outcome_not_stored"),
+            )
         finally:
             self._held.pop(task.id, None)
 
-    def _complete(self, task: Task, result: JsonText | None, follow_ups: JsonText | None) -> None:
+    def _complete(
+        self, task: Task, result: JsonText | None, follow_ups: JsonText | None, *, duration: float | None = None
+    ) -> None:
         """Record one completion; a result or follow-up the database refuses fails the attempt."""
         try:
             self._retrying(
@@ -497,7 +554,11 @@ class Worker:
                 lambda: self.db.complete_task(task, result, follow_ups),
                 interruptible=False,
             )
-            log.info("Task %s completed successfully", task.id)
+            log.info(
+                "Task %s completed successfully",
+                task.id,
+                extra=event("task_completed", outcome="completed", duration=duration),
+            )
         except TaskLost:
             raise
         except Exception as error:  # noqa: BLE001 - fails this task alone
@@ -526,40 +587,82 @@ class Worker:
                 "Recording %d completions at once failed (%s): recording them one by one",
                 len(entries),
                 describe(error),
+                extra=event("batch_completion_refused"),
             )
             for task, result, follow_ups in completions:
                 try:
                     self._complete(task, result, follow_ups)
                 except TaskLost as lost:
-                    log.warning("Task %s was lost before its outcome was recorded: %s", task.id, lost)
+                    log.warning(
+                        "Task %s was lost before its outcome was recorded: %s",
+                        task.id,
+                        lost,
+                        extra=event("task_lost", task_id=task.id, outcome="lost"),
+                    )
             return
         lost = [task_id for task_id, answer in answers.items() if answer != "completed"]
         for task, _result, _follow_ups in completions:
             self._held.pop(task.id, None)
-        log.info("Completed %d tasks", len(entries) - len(lost))
+        log.info(
+            "Completed %d tasks", len(entries) - len(lost), extra=event("tasks_completed", outcome="completed")
+        )
         for task_id in lost:
-            log.warning("Task %s was lost before its outcome was recorded (%s)", task_id, answers[task_id])
+            log.warning(
+                "Task %s was lost before its outcome was recorded (%s)",
+                task_id,
+                answers[task_id],
+                extra=event("task_lost", task_id=task_id, outcome="lost"),
+            )
 
-    def _release(self, tasks: list[Task]) -> None:
-        """Hand tasks back to the pool without spending a retry: the worker is stopping."""
+    def _release(self, tasks: list[Task], *, duration: float | None = None) -> None:
+        """Hand tasks back to the pool without spending a retry: the worker is stopping.
+        `duration`: how long the one that had begun ran."""
         for task in tasks:
             try:
                 self._retrying("release task", lambda: self.db.release_task(task), interruptible=False)
-                log.info("Task %s handed back: the worker is stopping", task.id)
+                log.info(
+                    "Task %s handed back: the worker is stopping",
+                    task.id,
+                    extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
+                )
             except TaskLost as lost:
-                log.warning("Task %s was lost before it was handed back: %s", task.id, lost)
+                log.warning(
+                    "Task %s was lost before it was handed back: %s",
+                    task.id,
+                    lost,
+                    extra=event("task_lost", task_id=task.id, outcome="lost"),
+                )
             self._held.pop(task.id, None)
 
-    def _fail(self, task: Task, message: str, *, retryable: bool) -> None:
+    def _fail(
+        self,
+        task: Task,
+        message: str,
+        *,
+        retryable: bool,
+        error: BaseException | None = None,
+        duration: float | None = None,
+    ) -> None:
+        """Record a failed attempt, with the traceback of the handler's `error` if it raised one,
+        and log it: a warning, with that traceback, unless an operator's cancel ended it."""
+        details = None if error is None else "".join(traceback.format_exception(error))
         try:
             status = self._retrying(
                 "fail task",
-                lambda: self.db.fail_task(task, message, retryable=retryable),
+                lambda: self.db.fail_task(task, message, retryable=retryable, details=details),
                 interruptible=False,
             )
         finally:
             self._held.pop(task.id, None)
-        log.info("Task %s failed: %s (now %s)", task.id, message, status)
+        log.log(
+            logging.INFO if error is None and status == "cancelled" else logging.WARNING,
+            "Task %s failed: %s (now %s)",
+            task.id,
+            message,
+            status,
+            exc_info=error,
+            extra=event("task_failed", outcome=FAILED_OUTCOMES[status], duration=duration),
+        )
 
     def _retrying(self, what: str, call: Callable[[], T], *, interruptible: bool = True) -> T | None:
         """`call()`, retried with jittered backoff while the database is unreachable.
@@ -576,7 +679,7 @@ class Worker:
                 if interruptible and self.stopping:
                     return None
                 pause = random.uniform(delay / 2, delay)
-                log.warning("%s: %s; retrying in %.1f s", what, error, pause)
+                log.warning("%s: %s; retrying in %.1f s", what, error, pause, extra=event("database_unavailable"))
                 time.sleep(pause)
                 delay = min(delay * 2, BACKOFF_MAX)
 
@@ -589,7 +692,7 @@ class Worker:
                 try:
                     self._beat(db)
                 except TaskpoolError as error:
-                    log.warning("Heartbeat failed: %s", error)
+                    log.warning("Heartbeat failed: %s", error, extra=event("heartbeat_failed"))
         finally:
             db.close()
 
@@ -607,7 +710,12 @@ class Worker:
                 continue
             reason = ABORT_REASONS.get(answer)
             if reason and not task.abort.fired:
-                log.warning("Task %s: heartbeat answered %s: aborting the handler", task.id, answer)
+                log.warning(
+                    "Task %s: heartbeat answered %s: aborting the handler",
+                    task.id,
+                    answer,
+                    extra=event("task_aborted", task_id=task.id),
+                )
                 task.abort.fire(reason)
                 self._doorbell.ring()
 
@@ -633,7 +741,12 @@ class Worker:
                 if self._exiting.is_set():
                     return
                 pause = random.uniform(delay / 2, delay)
-                log.warning("Listener: %s; reconnecting in %.1f s", str(error).strip(), pause)
+                log.warning(
+                    "Listener: %s; reconnecting in %.1f s",
+                    str(error).strip(),
+                    pause,
+                    extra=event("listener_reconnecting"),
+                )
                 self._exiting.wait(pause)
                 delay = min(delay * 2, BACKOFF_MAX)
 
@@ -653,52 +766,9 @@ def describe(error: BaseException) -> str:
     return f"{name}: {message}" if message else name
 
 
-class _TextFormatter(logging.Formatter):
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s [%(worker_id)s] %(message)s")
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(),
-            "level": record.levelname.lower(),
-            "worker_id": getattr(record, "worker_id", None),
-            "role": getattr(record, "role", None),
-            "task_id": getattr(record, "task_id", None),
-            "message": record.getMessage(),
-        }
-        return json.dumps(entry)
-
-
-def configure_logging(config: WorkerConfig) -> None:
-    """Log lines to stderr, as text or JSON lines, each tagged with the worker and its task."""
-    setup_logging(config.log_format, config.worker_id, config.role)
-
-
-def setup_logging(log_format: str, worker_id: str, role: str | None = None) -> None:
-    """The worker's log lines, for any process of pyworker: tagged with `worker_id` (the
-    process's name in the logs), `role` (None outside a worker) and the running task."""
-
-    def tag(record: logging.LogRecord) -> bool:
-        task = handlers.current_task.get()
-        record.worker_id = worker_id
-        record.role = role
-        record.task_id = task.id if task is not None else None
-        return True
-
-    stream = logging.StreamHandler(sys.stderr)
-    stream.addFilter(tag)
-    stream.setFormatter(_JsonFormatter() if log_format == "json" else _TextFormatter())
-    logger = logging.getLogger("pyworker")
-    logger.handlers[:] = [stream]
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-
-
 def run_worker(config: WorkerConfig) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
-    configure_logging(config)
+    logs.setup(config.log_format, config.log_level, config.worker_id, config.role)
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url
@@ -721,6 +791,7 @@ def run_workers(config: WorkerConfig, concurrency: int) -> int:
             "PYWORKER_HANDLERS": " ".join(config.handler_modules),
             "PYWORKER_COMMAND": shlex.join(config.command),
             "LOG_FORMAT": config.log_format,
+            "LOG_LEVEL": config.log_level,
             "SHUTDOWN_GRACE_SECONDS": str(config.shutdown_grace),
             "WORKER_PREFETCH": str(config.prefetch),
         }

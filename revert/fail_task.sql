@@ -3,11 +3,12 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.3.0 body, which accepted an infinite retry_at.
+-- Back to the v0.4.0 signature and body, which took no error_details.
+DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text);
 
 -- fail_task
 -- Records a failed attempt: back to pending after a backoff while retries remain, else failed.
-CREATE OR REPLACE FUNCTION fail_task(
+CREATE FUNCTION fail_task(
     task_id       bigint,
     worker_id     text,
     attempt       integer,
@@ -25,7 +26,8 @@ AS $$
 -- Retryable and retry_count < max_retries: pending again at retry_at, or at
 -- now() + least(backoff_base * 2^retry_count, backoff_cap) of the role; retry_count + 1.
 -- Otherwise failed. A task whose cancel was requested ends cancelled. Raises 55000 when the
--- worker no longer owns the attempt.
+-- worker no longer owns the attempt, and 22023 for a retry_at that is infinite or past year 9999
+-- (the task would never run again; enqueue refuses such a scheduled_for too).
 DECLARE
     v_now    timestamptz := taskpool_now();
     v_task   worker_tasks;
@@ -33,6 +35,12 @@ DECLARE
 BEGIN
     IF fail_task.error_message IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'error_message is required: say why the attempt failed';
+    END IF;
+    IF NOT isfinite(fail_task.retry_at) OR fail_task.retry_at >= timestamptz '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('retry_at must be a finite time before year 10000, not %s', fail_task.retry_at),
+            HINT = 'Omit retry_at to wait the role''s backoff; fail with retryable := false to give up.';
     END IF;
 
     v_task := _lock_owned_task(fail_task.task_id, fail_task.worker_id, fail_task.attempt);

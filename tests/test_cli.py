@@ -283,6 +283,7 @@ def test_worker_start_up_errors_map_to_exit_codes(
         ["--heartbeat-interval-ms", "-5"],
         ["--concurrency", "0"],
         ["--log-format", "xml"],
+        ["--log-level", "loud"],
         ["--shutdown-grace-seconds", "-1"],
         ["--command", "crawl 'unclosed"],
     ],

@@ -33,5 +33,16 @@ def test_an_installed_package_registers_its_handlers_through_the_entry_point_gro
 
 
 def test_a_handler_module_that_cannot_be_imported_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="cannot import handler module 'no_such_module'"):
+    with pytest.raises(ConfigurationError, match="cannot import handler module 'no_such_module'") as raised:
         load(["no_such_module"], Registry())
+    assert "PYTHONPATH" in str(raised.value)
+
+
+def test_a_handler_module_that_fails_its_own_import_names_what_it_could_not_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_tasks.py").write_text("import no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigurationError) as raised:
+        load(["broken_tasks"], Registry())
+    assert str(raised.value) == "cannot import handler module 'broken_tasks': No module named 'no_such_dependency'"

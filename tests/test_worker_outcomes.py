@@ -253,18 +253,26 @@ def test_text_log_lines(pool: psycopg.Connection, workers: Workers) -> None:
     ok, bad, log = run_success_and_failure(pool, workers, "log-text")
     lines = log.splitlines()
     for expected in [
-        "Starting worker log-text for role: test_outcome",
-        f"Claimed task {ok} (test_outcome)",
-        f"Task {ok} completed successfully",
-        f"Claimed task {bad} (test_outcome)",
-        f"Task {bad} failed: PermanentError: the store is closed for good (now failed)",
-        "Worker log-text stopped",
+        "INFO [log-text] Starting worker log-text for role: test_outcome",
+        f"INFO [log-text] Claimed task {ok} (test_outcome)",
+        f"INFO [log-text] Task {ok} completed successfully",
+        f"INFO [log-text] Claimed task {bad} (test_outcome)",
+        f"WARNING [log-text] Task {bad} failed: PermanentError: the store is closed for good (now failed)",
+        "INFO [log-text] Worker log-text stopped",
     ]:
-        assert any(line.endswith(f"[log-text] {expected}") for line in lines), (expected, log)
+        assert any(line.endswith(expected) for line in lines), (expected, log)
     line_format = re.compile(
         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) \[log-text\] "
     )
-    assert all(line_format.match(line) for line in lines), log
+    # Every line is a record, but the failure's traceback, which follows it.
+    failure = next(number for number, line in enumerate(lines) if f"Task {bad} failed" in line)
+    traceback_end = next(
+        number for number, line in enumerate(lines) if line.startswith("pyworker.errors.PermanentError: ")
+    )
+    assert lines[failure + 1] == "Traceback (most recent call last):", log
+    assert all(
+        line_format.match(line) for number, line in enumerate(lines) if not failure < number <= traceback_end
+    ), log
 
 
 def test_json_log_lines(pool: psycopg.Connection, workers: Workers) -> None:
@@ -285,4 +293,5 @@ def test_json_log_lines(pool: psycopg.Connection, workers: Workers) -> None:
     failed = by_message[
         f"Task {bad} failed: PermanentError: the store is closed for good (now failed)"
     ]
-    assert failed["task_id"] == bad and failed["level"] == "info"
+    assert failed["task_id"] == bad and failed["level"] == "warning"
+    assert failed["traceback"].endswith("PermanentError: the store is closed for good")

@@ -13,13 +13,19 @@ Roles (the tests insert their task_roles rows):
   it records the reason and stops.
 - test_outcome: raises what the payload's `raise` names: ValueError (retried), PermanentError
   or Snooze(30); with "nothing", returns {"ok": true}.
+- test_logs: logs as handlers and their libraries do (its own logger at DEBUG and INFO, a
+  library's logger at WARNING, warnings.warn, a thread of its own that dies), then raises
+  ValueError (`"raise": "value_error"`), a ValueError with a 50,000-character message
+  (`"huge"`), or returns {"ok": true}.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+import warnings
 from typing import Any
 
 import psycopg
@@ -29,6 +35,10 @@ from pyworker.errors import PermanentError, Snooze
 from pyworker.handlers import Aborted, handler
 
 STEP_SECONDS = 0.05
+
+handler_log = logging.getLogger("worker_handlers")
+# A library's logger, as requests or psycopg have: its lines reach the worker's log too.
+library_log = logging.getLogger("acme_client")
 
 _lock = threading.Lock()
 _conn: psycopg.Connection | None = None
@@ -106,3 +116,24 @@ def outcome(task: Task) -> dict[str, Any]:
     if kind == "snooze":
         raise Snooze(30)
     raise AssertionError(f"unknown outcome {kind!r}")
+
+
+@handler("test_logs")
+def chatty(task: Task) -> dict[str, Any]:
+    handler_log.debug("task %s: the menu request in full", task.id)
+    handler_log.info("task %s: fetching the menu", task.id)
+    library_log.warning("task %s: connection pool is full", task.id)
+    warnings.warn(f"task {task.id}: menu_v1 is deprecated", UserWarning, stacklevel=1)
+    dying = threading.Thread(target=_die, args=(task.id,), name=f"helper-of-{task.id}")
+    dying.start()
+    dying.join()
+    kind = task.payload.get("raise", "nothing")
+    if kind == "value_error":
+        raise ValueError("the menu has no prices")
+    if kind == "huge":
+        raise ValueError("x" * 50000)
+    return {"ok": True}
+
+
+def _die(task_id: int) -> None:
+    raise RuntimeError(f"the helper thread of task {task_id} gave up")

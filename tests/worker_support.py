@@ -54,6 +54,7 @@ ROLES = {
     "test_work": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
     "test_outcome": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_command": {"run_timeout": "2 seconds", "max_retries": 0},
+    "test_logs": {"backoff_base": "20 seconds", "max_retries": 3},
 }
 
 
@@ -234,6 +235,7 @@ class Workers:
         grace: float = 5.0,
         command: str | None = None,
         log_format: str = "text",
+        log_level: str | None = None,
         handlers: str | None = "worker_handlers",
         database_url: str | None = None,
         prefetch: int = 1,
@@ -242,7 +244,7 @@ class Workers:
             key: value
             for key, value in os.environ.items()
             if not key.startswith(
-                ("WORKER_", "PYWORKER_", "POLL_", "HEARTBEAT_", "LOG_FORMAT", "SHUTDOWN_")
+                ("WORKER_", "PYWORKER_", "POLL_", "HEARTBEAT_", "LOG_", "SHUTDOWN_")
             )
         }
         env.update(
@@ -259,6 +261,8 @@ class Workers:
             ),
             PYTHONUNBUFFERED="1",
         )
+        if log_level is not None:
+            env["LOG_LEVEL"] = log_level
         if handlers is not None:
             env["PYWORKER_HANDLERS"] = handlers
         if command is not None:
@@ -272,19 +276,22 @@ class Workers:
         *,
         ready: bool = True,
         args: tuple[str, ...] = (),
+        program: tuple[str, ...] = (sys.executable, "-m", "pyworker"),
+        cwd: Path | None = None,
         **settings: Any,
     ) -> WorkerProcess:
-        """Start a worker (`args` go on its command line); with `ready`, wait until it has
-        logged that it is starting."""
+        """Start a worker, `program` (by default `python -m pyworker`) with `args` on its command
+        line, in `cwd` (by default the log directory); with `ready`, wait until it has logged
+        that it is starting."""
         log_path = self.log_dir / f"{worker_id}.stderr.log"
         with (
             open(log_path, "wb") as log,
             open(self.log_dir / f"{worker_id}.stdout.log", "wb") as out,
         ):
             process = subprocess.Popen(
-                [sys.executable, "-m", "pyworker", *args],
+                [*program, *args],
                 env=self.env(role, worker_id, **settings),
-                cwd=self.log_dir,
+                cwd=cwd or self.log_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=log,

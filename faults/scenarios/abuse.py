@@ -211,7 +211,8 @@ def secret_in_payload(ctx: Context, result: Result) -> None:
         "worker logs": "\n".join(fleet.logs().values()),
         "task errors and attempt history": "\n".join(
             row[0] or "" for row in ctx.conn.execute(
-                "SELECT error_message FROM worker_tasks UNION ALL SELECT error_message FROM worker_task_attempts")
+                "SELECT error_message FROM worker_tasks UNION ALL SELECT error_message FROM worker_task_attempts"
+                " UNION ALL SELECT error_details FROM worker_task_attempts")
         ),
     }
     if log is not None:
