@@ -1,28 +1,37 @@
 """The `pyworker` command line: the worker (`pyworker --role R`) and the operator verbs.
 
 One click group. Its options (or their environment variables) land in a `Settings` object in
-`ctx.obj`, with the invocation's one `Database`. Each operator verb is one command that calls one
-or two `Database` methods and prints a table for people, or one JSON document with `--json`.
+`ctx.obj`, with the invocation's one `Database`; the global ones (GLOBAL_OPTIONS) are taken after
+any command's name as well. Each operator verb is one command that calls one or two `Database`
+methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`.
 
-Exit codes: 0 done, 1 refused (the database's reason: a missing task, a finished task that
-cannot be cancelled, an unreachable database), 2 bad usage or bad input. Errors become those
-exit codes in one place, `TaskpoolGroup.invoke`; tracebacks only with `-v`.
+Exit codes: 0 done; 1 refused: the database will not do it to something that exists (a finished
+task cannot be cancelled, a store with one payload has no diff), or cannot be reached; 2 bad usage
+or bad input, and that includes every name or id that names nothing: an unknown role, schedule,
+task, payload or store. Errors become those exit codes in one place, `TaskpoolGroup.invoke`;
+tracebacks only with `-v`.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
+import os
 import re
 import shlex
+import shutil
+import sys
 import textwrap
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, BinaryIO
 
 import click
+from click.core import ParameterSource
 
 from pyworker import __version__
 from pyworker import cron as cron_jobs
@@ -53,32 +62,98 @@ class InputRefused(click.ClickException):
     exit_code = 2
 
 
-class TaskpoolGroup(click.Group):
-    """The group that turns pyworker's exceptions into exit codes, for every command at once."""
+# The options of the main group that every command takes too, after its name (`pyworker list
+# -v`), and lists in its --help. Given there, a value wins over the one given before the name.
+GLOBAL_OPTIONS: list[click.Option] = [
+    click.Option(
+        ["--database-url"],
+        envvar="DATABASE_URL",
+        default=default_database_url,
+        show_default="the project cluster, postgresql://postgres@127.0.0.1:55432/taskpool,"
+        " each part overridden by PGUSER, PGHOST, PGPORT, PGDATABASE",
+        show_envvar=True,
+        metavar="URL",
+        help="PostgreSQL URL of the taskpool database.",
+    ),
+    click.Option(
+        ["-v", "--verbose"],
+        is_flag=True,
+        help="Show tracebacks with errors; log at debug unless --log-level says.",
+    ),
+    click.Option(
+        ["--wide"],
+        is_flag=True,
+        help="Print tables whole, however wide, instead of fitting them to the terminal.",
+    ),
+]
+
+
+def _set_global_option(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """A global option given after a command's name: it replaces the value given before."""
+    if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+        setattr(ctx.find_object(Settings), param.name, value)
+
+
+def _take_global_options(command: click.Command) -> None:
+    """Give `command`, and every command under it, the global options it does not have yet."""
+    taken = {param.name for param in command.params}
+    for option in GLOBAL_OPTIONS:
+        if option.name not in taken:
+            # Same flags, help and defaults; the value goes to Settings, not to the function.
+            shared = copy.copy(option)
+            shared.expose_value = False
+            shared.callback = _set_global_option
+            command.params.append(shared)
+    if isinstance(command, click.Group):
+        for subcommand in command.commands.values():
+            _take_global_options(subcommand)
+
+
+class SharedOptionsGroup(click.Group):
+    """A group whose commands, and theirs, take the global options after their names."""
+
+    # Groups made with @group.group() are of this class too, so their commands get them as well.
+    group_class = type
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(cmd, name)
+        _take_global_options(cmd)
+
+
+class TaskpoolGroup(SharedOptionsGroup):
+    """The main group: it turns pyworker's exceptions into exit codes, for every command at once."""
+
+    group_class = SharedOptionsGroup
 
     def invoke(self, ctx: click.Context) -> Any:
-        verbose = bool(ctx.params.get("verbose"))
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except (InvalidInput, ConfigurationError, NotJson) as error:
-            _traceback_if(verbose)
+        except (InvalidInput, NotFound, ConfigurationError, NotJson) as error:
+            # NotFound: a name or id the user gave names nothing, which is bad input too.
+            _traceback_if(ctx)
             raise InputRefused(str(error)) from error
         except TaskpoolError as error:
-            # NotFound, Refused, SchemaMissing, DatabaseUnavailable and the rest: refused, exit 1.
-            _traceback_if(verbose)
+            # Refused, SchemaMissing, DatabaseUnavailable and the rest: refused, exit 1.
+            _traceback_if(ctx)
             raise click.ClickException(str(error)) from error
         except Exception as error:
-            if verbose:
+            if _verbose(ctx):
                 raise
             raise click.ClickException(
                 f"unexpected {type(error).__name__}: {error} (run with -v for the traceback)"
             ) from error
 
 
-def _traceback_if(verbose: bool) -> None:
-    if verbose:
+def _verbose(ctx: click.Context) -> bool:
+    """Whether -v was given, before the command's name or after it."""
+    settings = ctx.find_object(Settings)
+    return settings.verbose if settings is not None else bool(ctx.params.get("verbose"))
+
+
+def _traceback_if(ctx: click.Context) -> None:
+    if _verbose(ctx):
         click.echo(traceback.format_exc(), err=True, nl=False)
 
 
@@ -88,6 +163,7 @@ class Settings:
 
     database_url: str
     verbose: bool
+    wide: bool
     role: str | None
     worker_id: str
     poll_interval_ms: int
@@ -99,7 +175,21 @@ class Settings:
     shutdown_grace_seconds: float
     concurrency: int
     prefetch: int
-    db: Database
+    _db: Database | None = field(default=None, init=False, repr=False)
+
+    @property
+    def db(self) -> Database:
+        """The invocation's one Database, made on first use: a --database-url given after the
+        command's name has been read by then."""
+        if self._db is None:
+            self._db = Database(
+                self.database_url, application_name="pyworker-cli", exact_numbers=True
+            )
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
 
     def worker_config(self) -> WorkerConfig:
         """The WorkerConfig of `pyworker --role R` (intervals in seconds)."""
@@ -132,20 +222,10 @@ pass_settings = click.make_pass_decorator(Settings)
 @click.group(
     cls=TaskpoolGroup,
     invoke_without_command=True,
+    params=list(GLOBAL_OPTIONS),
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="pyworker", message="%(prog)s %(version)s")
-@click.option(
-    "--database-url",
-    envvar="DATABASE_URL",
-    default=default_database_url,
-    show_default="the project cluster, postgresql://postgres@127.0.0.1:55432/taskpool,"
-    " each part overridden by PGUSER, PGHOST, PGPORT, PGDATABASE",
-    show_envvar=True,
-    metavar="URL",
-    help="PostgreSQL URL of the taskpool database.",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks with errors; log at debug unless --log-level says.")
 @click.option(
     "--role",
     envvar="WORKER_ROLE",
@@ -242,6 +322,7 @@ def main(
     ctx: click.Context,
     database_url: str,
     verbose: bool,
+    wide: bool,
     role: str | None,
     worker_id: str | None,
     poll_interval_ms: int,
@@ -259,13 +340,15 @@ def main(
     With --role and no command, run a worker for that role. Otherwise run one of the commands
     below; each prints a table, or one JSON document with --json.
 
-    Exit codes: 0 done, 1 refused (the reason is printed), 2 bad usage or input.
+    The options above --role are global: every command also takes them after its name.
+
+    Exit codes: 0 done; 1 refused (the reason is printed); 2 bad usage or bad input, an unknown
+    name or id included (a role, schedule, task, payload or store that does not exist).
     """
-    db = Database(database_url, application_name="pyworker-cli", exact_numbers=True)
-    ctx.call_on_close(db.close)
     settings = Settings(
         database_url=database_url,
         verbose=verbose,
+        wide=wide,
         role=role,
         worker_id=worker_id or default_worker_id(),
         poll_interval_ms=poll_interval_ms,
@@ -277,8 +360,8 @@ def main(
         shutdown_grace_seconds=shutdown_grace_seconds,
         concurrency=concurrency,
         prefetch=prefetch,
-        db=db,
     )
+    ctx.call_on_close(settings.close)
     ctx.obj = settings
     if ctx.invoked_subcommand is not None:
         return
@@ -317,40 +400,69 @@ def echo_json(data: Any) -> None:
     click.echo(dump_json(data, indent=2, default=_json_value))
 
 
-def _cell(value: Any, width: int = 60) -> str:
-    """A value as one table cell: times to the second, JSON compact, long text cut."""
+# Cells longer than this are cut, in every table but a --wide one.
+CELL_WIDTH = 60
+# Fitting a table to the terminal cuts no text cell narrower than this (or than its header):
+# a column cut shorter says too little, better leave it out.
+NARROWEST_CELL = 12
+
+
+def _cell(value: Any, width: int | None = CELL_WIDTH, *, exact: bool = False) -> str:
+    """A value as one table cell: JSON compact, text longer than `width` cut (None: never).
+    Times and intervals to the second, or with `exact` to the microsecond (times with their zone
+    either way)."""
     if value is None:
         return ""
     if isinstance(value, datetime):
-        text = value.isoformat(sep=" ", timespec="seconds")
+        text = value.isoformat(sep=" ", timespec="microseconds" if exact else "seconds")
     elif isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, timedelta):
-        text = str(timedelta(seconds=round(value.total_seconds())))
+        text = str(value if exact else timedelta(seconds=round(value.total_seconds())))
     elif isinstance(value, (dict, list)):
         text = dump_json(value, default=_json_value)
     else:
         text = str(value)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return _cut(" ".join(text.split()), width)
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 # (header, key) or (header, function of the row)
 Column = tuple[str, Any]
 
 
-def render_table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> str:
+@dataclass
+class Table:
+    """A table laid out for printing, and what fitting it into a width took."""
+
+    lines: list[str]
+    # The headers of the columns whose cells were cut to fit, and of those left out (the last).
+    shortened: list[str]
+    left_out: list[str]
+
+
+def lay_out_table(
+    rows: Iterable[dict[str, Any]],
+    columns: Sequence[Column],
+    *,
+    max_width: int | None = None,
+    cell_width: int | None = CELL_WIDTH,
+) -> Table:
     """Rows as aligned columns under a header; numbers right-aligned.
 
-    Each column is (header, key) or (header, function of the row).
+    Each column is (header, key) or (header, function of the row). Cells are cut to
+    `cell_width`; with `max_width`, the table is fitted into that many characters (see _fit).
     """
     headers = [header for header, _ in columns]
     raw = [
         [source(row) if callable(source) else row.get(source) for _, source in columns]
         for row in rows
     ]
-    cells = [[_cell(value) for value in values] for values in raw]
-    widths = [
+    cells = [[_cell(value, cell_width) for value in values] for values in raw]
+    natural = [
         max([len(header)] + [len(line[i]) for line in cells]) for i, header in enumerate(headers)
     ]
     numeric = [
@@ -362,14 +474,65 @@ def render_table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> s
         )
         for i in range(len(headers))
     ]
+    widths = _fit(headers, natural, numeric, max_width)
 
     def line(texts: list[str]) -> str:
         return "  ".join(
-            text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i])
-            for i, text in enumerate(texts)
+            _cut(text, width).rjust(width) if numeric[i] else _cut(text, width).ljust(width)
+            for i, (text, width) in enumerate(zip(texts, widths))
         ).rstrip()
 
-    return "\n".join([line(headers)] + [line(texts) for texts in cells])
+    kept = len(widths)
+    return Table(
+        lines=[line(headers)] + [line(texts) for texts in cells],
+        shortened=[headers[i] for i in range(kept) if widths[i] < natural[i]],
+        left_out=headers[kept:],
+    )
+
+
+def _fit(
+    headers: list[str], natural: list[int], numeric: list[bool], max_width: int | None
+) -> list[int]:
+    """The widths of the columns that fit into `max_width` (the first ones, all when it is None).
+
+    The widest text cells are cut first, down to NARROWEST_CELL or their header's width; the
+    first column, which names the row, and numbers are never cut. When that is not enough, the
+    last columns are left out.
+    """
+    if max_width is None:
+        return natural
+    floors = [
+        width if is_number or i == 0 else min(width, max(len(header), NARROWEST_CELL))
+        for i, (header, width, is_number) in enumerate(zip(headers, natural, numeric))
+    ]
+
+    def total(widths: list[int]) -> int:
+        return sum(widths) + 2 * (len(widths) - 1)
+
+    kept = len(natural)
+    while kept > 1 and total(floors[:kept]) > max_width:
+        kept -= 1
+
+    def under(ceiling: int) -> list[int]:
+        return [max(floor, min(width, ceiling)) for width, floor in zip(natural[:kept], floors)]
+
+    ceiling = max(natural[:kept])
+    while ceiling > 0 and total(under(ceiling)) > max_width:
+        ceiling -= 1
+    return under(ceiling)
+
+
+def render_table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """The table at its natural width, fitted to none (for a log or a file)."""
+    return "\n".join(lay_out_table(rows, columns).lines)
+
+
+def terminal_width() -> int | None:
+    """The width tables are fitted to: $COLUMNS, else the terminal's; None when stdout is a pipe
+    or a file and $COLUMNS is not set (the table goes whole, for grep and friends)."""
+    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 def wrapped(text: str, first_indent: str = "", indent: str = "") -> str:
@@ -385,14 +548,37 @@ def wrapped(text: str, first_indent: str = "", indent: str = "") -> str:
 
 
 def echo_table(rows: list[dict[str, Any]], columns: Sequence[Column], empty: str) -> None:
-    click.echo(render_table(rows, columns) if rows else empty)
+    """The rows as a table fitted to the terminal (whole with --wide), or `empty` if there are
+    none. What fitting it cut or left out is said on stderr."""
+    if not rows:
+        click.echo(empty)
+        return
+    ctx = click.get_current_context(silent=True)
+    settings = ctx.find_object(Settings) if ctx is not None else None
+    wide = settings is not None and settings.wide
+    max_width = None if wide else terminal_width()
+    table = lay_out_table(
+        rows, columns, max_width=max_width, cell_width=None if wide else CELL_WIDTH
+    )
+    click.echo("\n".join(table.lines))
+    if table.shortened or table.left_out:
+        cuts = [
+            f"{what}: {', '.join(headers)}"
+            for what, headers in (("cut short", table.shortened), ("left out", table.left_out))
+            if headers
+        ]
+        click.echo(
+            f"(fitted to {max_width} columns, {'; '.join(cuts)}: --wide prints the table whole,"
+            " --json gives every field)",
+            err=True,
+        )
 
 
 def echo_fields(row: dict[str, Any]) -> None:
-    """One `key: value` line per field, values aligned."""
+    """One `key: value` line per field, values aligned and whole: times to the microsecond."""
     width = max(len(key) for key in row) + 1
     for key, value in row.items():
-        text = _cell(value, width=10_000)
+        text = _cell(value, width=None, exact=True)
         click.echo(f"{key + ':':<{width}} {text}".rstrip())
 
 
@@ -483,6 +669,44 @@ def _enqueue_batch(
         raise type(error)(reason, hint=error.hint) from error
 
 
+def _enqueue_file(
+    db: Database, specs: list[Any], line_numbers: list[int]
+) -> list[dict[str, Any]]:
+    """enqueue_tasks for a file's specs, ENQUEUE_BATCH at a time, with a progress bar on stderr
+    when there is more than one batch and stderr is a terminal."""
+    tasks: list[dict[str, Any]] = []
+    with click.progressbar(
+        length=len(specs),
+        label="enqueueing",
+        file=sys.stderr,
+        hidden=len(specs) <= ENQUEUE_BATCH or not sys.stderr.isatty(),
+        show_pos=True,
+    ) as progress:
+        for start in range(0, len(specs), ENQUEUE_BATCH):
+            end = start + ENQUEUE_BATCH
+            tasks += _enqueue_batch(db, specs[start:end], line_numbers[start:end], done=len(tasks))
+            progress.update(len(specs[start:end]))
+    return tasks
+
+
+def describe_enqueued(tasks: list[dict[str, Any]], lines: int, source: str) -> str:
+    """One line: how many tasks the `lines` task lines of a file enqueued, of which roles."""
+    if not lines:
+        return f"no tasks enqueued: {source} has no task lines"
+    distinct = {task["id"]: task["role"] for task in tasks}
+    by_role = Counter(distinct.values())
+    roles = ", ".join(f"{count} {role}" for role, count in sorted(by_role.items()))
+    summary = f"enqueued {_count(len(distinct), 'task')} from {source}: {roles}"
+    if len(distinct) < lines:
+        summary += f" ({lines} lines: the lines of one dedupe key share its active task)"
+    return summary
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 task`, `2 tasks`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
     """The JSON lines of `spec_file` (blank lines skipped) and their line numbers."""
     specs: list[Any] = []
@@ -546,7 +770,9 @@ def enqueue(
     """Add one task of ROLE, or every task of a JSON-lines --file.
 
     A file goes in batches of 1000 tasks; each batch is all or nothing, and a bad line is named
-    by its number. Prints the tasks (with --json, a list of task objects).
+    by its number. Prints the task, or for a file how many tasks of each role (with --json, a list
+    of task objects either way). A file of more than one batch shows its progress on stderr when
+    stderr is a terminal.
     """
     fields = {
         "payload": payload,
@@ -564,19 +790,22 @@ def enqueue(
                 "--file takes every field from its lines: give no ROLE or task options with it"
             )
         specs, line_numbers = _read_specs(spec_file)
-        tasks: list[dict[str, Any]] = []
-        for start in range(0, len(specs), ENQUEUE_BATCH):
-            end = start + ENQUEUE_BATCH
-            tasks += _enqueue_batch(db, specs[start:end], line_numbers[start:end], done=len(tasks))
-    elif role is not None:
-        spec = {"role": role, **{key: value for key, value in fields.items() if value is not None}}
-        tasks = _enqueue_batch(db, [spec], None, done=0)
-    else:
+        tasks = _enqueue_file(db, specs, line_numbers)
+        if as_json:
+            echo_json(tasks)
+        else:
+            name = getattr(spec_file, "name", None)
+            source = name if name not in (None, "<stdin>") else "stdin"
+            click.echo(describe_enqueued(tasks, len(specs), source))
+        return
+    if role is None:
         raise click.UsageError("give the ROLE of the task to enqueue, or --file PATH")
+    spec = {"role": role, **{key: value for key, value in fields.items() if value is not None}}
+    tasks = _enqueue_batch(db, [spec], None, done=0)
     if as_json:
         echo_json(tasks)
     else:
-        echo_table(tasks, ENQUEUED_COLUMNS, empty="no tasks enqueued")
+        echo_table(tasks, ENQUEUED_COLUMNS, empty="no task enqueued")
 
 
 @main.command("list")
@@ -600,19 +829,59 @@ def list_tasks(
     page: int,
     as_json: bool,
 ) -> None:
-    """List tasks, newest first, a page at a time."""
+    """List tasks, newest first, a page at a time, and how many there are in all.
+
+    An unknown --role or --store exits 2. With --json, the page's task objects.
+    """
     db = settings.db
     if role is not None:
-        roles = db.roles()
-        if role not in roles:
-            raise InvalidInput(f"unknown role {role!r}", hint=f"Known roles: {', '.join(roles)}.")
+        check_role(db, role)
+    if store is not None:
+        db.get_dispensary(store)
     tasks = db.list_tasks(
         role=role, status=status, store=store, limit=limit, offset=(page - 1) * limit
     )
     if as_json:
         echo_json(tasks)
-    else:
-        echo_table(tasks, TASK_COLUMNS, empty=f"no tasks on page {page}")
+        return
+    total = db.count_tasks(role=role, status=status, store=store)
+    filtered = any(value is not None for value in (role, status, store))
+    echo_page(
+        tasks, TASK_COLUMNS, total=total, page=page, limit=limit,
+        noun="matching task" if filtered else "task",
+    )
+
+
+def check_role(db: Database, role: str) -> None:
+    """Refuse a role that task_roles does not have (exit 2), naming the roles there are."""
+    roles = db.roles()
+    if role not in roles:
+        raise InvalidInput(f"unknown role {role!r}", hint=f"Known roles: {', '.join(roles)}.")
+
+
+def echo_page(
+    rows: list[dict[str, Any]],
+    columns: Sequence[Column],
+    *,
+    total: int,
+    page: int,
+    limit: int,
+    noun: str,
+) -> None:
+    """A page of a list as a table, then which rows of how many it shows."""
+    pages = max(1, -(-total // limit))
+    if not rows:
+        click.echo(
+            f"no {noun}s on page {page}: {_count(total, noun)} in all,"
+            f" {_count(pages, 'page')} of {limit}"
+        )
+        return
+    echo_table(rows, columns, empty="")
+    first = (page - 1) * limit + 1
+    more = f"; --page {page + 1} for more" if page < pages else ""
+    click.echo(
+        f"{first}-{first + len(rows) - 1} of {_count(total, noun)} (page {page} of {pages}{more})"
+    )
 
 
 @main.command()
@@ -634,7 +903,7 @@ def show(settings: Settings, task_id: int, as_json: bool) -> None:
     click.echo()
     if attempts:
         click.echo("attempt history:")
-        click.echo(render_table(attempts, ATTEMPT_COLUMNS))
+        echo_table(attempts, ATTEMPT_COLUMNS, empty="none")
         for attempt in attempts:
             if attempt["error_details"]:
                 click.echo(f"\nerror details of attempt {attempt['attempt']}:")
@@ -727,18 +996,46 @@ def retry(settings: Settings, task_id: int, as_json: bool) -> None:
 @click.option(
     "--max-tasks", type=click.IntRange(min=1), metavar="N", help="Delete at most N, oldest first."
 )
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    metavar="N",
+    help="Delete N at a time, each batch in its own transaction.",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @json_option
 @pass_settings
-def prune(settings: Settings, older_than: str, max_tasks: int | None, as_json: bool) -> None:
+def prune(
+    settings: Settings,
+    older_than: str,
+    max_tasks: int | None,
+    batch_size: int,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Delete finished tasks (and their attempt history) finished longer ago than --older-than.
 
-    Pending, claimed and running tasks are never deleted. Prints how many went.
+    Pending, claimed and running tasks are never deleted. Oldest first, in batches
+    (prune_tasks_in_batches): an interrupted prune keeps what it deleted. Prints how many went
+    (with --json, {"pruned": N}); with --dry-run, how many would go ({"would_prune": N}).
     """
-    pruned = settings.db.prune_tasks(older_than, max_tasks)
+    db = settings.db
+    if dry_run:
+        would_prune = db.count_prunable_tasks(older_than)
+        if max_tasks is not None:
+            would_prune = min(would_prune, max_tasks)
+        if as_json:
+            echo_json({"would_prune": would_prune})
+        else:
+            click.echo(f"would prune {_count(would_prune, 'task')} (dry run: nothing deleted)")
+        return
+    pruned = db.prune_tasks_in_batches(older_than, batch_size, max_tasks)
     if as_json:
         echo_json({"pruned": pruned})
     else:
-        click.echo(f"pruned {pruned} task{'' if pruned == 1 else 's'}")
+        click.echo(f"pruned {_count(pruned, 'task')}")
 
 
 WORKER_COLUMNS: list[Column] = [
@@ -834,24 +1131,21 @@ STUCK_TASK_COLUMNS: list[Column] = [
 def capacity(settings: Settings, role: str | None, as_json: bool) -> None:
     """Show each role's backlog, workers, throughput and the workers it takes to drain it.
 
-    With ROLE, that role alone; with --json, worker_capacity(ROLE): the document an autoscaler
-    reads. An unknown ROLE exits 2. Rates cover the last hour: empty (null) when no task of the
-    role completed in it.
+    A row of v_worker_capacity per role; with ROLE, that role's row alone, as fields. With
+    --json, a list of those rows either way (with ROLE, a list of one). An unknown ROLE exits 2.
+    Rates cover the last hour: empty (null) when no task of the role completed in it. The
+    autoscaler's document is SQL: SELECT worker_capacity('ROLE').
     """
     db = settings.db
-    if role is None:
-        rows = db.worker_capacity_rows()
-        if as_json:
-            echo_json(rows)
-        else:
-            echo_table(rows, CAPACITY_COLUMNS, empty="no roles")
-        return
-    document = db.worker_capacity(role)
+    if role is not None:
+        check_role(db, role)
+    rows = db.worker_capacity_rows(role)
     if as_json:
-        echo_json(document)
+        echo_json(rows)
+    elif role is not None:
+        echo_fields(rows[0])
     else:
-        (row,) = db.worker_capacity_rows(role)
-        echo_fields(row)
+        echo_table(rows, CAPACITY_COLUMNS, empty="no roles")
 
 
 @main.command()
@@ -1011,7 +1305,8 @@ def list_schedules(settings: Settings, as_json: bool) -> None:
 
 @schedules.command("update")
 @click.argument("name")
-@click.option("--enable/--disable", "enabled", default=None, help="Turn the schedule on or off.")
+@click.option("--enable", is_flag=True, help="Turn the schedule on.")
+@click.option("--disable", is_flag=True, help="Turn the schedule off.")
 @click.option(
     "--interval-hours",
     type=int,
@@ -1024,18 +1319,24 @@ def list_schedules(settings: Settings, as_json: bool) -> None:
 def update_schedule(
     settings: Settings,
     name: str,
-    enabled: bool | None,
+    enable: bool,
+    disable: bool,
     interval_hours: int | None,
     priority: int | None,
     as_json: bool,
 ) -> None:
     """Change schedule NAME: enable or disable it, its interval or its tasks' priority.
 
-    Options left out keep their value. Prints the schedule. An unknown NAME exits 1, naming the
-    schedules there are; a value out of range exits 2.
+    Options left out keep their value. Prints the schedule. An unknown NAME exits 2, naming the
+    schedules there are, as do a value out of range and --enable with --disable.
     """
+    if enable and disable:
+        raise click.UsageError("give --enable or --disable, not both")
+    enabled = True if enable else False if disable else None
     if enabled is None and interval_hours is None and priority is None:
-        raise click.UsageError("give at least one of --enable/--disable, --interval-hours, --priority")
+        raise click.UsageError(
+            "give at least one of --enable, --disable, --interval-hours, --priority"
+        )
     row = settings.db.update_schedule(
         name, enabled=enabled, interval_hours=interval_hours, priority=priority
     )
@@ -1052,7 +1353,7 @@ def update_schedule(
 def trigger_schedule(settings: Settings, name: str, as_json: bool) -> None:
     """Run schedule NAME now, enabled or not; its next regular run stays where it was.
 
-    Prints how many tasks it created (with --json, the schedule). An unknown NAME exits 1.
+    Prints how many tasks it created (with --json, the schedule). An unknown NAME exits 2.
     """
     row = settings.db.trigger_schedule(name)
     if as_json:
@@ -1103,20 +1404,38 @@ def generate_resync(
     """Plan a day of product_resync: one task per active store, in --batches slots.
 
     Idempotent: a store planned for that day once, or with a product_resync under way, is
-    skipped. Prints how many tasks it created.
+    skipped. Prints how many tasks it created and how many stores it skipped, for which reason
+    (generate_resync_plan); with --json, {"day", "time_zone", "created", "already_planned",
+    "resync_under_way", "batches", "priority"}.
     """
-    plan = settings.db.generate_resync_tasks(
+    plan = settings.db.generate_resync_plan(
         batches, day.date() if day is not None else None, time_zone, priority
     )
     if as_json:
         echo_json({**plan, "batches": batches, "priority": priority})
     else:
-        created = plan["created"]
-        click.echo(
-            f"planned {created} product_resync task{'' if created == 1 else 's'} for"
-            f" {plan['day'].isoformat()} ({batches} batch{'' if batches == 1 else 'es'},"
-            f" time zone {plan['time_zone']})"
+        click.echo(describe_resync_plan(plan, batches))
+
+
+def describe_resync_plan(plan: dict[str, Any], batches: int) -> str:
+    """One line: what a plan created, for which day and slots, and why it skipped the rest."""
+    line = (
+        f"planned {_count(plan['created'], 'product_resync task')} for {plan['day'].isoformat()}"
+        f" ({batches} batch{'' if batches == 1 else 'es'}, time zone {plan['time_zone']})"
+    )
+    skipped = [
+        f"{_count(count, 'store')} {why}"
+        for count, why in (
+            (plan["already_planned"], "already planned for that day"),
+            (plan["resync_under_way"], "with a product_resync pending, claimed or running"),
         )
+        if count
+    ]
+    if skipped:
+        return f"{line}; skipped {' and '.join(skipped)}"
+    if not plan["created"]:
+        return f"{line}: there is no active store"
+    return line
 
 
 # The tick: pg_cron or the scheduler loop
@@ -1212,7 +1531,7 @@ def cron_status(settings: Settings, runs: int, as_json: bool) -> None:
     click.echo()
     if report["runs"]:
         click.echo("last runs:")
-        click.echo(render_table(report["runs"], CRON_RUN_COLUMNS))
+        echo_table(report["runs"], CRON_RUN_COLUMNS, empty="none")
     else:
         click.echo("last runs: none yet (pg_cron starts it at the next minute)")
 

@@ -146,15 +146,19 @@ SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
 
 # Operator side
 ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
-LIST_TASKS = (
-    "SELECT id, role, dispensary_id, status, priority, attempt, retry_count, max_retries,"
-    " scheduled_for, worker_id, created_at, updated_at, error_message"
-    " FROM worker_tasks"
+# `list`'s filters, each left out when NULL: the page and its count read the same tasks.
+_TASK_FILTERS = (
     " WHERE (%(role)s::text IS NULL OR role = %(role)s::text)"
     "   AND (%(status)s::text IS NULL OR status = %(status)s::text)"
     "   AND (%(store)s::integer IS NULL OR dispensary_id = %(store)s::integer)"
-    " ORDER BY id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
 )
+LIST_TASKS = (
+    "SELECT id, role, dispensary_id, status, priority, attempt, retry_count, max_retries,"
+    " scheduled_for, worker_id, created_at, updated_at, error_message"
+    " FROM worker_tasks" + _TASK_FILTERS
+    + " ORDER BY id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
+)
+COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks" + _TASK_FILTERS
 GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
 TASK_ATTEMPTS = (
     "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
@@ -167,7 +171,11 @@ COUNTS = (
 RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
 CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
 RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
-PRUNE_TASKS = "SELECT prune_tasks(%(older_than)s::interval, %(max_tasks)s::integer) AS pruned"
+PRUNE_TASKS_IN_BATCHES = (
+    "CALL prune_tasks_in_batches(%(older_than)s::interval, %(batch_size)s::integer,"
+    " %(max_tasks)s::integer)"
+)
+COUNT_PRUNABLE_TASKS = "SELECT count_prunable_tasks(%(older_than)s::interval) AS tasks"
 ROLES = "SELECT role FROM task_roles ORDER BY role"
 ADD_STORE = (
     "SELECT * FROM add_store(%(name)s::text, platform => %(platform)s::text,"
@@ -186,14 +194,14 @@ TRIGGER_SCHEDULE = "SELECT * FROM trigger_schedule(%(name)s::text)"
 # The day defaults to today in the plan's time zone, as a resync_plan schedule's run takes it.
 GENERATE_RESYNC_TASKS = (
     "WITH plan AS (SELECT coalesce(%(time_zone)s::text, current_setting('TimeZone')) AS time_zone)"
-    " SELECT d.day, p.time_zone,"
-    " generate_resync_tasks(%(batches)s::integer, d.day, p.time_zone, %(priority)s::integer) AS created"
+    " SELECT d.day, p.time_zone, r.created, r.already_planned, r.resync_under_way"
     " FROM plan p CROSS JOIN LATERAL (SELECT coalesce(%(day)s::date,"
     " (taskpool_now() AT TIME ZONE p.time_zone)::date) AS day) d"
+    " CROSS JOIN LATERAL generate_resync_plan(%(batches)s::integer, d.day, p.time_zone,"
+    " %(priority)s::integer) r"
 )
 WORKER_CAPACITY_ROWS = "SELECT * FROM v_worker_capacity ORDER BY role"
 WORKER_CAPACITY_ROW = "SELECT * FROM v_worker_capacity WHERE role = %(role)s::text"
-WORKER_CAPACITY = "SELECT worker_capacity(%(role)s::text) AS capacity"
 TASK_COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
 ACTIVE_WORKERS = "SELECT * FROM v_active_workers ORDER BY role, worker_id"
 STUCK_TASKS = "SELECT * FROM v_stuck_tasks ORDER BY last_heartbeat_at, id"
@@ -228,14 +236,18 @@ RECORD_PLATFORM_RESULT = (
     " %(error_message)s::text) AS circuit"
 )
 # Operator side of the crawler (tables read directly: operators run as the schema owner)
+# `payloads list`'s filters, each left out when NULL: the page and its count read the same rows.
+_PAYLOAD_FILTERS = (
+    " WHERE (%(store)s::integer IS NULL OR p.dispensary_id = %(store)s::integer)"
+    "   AND (%(status)s::text IS NULL OR p.status = %(status)s::text)"
+)
 LIST_PAYLOADS = (
     "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, p.fetched_at, p.status,"
     " p.product_count, p.size_bytes, p.storage_path, p.error_message"
-    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
-    " WHERE (%(store)s::integer IS NULL OR p.dispensary_id = %(store)s::integer)"
-    "   AND (%(status)s::text IS NULL OR p.status = %(status)s::text)"
-    " ORDER BY p.fetched_at DESC, p.id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
+    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id" + _PAYLOAD_FILTERS
+    + " ORDER BY p.fetched_at DESC, p.id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
 )
+COUNT_PAYLOADS = "SELECT count(*) AS payloads FROM raw_crawl_payloads p" + _PAYLOAD_FILTERS
 GET_PAYLOAD = (
     "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, d.platform_dispensary_id,"
     " p.fetched_at, p.status, p.product_count, p.size_bytes, p.sha256, p.storage_path,"
@@ -741,8 +753,24 @@ class Database:
     def retry_task(self, task_id: int) -> dict[str, Any]:
         return self._one(RETRY_TASK, {"task_id": task_id})
 
-    def prune_tasks(self, older_than: str, max_tasks: int | None = None) -> int:
-        return self._one(PRUNE_TASKS, {"older_than": older_than, "max_tasks": max_tasks})["pruned"]
+    def count_tasks(
+        self, *, role: str | None = None, status: str | None = None, store: int | None = None
+    ) -> int:
+        """How many tasks list_tasks pages through with these filters."""
+        return self._one(COUNT_TASKS, {"role": role, "status": status, "store": store})["tasks"]
+
+    def prune_tasks_in_batches(
+        self, older_than: str, batch_size: int, max_tasks: int | None = None
+    ) -> int:
+        """How many tasks it pruned, a transaction a batch (the connection is autocommit, as the
+        procedure's commits need)."""
+        return self._one(
+            PRUNE_TASKS_IN_BATCHES,
+            {"older_than": older_than, "batch_size": batch_size, "max_tasks": max_tasks},
+        )["pruned"]
+
+    def count_prunable_tasks(self, older_than: str) -> int:
+        return self._one(COUNT_PRUNABLE_TASKS, {"older_than": older_than})["tasks"]
 
     def roles(self) -> list[str]:
         """The known role names, in order."""
@@ -791,15 +819,16 @@ class Database:
     def trigger_schedule(self, name: str) -> dict[str, Any]:
         return self._one(TRIGGER_SCHEDULE, {"name": name})
 
-    def generate_resync_tasks(
+    def generate_resync_plan(
         self,
         batches: int,
         day: date | None = None,
         time_zone: str | None = None,
         priority: int = 0,
     ) -> dict[str, Any]:
-        """{"day", "time_zone", "created"}: the plan's day and zone (defaults filled in) and how
-        many tasks it created."""
+        """{"day", "time_zone", "created", "already_planned", "resync_under_way"}: the plan's day
+        and zone (defaults filled in), how many tasks it created, and how many active stores it
+        skipped for each reason."""
         return self._one(
             GENERATE_RESYNC_TASKS,
             {"batches": batches, "day": day, "time_zone": time_zone, "priority": priority},
@@ -810,10 +839,6 @@ class Database:
         if role is None:
             return self._rows(WORKER_CAPACITY_ROWS)
         return self._rows(WORKER_CAPACITY_ROW, {"role": role})
-
-    def worker_capacity(self, role: str) -> dict[str, Any]:
-        """worker_capacity(role): the autoscaler's JSON; InvalidInput for an unknown role."""
-        return self._one(WORKER_CAPACITY, {"role": role})["capacity"]
 
     def task_counts(self) -> list[dict[str, Any]]:
         return self._rows(TASK_COUNTS)
@@ -913,6 +938,10 @@ class Database:
         return self._rows(
             LIST_PAYLOADS, {"store": store, "status": status, "limit": limit, "offset": offset}
         )
+
+    def count_payloads(self, *, store: int | None = None, status: str | None = None) -> int:
+        """How many payloads list_payloads pages through with these filters."""
+        return self._one(COUNT_PAYLOADS, {"store": store, "status": status})["payloads"]
 
     def get_payload(self, payload_id: int) -> dict[str, Any] | None:
         """The payload with its store's name and platform ids; None when there is none."""

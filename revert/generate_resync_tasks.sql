@@ -3,7 +3,7 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.3.0 body, which let an infinite or out-of-range day raise a raw error.
+-- Back to the v0.4.0 body, which planned by itself and said nothing of the stores it skipped.
 
 -- generate_resync_tasks
 -- Plans a day of product_resync: one task per active store, stores split evenly in id order over `batches` slots.
@@ -25,7 +25,9 @@ AS $$
 -- second occurrence, so the gap before it is one hour longer. Stores go to slots in id order,
 -- the first slots taking one store more when the count does not divide. Idempotent: a store
 -- planned for that day once (see resync_plan_entries) is never planned again, and a store
--- that has a product_resync pending, claimed or running is skipped.
+-- that has a product_resync pending, claimed or running is skipped. The day is one from
+-- 0001-01-01 to 9999-12-31: an infinite day, or one whose slots fall past the timestamp
+-- range, has no plan.
 DECLARE
     v_time_zone text := coalesce(generate_resync_tasks.time_zone, current_setting('TimeZone'));
     v_count     integer;
@@ -33,6 +35,13 @@ BEGIN
     IF generate_resync_tasks.batches IS NULL OR generate_resync_tasks.day IS NULL
        OR generate_resync_tasks.priority IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'batches, day and priority are required';
+    END IF;
+    -- infinity and -infinity fall outside too
+    IF generate_resync_tasks.day NOT BETWEEN date '0001-01-01' AND date '9999-12-31' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('day %s is out of range', generate_resync_tasks.day),
+            HINT = 'Plan a day from 0001-01-01 to 9999-12-31.';
     END IF;
     IF generate_resync_tasks.batches NOT BETWEEN 1 AND 1440 THEN
         RAISE EXCEPTION USING

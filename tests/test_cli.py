@@ -1,13 +1,16 @@
 """The `pyworker` command line, run with click's CliRunner against a real deployed database.
 
 Tasks are put in their states through the SQL functions (claim_task, complete_task, ...), never
-by writing worker_tasks. Exit codes: 0 done, 1 refused, 2 bad usage or input.
+by writing worker_tasks. Exit codes: 0 done, 1 refused, 2 bad usage or input (a task id that
+names no task included).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 import types
@@ -160,12 +163,48 @@ def test_an_unreachable_database_exits_1_with_the_reason() -> None:
 
 def test_tracebacks_only_with_verbose(run: Run) -> None:
     quiet = run("cancel", "424242")
-    assert quiet.exit_code == 1
+    assert quiet.exit_code == 2
     assert "Traceback" not in quiet.output
     verbose = run("-v", "cancel", "424242")
-    assert verbose.exit_code == 1
+    assert verbose.exit_code == 2
     assert "Traceback" in verbose.stderr
     assert "task 424242 does not exist" in verbose.stderr
+
+
+# The global options, after the command's name too (issue 12, item 11)
+
+
+def command_paths(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """The name path of every command under `command`, groups included."""
+    for name, subcommand in getattr(command, "commands", {}).items():
+        yield (*path, name)
+        yield from command_paths(subcommand, (*path, name))
+
+
+def test_every_command_shows_the_global_options_in_its_help() -> None:
+    paths = list(command_paths(cli.main))
+    assert ("schedules", "update") in paths and ("payloads", "diff") in paths
+    for path in paths:
+        result = CliRunner().invoke(cli.main, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        for option in ("--database-url URL", "-v, --verbose", "--wide"):
+            assert option in result.stdout, f"{' '.join(path)} --help does not show {option}"
+
+
+def test_global_options_are_taken_after_the_command(run: Run, db_url: str) -> None:
+    nowhere = "postgresql://postgres@127.0.0.1:1/nowhere"
+    after = CliRunner().invoke(cli.main, ["counts", "--database-url", db_url, "--json"],
+                               env={"DATABASE_URL": nowhere})
+    assert after.exit_code == 0, after.output
+    assert json.loads(after.stdout) == []
+    # After the name wins over before it.
+    both = CliRunner().invoke(cli.main, ["--database-url", nowhere, "schedules", "list",
+                                         "--database-url", db_url])
+    assert both.exit_code == 0, both.output
+    verbose = run("cancel", "424242", "-v")
+    assert verbose.exit_code == 2
+    assert "Traceback" in verbose.stderr
+    assert "Traceback" in run("schedules", "trigger", "nope", "--verbose").stderr
 
 
 # The worker, started with --role (pyworker.worker replaced by a recorder)
@@ -357,12 +396,67 @@ def test_enqueue_a_file_of_json_lines(run: Run, conn: psycopg.Connection, tmp_pa
     )
     result = run("enqueue", "--file", str(path))
     assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert len(lines) == 4
-    assert [line.split()[1] for line in lines[1:]] == [
-        "store_discovery", "product_resync", "analytics_refresh"
-    ]
-    assert task_count(conn) == 3
+    assert result.stdout == (
+        f"enqueued 3 tasks from {path}: 1 analytics_refresh, 1 product_resync, 1 store_discovery\n"
+    )
+    roles = conn.execute("SELECT role FROM worker_tasks ORDER BY id").fetchall()
+    assert roles == [("store_discovery",), ("product_resync",), ("analytics_refresh",)]
+
+
+def test_enqueue_a_large_file_prints_a_summary_not_a_line_a_task(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    lines = '{"role": "store_discovery"}\n' * 2400 + '{"role": "analytics_refresh"}\n' * 100
+    result = run("enqueue", "--file", "-", input=lines)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "enqueued 2500 tasks from stdin: 100 analytics_refresh, 2400 store_discovery\n"
+    )
+    # No progress bar when stderr is not a terminal.
+    assert result.stderr == ""
+    assert task_count(conn) == 2500
+    same_key = '{"role": "store_discovery", "dedupe_key": "k"}\n'
+    deduped = run("enqueue", "--file", "-", input=same_key * 3)
+    assert deduped.stdout == (
+        "enqueued 1 task from stdin: 1 store_discovery (3 lines: the lines of one dedupe key share"
+        " its active task)\n"
+    )
+
+
+def read_terminal(master: int) -> str:
+    """All a pseudo-terminal's other end was sent, once that end is closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the other end is closed and everything is read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def test_enqueue_a_large_file_shows_its_progress_on_a_terminal(
+    db_url: str, conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"role": "store_discovery"}\n' * 2500, encoding="utf-8")
+    master, terminal = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pyworker", "--database-url", db_url, "enqueue", "--file",
+             str(path)],
+            stdout=subprocess.PIPE, stderr=terminal, text=True, timeout=120,
+        )
+    finally:
+        os.close(terminal)
+    progress = read_terminal(master)
+    assert result.returncode == 0, progress
+    assert result.stdout == f"enqueued 2500 tasks from {path}: 2500 store_discovery\n"
+    assert "enqueueing" in progress and "2500/2500" in progress
+    assert task_count(conn) == 2500
 
 
 def test_enqueue_json_lines_from_stdin(run: Run, conn: psycopg.Connection) -> None:
@@ -469,9 +563,29 @@ def test_list_shows_the_newest_first(run: Run, conn: psycopg.Connection) -> None
     first, second = enqueue(conn), enqueue(conn, "analytics_refresh")
     result = run("list")
     assert result.exit_code == 0, result.output
-    header, *lines = result.stdout.splitlines()
+    header, *lines, total = result.stdout.splitlines()
     assert header.split()[:4] == ["id", "role", "store", "status"]
     assert [int(line.split()[0]) for line in lines] == [second, first]
+    assert total == "1-2 of 2 tasks (page 1 of 1)"
+
+
+def test_list_says_how_many_tasks_there_are_and_which_it_shows(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    for _ in range(5):
+        enqueue(conn)
+    enqueue(conn, "analytics_refresh")
+    first_page = run("list", "--limit", "2").stdout.splitlines()
+    assert len(first_page) == 4
+    assert first_page[-1] == "1-2 of 6 tasks (page 1 of 3; --page 2 for more)"
+    assert run("list", "--limit", "2", "--page", "3").stdout.splitlines()[-1] == (
+        "5-6 of 6 tasks (page 3 of 3)"
+    )
+    filtered = run("list", "--role", "store_discovery", "--limit", "4", "--page", "2")
+    assert filtered.stdout.splitlines()[-1] == "5-5 of 5 matching tasks (page 2 of 2)"
+    assert run("list", "--limit", "4", "--page", "9").stdout == (
+        "no tasks on page 9: 6 tasks in all, 2 pages of 4\n"
+    )
 
 
 def test_list_json_with_filters(run: Run, conn: psycopg.Connection) -> None:
@@ -524,6 +638,13 @@ def test_list_an_unknown_role_exits_2(run: Run) -> None:
     assert "store_discovery" in result.stderr
 
 
+def test_list_an_unknown_store_exits_2(run: Run, conn: psycopg.Connection) -> None:
+    assert run("list", "--store", str(make_store(conn))).exit_code == 0
+    result = run("list", "--store", "999999")
+    assert result.exit_code == 2
+    assert "dispensary 999999 does not exist" in result.stderr
+
+
 # show
 
 
@@ -564,6 +685,20 @@ def test_show_json(run: Run, conn: psycopg.Connection) -> None:
     assert (attempt["attempt"], attempt["worker_id"], attempt["outcome"]) == (1, "w1", "retried")
     assert attempt["error_message"] == "HTTP 503"
     datetime.fromisoformat(attempt["ended_at"])
+
+
+def test_show_prints_times_to_the_microsecond_with_their_zone(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    task_id = enqueue(conn, scheduled_for="2030-01-02T03:04:05.123456Z")
+    stored = conn.execute(
+        "SELECT scheduled_for, created_at FROM worker_tasks WHERE id = %s", (task_id,)
+    ).fetchone()
+    shown = run("show", str(task_id)).stdout.split("\n\n")[0].splitlines()
+    fields = {key: value.strip() for key, value in (line.split(":", 1) for line in shown)}
+    for name, value in zip(("scheduled_for", "created_at"), stored):
+        assert fields[name] == value.isoformat(sep=" ", timespec="microseconds")
+    assert re.search(r"\.123456[+-]\d\d:\d\d$", fields["scheduled_for"]), fields["scheduled_for"]
 
 
 def test_show_without_history_says_so(run: Run, conn: psycopg.Connection) -> None:
@@ -693,9 +828,9 @@ def test_retry_a_pending_task_is_refused(run: Run, conn: psycopg.Connection) -> 
 
 
 @pytest.mark.parametrize("command", ["show", "cancel", "retry"])
-def test_a_missing_task_exits_1(run: Run, command: str) -> None:
+def test_a_missing_task_exits_2_as_bad_input(run: Run, command: str) -> None:
     result = run(command, "424242")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "task 424242 does not exist" in result.stderr
 
 
@@ -727,11 +862,46 @@ def test_prune_deletes_old_finished_tasks(
     assert run_json(run, "prune", "--older-than", "7 days") == {"pruned": 0}
 
 
+def test_prune_dry_run_counts_and_deletes_nothing(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    in_the_past("10 days")
+    old = [completed_task(conn) for _ in range(3)]
+    real_clock(conn)
+    completed_task(conn)
+    result = run("prune", "--older-than", "7 days", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "would prune 3 tasks (dry run: nothing deleted)\n"
+    assert run_json(run, "prune", "--older-than", "7 days", "--dry-run", "--max-tasks", "2") == {
+        "would_prune": 2
+    }
+    assert task_count(conn) == 4
+    assert run_json(run, "prune", "--older-than", "7 days") == {"pruned": 3}
+    assert not {row[0] for row in conn.execute("SELECT id FROM worker_tasks")} & set(old)
+
+
+def test_prune_deletes_in_batches_each_committed(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    in_the_past("10 days")
+    for _ in range(5):
+        completed_task(conn)
+    real_clock(conn)
+    assert run_json(run, "prune", "--older-than", "7 days", "--batch-size", "2",
+                    "--max-tasks", "3") == {"pruned": 3}
+    assert task_count(conn) == 2
+    # More than one batch commits in between, which only a CALL outside a transaction may do.
+    assert run("prune", "--older-than", "7 days", "--batch-size", "1").stdout == "pruned 2 tasks\n"
+    assert task_count(conn) == 0
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (["--older-than", "1 day", "--batch-size", "0"], "--batch-size"),
         (["--older-than", "a fortnight"], "invalid input syntax for type interval"),
         (["--older-than", "-1 day"], "older_than must be a non-negative interval"),
+        (["--older-than", "-1 day", "--dry-run"], "older_than must be a non-negative interval"),
         (["--older-than", "1 day", "--max-tasks", "0"], "--max-tasks"),
         ([], "--older-than"),
     ],
@@ -784,3 +954,61 @@ def test_render_table_aligns_columns_and_right_aligns_numbers() -> None:
         "   7  a            7:a",
         "1234  longer name  1234:longer name",
     ]
+
+
+def test_lay_out_table_fits_a_width_cutting_the_widest_text_first() -> None:
+    rows = [{"id": 12345, "role": "product_resync", "error": "HTTP 503 from the platform, twice"}]
+    columns = [("role", "role"), ("id", "id"), ("error", "error")]
+    table = cli.lay_out_table(rows, columns, max_width=40)
+    assert table.lines == [
+        "role               id  error",
+        "product_resync  12345  HTTP 503 from th…",
+    ]
+    assert (table.shortened, table.left_out) == (["error"], [])
+    assert all(len(line) <= 40 for line in table.lines)
+    # No cell is cut shorter than NARROWEST_CELL (12): the last columns go instead. The first
+    # column, which names the row, and numbers are never cut.
+    narrow = cli.lay_out_table(rows, columns, max_width=35)
+    assert narrow.lines == ["role               id  error", "product_resync  12345  HTTP 503 fr…"]
+    narrower = cli.lay_out_table(rows, columns, max_width=26)
+    assert narrower.lines == ["role               id", "product_resync  12345"]
+    assert (narrower.shortened, narrower.left_out) == ([], ["error"])
+    assert cli.lay_out_table(rows, columns, max_width=10).lines == ["role", "product_resync"]
+    assert cli.lay_out_table(rows, columns).lines == cli.render_table(rows, columns).splitlines()
+
+
+def test_tables_fit_the_terminal_and_say_how_to_see_the_rest(
+    run: Run, conn: psycopg.Connection, db_url: str
+) -> None:
+    error = "HTTP 503 Service Unavailable from https://menus.example/api/v2/stores/12345/menu"
+    worker = "worker-host-a-pid-4242-5f3e9c"
+    for _ in range(3):
+        task_id = enqueue(conn)
+        assert claim(conn, worker=worker) == task_id
+        conn.execute(
+            "SELECT fail_task(%s, %s, 1, %s, retryable := false)", (task_id, worker, error)
+        )
+
+    def invoke(*args: str, columns: str | None = "80") -> Result:
+        return CliRunner().invoke(
+            cli.main, ["--database-url", db_url, *args], env={"COLUMNS": columns}
+        )
+
+    fitted = invoke("list")
+    assert fitted.exit_code == 0, fitted.output
+    lines = fitted.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].split()[:4] == ["id", "role", "store", "status"]
+    assert "fitted to 80 columns" in fitted.stderr
+    assert "--wide prints the table whole" in fitted.stderr
+    assert "left out: worker, error" in fitted.stderr
+    wide = invoke("list", "--wide")
+    assert wide.stderr == ""
+    assert error in wide.stdout and max(len(line) for line in wide.stdout.splitlines()) > 80
+    # A pipe (no terminal, no COLUMNS) gets the table whole but for its 60-character cells.
+    piped = invoke("list", columns=None)
+    assert piped.stderr == "" and error[:59] + "…" in piped.stdout
+    for args in (["counts"], ["capacity"], ["schedules", "list"], ["workers"], ["health"]):
+        result = invoke(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert max(len(line) for line in result.stdout.splitlines()) <= 80, args

@@ -122,14 +122,22 @@ def test_list_shows_payloads_newest_first_and_filters(run: Run, crawled: dict[st
         "status",
         "products",
     ]
-    assert [line.split()[0] for line in lines[1:]] == [str(second), str(first)]
+    assert [line.split()[0] for line in lines[1:-1]] == [str(second), str(first)]
     assert "Green Leaf" in lines[1] and "applied" in lines[1]
+    assert lines[-1] == "1-2 of 2 payloads (page 1 of 1)"
 
     listed = json.loads(run("payloads", "list", "--store", str(crawled["store"]), "--json").output)
     assert [row["id"] for row in listed] == [second, first]
     assert {row["product_count"] for row in listed} == {3}
-    assert run("payloads", "list", "--status", "corrupt").output == "no payloads on page 1\n"
+    assert run("payloads", "list", "--status", "corrupt").output == (
+        "no matching payloads on page 1: 0 matching payloads in all, 1 page of 50\n"
+    )
     assert run("payloads", "list", "--status", "nope").exit_code == 2
+    assert run("payloads", "list", "--limit", "1", "--page", "2").output.splitlines()[-1] == (
+        "2-2 of 2 payloads (page 2 of 2)"
+    )
+    unknown = run("payloads", "list", "--store", "999999")
+    assert unknown.exit_code == 2 and "dispensary 999999 does not exist" in unknown.output
 
 
 def test_show_prints_the_payload_and_with_products_its_file(
@@ -161,7 +169,7 @@ def test_show_names_a_missing_file_and_an_unknown_payload(
     assert result.exit_code == 1
     assert f"Error: payload file {path} does not exist" in result.output
     missing = run("payloads", "show", "999999")
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert "payload 999999 does not exist" in missing.output
 
 
@@ -180,9 +188,32 @@ def test_diff_between_two_payloads(
 
     summary = run("payloads", "diff", str(first), str(second), "--summary")
     assert summary.output.splitlines() == lines[:1]
+
+
+def test_diff_json_is_snake_case_in_a_fixed_order_and_honours_summary(
+    run: Run, crawled: dict[str, Any], conn: psycopg.Connection
+) -> None:
+    first, second = crawled["payloads"]
+    sql = conn.execute("SELECT diff_payloads(%s, %s)", (first, second)).fetchone()[0]
     document = json.loads(run("payloads", "diff", str(first), str(second), "--json").output)
-    assert document == conn.execute("SELECT diff_payloads(%s, %s)", (first, second)).fetchone()[0]
-    assert document["details"]["priceChanges"][0]["id"] == "p1"
+    assert list(document) == ["from", "to", "diff", "details"]
+    assert list(document["from"]) == ["id", "fetched_at", "product_count"]
+    assert document["to"] == {
+        "id": second, "fetched_at": sql["to"]["fetchedAt"], "product_count": 3
+    }
+    counts = ["added", "removed", "price_changes", "stock_changes"]
+    assert list(document["diff"].items()) == [(key, 1) for key in counts]
+    assert list(document["details"]) == counts
+    (added,) = document["details"]["added"]
+    assert list(added.items()) == list(MENU_2[2].items())
+    assert document["details"]["price_changes"] == [
+        {"id": "p1", "name": "Blue Dream 3.5g", "from": 35.0, "to": 33.5}
+    ]
+    assert list(document["details"]["stock_changes"][0]) == ["id", "name", "from", "to"]
+    summary = json.loads(
+        run("payloads", "diff", "--store", str(crawled["store"]), "--summary", "--json").output
+    )
+    assert summary == {key: document[key] for key in ("from", "to", "diff")}
 
 
 def test_diff_of_a_store_compares_its_two_newest_payloads(
@@ -204,7 +235,9 @@ def test_diff_refuses_bad_requests(
     both = run("payloads", "diff", str(first), str(second), "--store", str(crawled["store"]))
     assert both.exit_code == 2 and "not both" in both.output
     unknown = run("payloads", "diff", str(first), "999999")
-    assert unknown.exit_code == 1 and "payload 999999 does not exist" in unknown.output
+    assert unknown.exit_code == 2 and "payload 999999 does not exist" in unknown.output
+    no_store = run("payloads", "diff", "--store", "999999")
+    assert no_store.exit_code == 2 and "dispensary 999999 does not exist" in no_store.output
     (other,) = conn.execute(
         "SELECT (upsert_discovered_stores('dutchie', %s::jsonb))[1]",
         (json.dumps([{"platform_store_id": "s2", "name": "Kind Roots"}]),),

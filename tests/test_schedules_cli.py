@@ -1,8 +1,8 @@
 """`pyworker schedules`, `resync generate`, `capacity` and `health`, with click's CliRunner against
 a real deployed database (a fresh copy per test).
 
-Exit codes as everywhere in the CLI: 0 done, 1 refused (an unknown schedule), 2 bad usage or
-input (a value out of range, an unknown role or time zone, a malformed day).
+Exit codes as everywhere in the CLI: 0 done, 1 refused, 2 bad usage or input (a value out of
+range, an unknown schedule, role or time zone, a malformed day).
 """
 
 from __future__ import annotations
@@ -155,9 +155,9 @@ def test_schedules_update_interval_and_priority(run: Run, conn: psycopg.Connecti
     ] == 12
 
 
-def test_schedules_update_an_unknown_schedule_exits_1_naming_the_schedules(run: Run) -> None:
+def test_schedules_update_an_unknown_schedule_exits_2_naming_the_schedules(run: Run) -> None:
     result = run("schedules", "update", "nope", "--disable")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "schedule 'nope' does not exist" in result.stderr
     assert "Schedules: analytics_refresh, daily_resync_plan, store_discovery." in result.stderr
     assert "Traceback" not in result.output
@@ -171,6 +171,8 @@ def test_schedules_update_an_unknown_schedule_exits_1_naming_the_schedules(run: 
         (["--priority", "101"], "priority 101 is out of range"),
         (["--interval-hours", "six"], "is not a valid integer"),
         ([], "give at least one of"),
+        (["--enable", "--disable"], "give --enable or --disable, not both"),
+        (["--disable", "--priority", "3", "--enable"], "give --enable or --disable, not both"),
     ],
 )
 def test_schedules_update_bad_input_exits_2(
@@ -212,9 +214,9 @@ def test_schedules_trigger_json_runs_a_disabled_schedule(run: Run, conn: psycopg
     )
 
 
-def test_schedules_trigger_an_unknown_schedule_exits_1(run: Run, conn: psycopg.Connection) -> None:
+def test_schedules_trigger_an_unknown_schedule_exits_2(run: Run, conn: psycopg.Connection) -> None:
     result = run("schedules", "trigger", "nope")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "schedule 'nope' does not exist" in result.stderr
     assert "Schedules: analytics_refresh, daily_resync_plan, store_discovery." in result.stderr
     assert tasks_by_role(conn) == {}
@@ -251,6 +253,38 @@ def test_resync_generate_plans_today_by_default(run: Run, conn: psycopg.Connecti
     assert run("resync", "generate").stdout.startswith("planned 0 product_resync tasks for")
 
 
+def test_resync_generate_says_why_it_planned_nothing(run: Run, conn: psycopg.Connection) -> None:
+    make_stores(conn, 3)
+    run_json(run, "resync", "generate", "--day", "2030-01-01")
+    again = run("resync", "generate", "--day", "2030-01-01", "--time-zone", "UTC")
+    assert again.stdout == (
+        "planned 0 product_resync tasks for 2030-01-01 (6 batches, time zone UTC);"
+        " skipped 3 stores already planned for that day\n"
+    )
+    make_stores(conn, 1)
+    next_day = run("resync", "generate", "--day", "2030-01-02", "--time-zone", "UTC",
+                   "--batches", "1")
+    assert next_day.stdout == (
+        "planned 1 product_resync task for 2030-01-02 (1 batch, time zone UTC);"
+        " skipped 3 stores with a product_resync pending, claimed or running\n"
+    )
+    both = run_json(run, "resync", "generate", "--day", "2030-01-02")
+    assert (both["created"], both["already_planned"], both["resync_under_way"]) == (0, 1, 3)
+    assert run("resync", "generate", "--day", "2030-01-02").stdout.endswith(
+        "skipped 1 store already planned for that day and 3 stores with a product_resync"
+        " pending, claimed or running\n"
+    )
+
+
+def test_resync_generate_with_no_active_store_says_so(run: Run, conn: psycopg.Connection) -> None:
+    make_stores(conn, 2, active=False)
+    result = run("resync", "generate", "--day", "2030-01-01", "--time-zone", "UTC")
+    assert result.stdout == (
+        "planned 0 product_resync tasks for 2030-01-01 (6 batches, time zone UTC):"
+        " there is no active store\n"
+    )
+
+
 def test_resync_generate_json_with_a_day_a_time_zone_and_batches(
     run: Run, conn: psycopg.Connection
 ) -> None:
@@ -260,7 +294,7 @@ def test_resync_generate_json_with_a_day_a_time_zone_and_batches(
         "--time-zone", "America/New_York", "--priority", "7",
     )
     assert plan == {"day": "2030-03-10", "time_zone": "America/New_York", "created": 3,
-                    "batches": 2, "priority": 7}
+                    "already_planned": 0, "resync_under_way": 0, "batches": 2, "priority": 7}
     rows = conn.execute(
         "SELECT scheduled_for, priority FROM worker_tasks ORDER BY dispensary_id"
     ).fetchall()
@@ -354,14 +388,19 @@ def test_capacity_json_gives_the_view_rows(
     assert rows["store_discovery"]["tasks_per_worker_hour"] is None
 
 
-def test_capacity_of_one_role_json_is_worker_capacity(
+def test_capacity_of_one_role_json_has_the_shape_of_every_role(
     run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
 ) -> None:
     busy_pool(conn, in_the_past)
-    document = run_json(run, "capacity", "product_resync")
-    assert document == conn.execute("SELECT worker_capacity('product_resync')").fetchone()[0]
-    assert document["pending_tasks"] == 2
-    assert document["workers_needed"] == {"for_1_hour": 1, "for_4_hours": 1, "for_8_hours": 1}
+    every_role = run_json(run, "capacity")
+    one_role = run_json(run, "capacity", "product_resync")
+    assert isinstance(one_role, list) and len(one_role) == 1
+    (row,) = one_role
+    assert list(row) == list(every_role[0])
+    (same,) = [other for other in every_role if other["role"] == "product_resync"]
+    # The oldest ready task ages between the two calls; the rest stands still.
+    assert {**row, "oldest_ready_age": None} == {**same, "oldest_ready_age": None}
+    assert (row["pending_tasks"], row["workers_needed_for_1_hour"]) == (2, 1)
 
 
 def test_capacity_of_one_role_as_fields(run: Run, conn: psycopg.Connection) -> None:

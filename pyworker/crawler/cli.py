@@ -16,10 +16,10 @@ from pyworker.cli import (
     Settings,
     echo_fields,
     echo_json,
+    echo_page,
     echo_table,
     json_option,
     pass_settings,
-    render_table,
 )
 from pyworker.crawler import storage
 from pyworker.crawler.normalize import CorruptMenu, normalize_menu
@@ -51,12 +51,13 @@ PRODUCT_COLUMNS: list[Column] = [
 
 CHANGE_COLUMNS: list[Column] = [("id", "id"), ("name", "name"), ("from", "from"), ("to", "to")]
 
-# The diff's sections: (key in "diff" and "details", heading, columns).
+# The diff's sections, in order: (key in diff_payloads' "diff" and "details", key in --json,
+# columns, whose keys are also the order of a row's keys in --json).
 DIFF_SECTIONS: list[tuple[str, str, list[Column]]] = [
     ("added", "added", PRODUCT_COLUMNS),
     ("removed", "removed", PRODUCT_COLUMNS),
-    ("priceChanges", "price changes", CHANGE_COLUMNS),
-    ("stockChanges", "stock changes", CHANGE_COLUMNS),
+    ("priceChanges", "price_changes", CHANGE_COLUMNS),
+    ("stockChanges", "stock_changes", CHANGE_COLUMNS),
 ]
 
 
@@ -85,18 +86,25 @@ def payloads() -> None:
 def list_payloads(
     settings: Settings, store: int | None, status: str | None, limit: int, page: int, as_json: bool
 ) -> None:
-    """List payloads, newest fetch first, a page at a time.
+    """List payloads, newest fetch first, a page at a time, and how many there are in all.
 
     saved: recorded, not applied yet; applied: its products are in the database; corrupt: the
-    body did not parse (the file is kept; the error says why).
+    body did not parse (the file is kept; the error says why). An unknown --store exits 2. With
+    --json, the page's payload objects.
     """
-    rows = settings.db.list_payloads(
-        store=store, status=status, limit=limit, offset=(page - 1) * limit
-    )
+    db = settings.db
+    if store is not None:
+        db.get_dispensary(store)
+    rows = db.list_payloads(store=store, status=status, limit=limit, offset=(page - 1) * limit)
     if as_json:
         echo_json(rows)
-    else:
-        echo_table(rows, PAYLOAD_COLUMNS, empty=f"no payloads on page {page}")
+        return
+    total = db.count_payloads(store=store, status=status)
+    filtered = store is not None or status is not None
+    echo_page(
+        rows, PAYLOAD_COLUMNS, total=total, page=page, limit=limit,
+        noun="matching payload" if filtered else "payload",
+    )
 
 
 @payloads.command("show")
@@ -161,8 +169,10 @@ def diff_payloads(
     """Show what changed on a store's menu between payloads FROM and TO, or between the two
     newest applied payloads of --store: products added and removed, price and stock changes.
 
-    Both payloads must be applied and of one store (else exit 2 or 1, with the reason). With
-    --json, the document diff_payloads returns.
+    Both payloads must be applied and of one store: an unknown payload or store, or payloads of
+    two stores, exit 2; a payload not applied, or a store without two, exits 1. With --json, the
+    document diff_payloads returns, its keys in snake_case and in a fixed order: from, to (id,
+    fetched_at, product_count), diff (the counts), then details, which --summary leaves out.
     """
     db = settings.db
     if store is not None:
@@ -174,9 +184,33 @@ def diff_payloads(
     else:
         raise click.UsageError("give two payload ids, FROM and TO, or --store ID")
     if as_json:
-        echo_json(document)
+        echo_json(diff_json(document, details=not summary))
         return
     echo_diff(document, details=not summary)
+
+
+def diff_json(document: dict[str, Any], *, details: bool) -> dict[str, Any]:
+    """diff_payloads' document as --json prints it: snake_case keys in a fixed order, without
+    the details for --summary."""
+
+    def payload(side: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": side["id"],
+            "fetched_at": side["fetchedAt"],
+            "product_count": side["productCount"],
+        }
+
+    shown: dict[str, Any] = {
+        "from": payload(document["from"]),
+        "to": payload(document["to"]),
+        "diff": {key: document["diff"][source] for source, key, _ in DIFF_SECTIONS},
+    }
+    if details:
+        shown["details"] = {
+            key: [{name: row[name] for _, name in columns} for row in document["details"][source]]
+            for source, key, columns in DIFF_SECTIONS
+        }
+    return shown
 
 
 def describe_diff(document: dict[str, Any]) -> str:
@@ -195,9 +229,9 @@ def echo_diff(document: dict[str, Any], *, details: bool = True) -> None:
     click.echo(describe_diff(document))
     if not details:
         return
-    for key, heading, columns in DIFF_SECTIONS:
-        rows = document.get("details", {}).get(key) or []
+    for source, key, columns in DIFF_SECTIONS:
+        rows = document.get("details", {}).get(source) or []
         if rows:
             click.echo()
-            click.echo(f"{heading} ({len(rows)}):")
-            click.echo(render_table(rows, columns))
+            click.echo(f"{key.replace('_', ' ')} ({len(rows)}):")
+            echo_table(rows, columns, empty="none")

@@ -1,0 +1,10 @@
+-- Verify taskpool:generate_resync_tasks on pg
+
+BEGIN;
+
+SELECT has_function_privilege('generate_resync_tasks(integer, date, text, integer)', 'execute');
+
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE proname = 'generate_resync_tasks' AND pg_get_functiondef(oid) LIKE '%9999-12-31%';
+
+ROLLBACK;
