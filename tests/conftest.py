@@ -21,7 +21,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pyworker.config import default_database_url
-from worker_support import Workers, create_test_pool
+from worker_support import Run, Workers, cli_runner_for, create_test_pool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_DATABASE = "taskpool_pytest_template"
@@ -225,3 +225,9 @@ def worker_login_url(db_url: str) -> Iterator[str]:
         with admin_connect() as admin:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (login,))
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+
+
+@pytest.fixture
+def run(db_url: str) -> Run:
+    """Run `pyworker --database-url <the test's database> ARGS...` (click's CliRunner)."""
+    return cli_runner_for(db_url)

@@ -23,6 +23,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from worker_support import Run, run_json
+
 from pyworker import cli
 from pyworker.errors import ConfigurationError, SchemaMissing
 
@@ -37,30 +39,12 @@ WORKER_ENV = (
     "SHUTDOWN_GRACE_SECONDS",
 )
 
-Run = Callable[..., Result]
-
 
 @pytest.fixture(autouse=True)
 def no_worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Worker settings from the caller's environment must not leak into these tests."""
     for name in WORKER_ENV:
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def run(db_url: str) -> Run:
-    """Run `pyworker --database-url <the test's database> ARGS...`."""
-
-    def invoke(*args: str, input: str | None = None) -> Result:
-        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args], input=input)
-
-    return invoke
-
-
-def run_json(run: Run, *args: str) -> Any:
-    result = run(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def enqueue(conn: psycopg.Connection, role: str = "store_discovery", **fields: Any) -> int:

@@ -7,19 +7,17 @@ test's own TASKPOOL_STORAGE_DIR), recorded and applied through the SQL functions
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
 
-from pyworker import cli
+from worker_support import Run
+
 from pyworker.crawler import storage
 
-Run = Callable[..., Result]
 
 MENU_1 = [
     {
@@ -73,14 +71,6 @@ MENU_2 = [
         "stock": 20,
     },
 ]
-
-
-@pytest.fixture
-def run(db_url: str) -> Run:
-    def invoke(*args: str) -> Result:
-        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args])
-
-    return invoke
 
 
 @pytest.fixture

@@ -9,23 +9,18 @@ the server has none loaded, or when its database lacks the extension.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
 from conftest import database_url, url_for_database
 from psycopg.rows import dict_row
-from worker_support import wait_for
+from worker_support import Run, cli_runner_for, run_json, wait_for
 
-from pyworker import cli
 from pyworker.db import Database
-
-Run = Callable[..., Result]
 
 
 def cron_database_name() -> str | None:
@@ -58,25 +53,6 @@ def cron_conn(cron_db: str) -> Iterator[psycopg.Connection]:
         url_for_database(database_url(), cron_db), autocommit=True, row_factory=dict_row
     ) as conn:
         yield conn
-
-
-def runner_for(url: str) -> Run:
-    def invoke(*args: str) -> Result:
-        return CliRunner().invoke(cli.main, ["--database-url", url, *args])
-
-    return invoke
-
-
-@pytest.fixture
-def run(db_url: str) -> Run:
-    """Run `pyworker --database-url <the test's database> ARGS...`."""
-    return runner_for(db_url)
-
-
-def run_json(run: Run, *args: str) -> Any:
-    result = run(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def dbname(url: str) -> str:
@@ -173,11 +149,11 @@ def test_different_databases_get_different_jobs(
 ) -> None:
     other = f"taskpool_tick:{dbname(empty_db_url)}"
     try:
-        assert runner_for(db_url)("cron", "install").exit_code == 0
+        assert cli_runner_for(db_url)("cron", "install").exit_code == 0
         # An empty database has no tick to run, but the job is its own.
-        assert runner_for(empty_db_url)("cron", "install").exit_code == 0
+        assert cli_runner_for(empty_db_url)("cron", "install").exit_code == 0
         assert len(jobs(cron_conn, job)) == 1 and len(jobs(cron_conn, other)) == 1
-        assert runner_for(empty_db_url)("cron", "uninstall").exit_code == 0
+        assert cli_runner_for(empty_db_url)("cron", "uninstall").exit_code == 0
         assert len(jobs(cron_conn, job)) == 1 and jobs(cron_conn, other) == []
     finally:
         remove_job(cron_conn, other)
@@ -237,7 +213,7 @@ def test_install_in_pg_cron_s_own_database(cron_db: str, cron_conn: psycopg.Conn
         pytest.skip(f"the taskpool schema (0.2.0) is not deployed in {cron_db!r}")
     name = f"taskpool_tick:{cron_db}"
     before = jobs(cron_conn, name)
-    run = runner_for(url_for_database(database_url(), cron_db))
+    run = cli_runner_for(url_for_database(database_url(), cron_db))
     outside_minute_boundary()
     try:
         installed = run_json(run, "cron", "install")

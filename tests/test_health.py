@@ -15,24 +15,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
-from worker_support import Workers, enqueue, task_row, wait_for_execution
+from click.testing import CliRunner
+from worker_support import Run, Workers, enqueue, task_row, wait_for_execution
 
 from pyworker import cli
 
-Run = Callable[..., Result]
 
 CHECKS = ["stuck_tasks", "schedule_tick", "schedule_errors", "open_circuits", "xmin_horizon"]
-
-
-@pytest.fixture
-def run(db_url: str) -> Run:
-    """Run `pyworker --database-url <the test's database> ARGS...`."""
-
-    def invoke(*args: str) -> Result:
-        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args])
-
-    return invoke
 
 
 @pytest.fixture

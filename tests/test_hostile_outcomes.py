@@ -17,10 +17,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
-from worker_support import Workers, WorkerProcess, enqueue, fetch_one, task_row, wait_for, wait_for_status
+from click.testing import Result
+from worker_support import WorkerProcess, Workers, enqueue, fetch_one, task_row, wait_for, wait_for_status
 
-from pyworker import cli
 from pyworker.errors import Snooze
 
 HOSTILE = "test_hostile"
@@ -297,14 +296,6 @@ def test_an_unreadable_payload_fails_that_task_alone(
 
 
 # The CLI prints any stored row
-
-
-@pytest.fixture
-def run(db_url: str) -> Callable[..., Result]:
-    def invoke(*args: str, input: str | bytes | None = None) -> Result:
-        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args], input=input)
-
-    return invoke
 
 
 @pytest.mark.parametrize("payload", [DEEP_PAYLOAD, LONG_NUMBER_PAYLOAD], ids=["nested-1500-deep", "number-of-5000-digits"])

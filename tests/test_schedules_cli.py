@@ -17,27 +17,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from worker_support import Run, run_json
+
 from pyworker import cli
 
-Run = Callable[..., Result]
 
 DEFAULT_SCHEDULES = ["analytics_refresh", "daily_resync_plan", "store_discovery"]
-
-
-@pytest.fixture
-def run(db_url: str) -> Run:
-    """Run `pyworker --database-url <the test's database> ARGS...`."""
-
-    def invoke(*args: str) -> Result:
-        return CliRunner().invoke(cli.main, ["--database-url", db_url, *args])
-
-    return invoke
-
-
-def run_json(run: Run, *args: str) -> Any:
-    result = run(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def make_stores(conn: psycopg.Connection, count: int, *, active: bool = True) -> list[int]:

@@ -96,7 +96,7 @@ def test_the_attempt_history_keeps_the_traceback_and_show_prints_it(
 
     shown = CliRunner().invoke(cli.main, ["--database-url", db_url, "show", str(failing)])
     assert shown.exit_code == 0, shown.output
-    assert f"error details of attempt 1:\n    Traceback (most recent call last):\n" in shown.output
+    assert "error details of attempt 1:\n    Traceback (most recent call last):\n" in shown.output
     assert "    ValueError: the menu has no prices\n" in shown.output
     as_json = CliRunner().invoke(cli.main, ["--database-url", db_url, "show", str(failing), "--json"])
     assert as_json.exit_code == 0, as_json.output

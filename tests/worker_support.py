@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
+from click.testing import CliRunner, Result
 from psycopg import sql
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -388,3 +389,24 @@ def listen(db_url: str, channel: str) -> psycopg.Connection:
 def received(listener: psycopg.Connection, timeout: float, expect: int | None = None) -> list[str]:
     """Payloads within `timeout` seconds (sooner once `expect` have come)."""
     return [n.payload for n in listener.notifies(timeout=timeout, stop_after=expect)]
+
+
+# The operator CLI, run in-process with click's CliRunner.
+Run = Callable[..., Result]
+
+
+def cli_runner_for(url: str) -> Run:
+    """Run `pyworker --database-url URL ARGS...` in this process; `input` feeds its stdin."""
+    from pyworker import cli
+
+    def invoke(*args: str, input: str | bytes | None = None) -> Result:
+        return CliRunner().invoke(cli.main, ["--database-url", url, *args], input=input)
+
+    return invoke
+
+
+def run_json(run: Run, *args: str) -> Any:
+    """The JSON document a CLI command prints with --json; the command must succeed."""
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
