@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import click
 from click.core import ParameterSource
 
-from pyworker import __version__
+from pyworker import __version__, logs
 from pyworker import cron as cron_jobs
 from pyworker.config import WorkerConfig, default_database_url, default_worker_id
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
@@ -127,6 +127,19 @@ class TaskpoolGroup(SharedOptionsGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            return self._invoke_with_exit_codes(ctx)
+        except click.ClickException as error:
+            settings = ctx.find_object(Settings)
+            if not (_runs_a_worker(ctx, settings) and settings.log_format == "json"):
+                raise
+            # A worker logging JSON says why it cannot run in JSON too: a log shipper reading its
+            # stderr gets no line it cannot parse.
+            logs.setup(settings.log_format, settings.log_level, settings.worker_id, settings.role)
+            logs.log.error(error.format_message(), extra=logs.event("worker_refused_to_start"))
+            ctx.exit(error.exit_code)
+
+    def _invoke_with_exit_codes(self, ctx: click.Context) -> Any:
+        try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
@@ -144,6 +157,11 @@ class TaskpoolGroup(SharedOptionsGroup):
             raise click.ClickException(
                 f"unexpected {type(error).__name__}: {error} (run with -v for the traceback)"
             ) from error
+
+
+def _runs_a_worker(ctx: click.Context, settings: Settings | None) -> bool:
+    """Whether this invocation is `pyworker --role R` (a worker), not an operator command."""
+    return settings is not None and settings.role is not None and ctx.invoked_subcommand is None
 
 
 def _verbose(ctx: click.Context) -> bool:
