@@ -38,20 +38,24 @@ class Plan:
     depth_claims_per_client: int
     history_rows: int
     history_seconds: float
+    io_tasks: int
     workers: int = 8
     clients: int = 8
     wakeup_rate: float = 50.0
+    # The I/O-bound figure: one process running this many handlers at once, each sleeping.
+    io_concurrency: int = 200
+    io_sleep_ms: int = 100
 
 
 FULL = Plan(
     name="full", reps=3, ceiling_seconds=5, drain_tasks=20_000, wakeup_tasks=500,
     enqueue_seconds=5, batch_enqueue_tasks=100_000, depth_small=10_000, depth_large=1_000_000,
-    depth_claims_per_client=500, history_rows=1_000_000, history_seconds=4,
+    depth_claims_per_client=500, history_rows=1_000_000, history_seconds=4, io_tasks=10_000,
 )
 QUICK = Plan(
     name="quick", reps=1, ceiling_seconds=3, drain_tasks=5_000, wakeup_tasks=150,
     enqueue_seconds=3, batch_enqueue_tasks=20_000, depth_small=10_000, depth_large=100_000,
-    depth_claims_per_client=250, history_rows=50_000, history_seconds=3,
+    depth_claims_per_client=250, history_rows=50_000, history_seconds=3, io_tasks=3_000,
 )
 
 
@@ -147,38 +151,54 @@ def completed_rate(conn: psycopg.Connection) -> tuple[int, float]:
     return count, count / seconds
 
 
-# 2, 3, 8: drain with worker processes -----------------------------------------------------
+# 2, 3, 8, 9: drain with ONE worker command ---------------------------------------------
 
 @dataclass
 class DrainSample:
     rate: float
     peak_rss_mb: float | None
+    connections: int
 
 
 def drain(server: Server, plan: Plan, log_dir: Path, prefetch: int | None) -> DrainSample:
-    """Start the workers, make drain_tasks visible at once, time them from the database's clock."""
-    url = server.fresh_bench_db()
+    """One `pyworker --concurrency N` process drains drain_tasks no-op tasks."""
     extra = ["--prefetch", str(prefetch)] if prefetch else []
-    with WorkerGroup(url, "bench_noop", plan.workers, log_dir, extra,
+    return _drain_one_process(server, log_dir, "bench_noop", plan.drain_tasks, plan.workers, extra)
+
+
+def drain_io_bound(server: Server, plan: Plan, log_dir: Path) -> DrainSample:
+    """One `pyworker --concurrency 200` process drains io_tasks tasks whose handler sleeps."""
+    return _drain_one_process(server, log_dir, "bench_sleep", plan.io_tasks, plan.io_concurrency, [],
+                              env={"BENCH_SLEEP_MS": str(plan.io_sleep_ms)})
+
+
+def _drain_one_process(server: Server, log_dir: Path, role: str, tasks: int, concurrency: int,
+                       extra: list[str], env: dict[str, str] | None = None) -> DrainSample:
+    """Start one worker process, make `tasks` visible at once, time them from the database's
+    clock; sample the process's connections (pg_stat_activity) while it works."""
+    url = server.fresh_bench_db()
+    with WorkerGroup(url, role, 1, log_dir, ["--concurrency", str(concurrency), *extra], env=env,
                      checkout=server.checkout) as group, \
             psycopg.connect(url, autocommit=True) as conn:
         group.wait_registered()
         with conn.transaction():  # all of them visible at the same instant
-            enqueue_noop(conn, plan.drain_tasks)
-        deadline = time.monotonic() + max(120.0, plan.drain_tasks / 100)
+            enqueue_noop(conn, tasks, role)
+        deadline = time.monotonic() + max(120.0, tasks / 100)
+        connections = 0
         while True:
             (done,) = conn.execute(
                 "SELECT count(*) FROM worker_tasks WHERE status = 'completed'"
             ).fetchone()
-            if done >= plan.drain_tasks:
+            connections = max(connections, group.connections(conn))
+            if done >= tasks:
                 break
             group.check_alive()
             if time.monotonic() > deadline:
-                raise BenchError(f"only {done} of {plan.drain_tasks} tasks completed in time")
+                raise BenchError(f"only {done} of {tasks} tasks completed in time")
             time.sleep(0.2)
         rss = group.peak_rss_mb()
         _, rate = completed_rate(conn)
-    return DrainSample(rate, rss)
+    return DrainSample(rate, rss, connections)
 
 
 # 4: wake-up latency -----------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The benchmark's handlers, loaded by the worker processes it starts (--handlers bench.handlers).
 
 - bench_noop: does nothing; the drain figures measure the queue, not the work.
+- bench_sleep: sleeps BENCH_SLEEP_MS (100 ms by default), as an I/O-bound handler waits on the
+  network; the I/O-bound figure measures how many a process keeps in flight.
 - bench_wakeup: appends "task_id wall_clock" to the file named by BENCH_EVENTS_FILE at the
   moment the handler starts, for the wake-up latency figure. One write(2) per line: lines from
   several processes appending to one file never interleave.
@@ -18,6 +20,11 @@ from pyworker.handlers import handler
 @handler("bench_noop")
 def noop(task: Task) -> None:
     return None
+
+
+@handler("bench_sleep")
+def sleep(task: Task) -> None:
+    time.sleep(int(os.environ.get("BENCH_SLEEP_MS", "100")) / 1000)
 
 
 @handler("bench_wakeup")

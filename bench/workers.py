@@ -95,6 +95,14 @@ class WorkerGroup:
                 last = " / ".join([line.strip() for line in lines if line.strip()][-2:])
                 raise BenchError(f"worker exited with {proc.returncode} ({log}): {last}")
 
+    def connections(self, conn: psycopg.Connection) -> int:
+        """How many connections the workers hold now (pyworker names each `pyworker <id>...`)."""
+        patterns = [f"pyworker {worker_id}%" for worker_id in self.ids]
+        (count,) = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE ANY(%s)", (patterns,)
+        ).fetchone()
+        return count
+
     def peak_rss_mb(self) -> float | None:
         """The largest peak RSS among the workers still running, in MB."""
         peaks = [p for p in (peak_rss_mb(proc.pid) for proc in self.procs) if p is not None]
