@@ -168,7 +168,7 @@ def test_a_second_sigterm_kills_a_running_command_with_its_children(
     worker, _task_id, pids = start_sleeping_command(pool, workers, "cmd-term", tmp_path)
     try:
         worker.send(signal.SIGTERM)
-        worker.wait_for_log("Received SIGTERM: finishing the current task")
+        worker.wait_for_log("Received SIGTERM: finishing the tasks in flight")
         worker.send(signal.SIGTERM)
         assert worker.wait(5) != 0
         # Gone with the worker, though the command runs in its own session and its child
