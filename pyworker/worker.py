@@ -91,6 +91,8 @@ ABORT_WIND_DOWN_SECONDS = 3.0
 # nothing else to do they are recorded at once), and at most this many go in one call.
 COMPLETION_FLUSH_SECONDS = 0.5
 COMPLETION_BATCH_MAX = 1000
+# Before recording them, how long the dispatcher waits for one more outcome to record with them.
+COMPLETION_LINGER_SECONDS = 0.002
 # heartbeat_tasks takes at most this many tasks a call.
 HEARTBEAT_BATCH_MAX = 1000
 
@@ -120,9 +122,13 @@ class Doorbell:
         except BlockingIOError:
             pass
 
-    def wait(self, timeout: float | None) -> None:
-        select.select([self._read], [], [], timeout)
-        self.drain()
+    def wait(self, timeout: float | None) -> bool:
+        """Sleep until a ring or `timeout`; True when it rang."""
+        # Drained only when it rang: a ring after the timeout stays for the next wait.
+        rang = bool(select.select([self._read], [], [], timeout)[0])
+        if rang:
+            self.drain()
+        return rang
 
     def close(self) -> None:
         os.close(self._read)
@@ -377,7 +383,10 @@ class Worker:
                     if tasks:
                         self._take(tasks, now)
                         continue
-            # Nothing else to do: record the buffered completions, then sleep.
+            # Nothing else to do: record the buffered completions, then sleep. Unless a handler
+            # finishes at once (short tasks): then go on, and record them together later.
+            if self._completions and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
+                continue
             self._flush_completions()
             self._doorbell.wait(self._sleep_time(time.monotonic()))
         self._flush_completions()
@@ -745,10 +754,13 @@ class Worker:
             self._held.pop(task.id, None)
 
     def _flush_completions(self) -> None:
-        """Record the buffered completions in one call; one by one if the database refuses it."""
+        """Record the buffered completions, up to COMPLETION_BATCH_MAX a call."""
         completions, self._completions = self._completions, []
-        if not completions:
-            return
+        for first in range(0, len(completions), COMPLETION_BATCH_MAX):
+            self._record_completions(completions[first : first + COMPLETION_BATCH_MAX])
+
+    def _record_completions(self, completions: list[tuple[Task, JsonText | None, JsonText | None, float | None]]) -> None:
+        """Record completions in one call; one by one if the database refuses it."""
         # In id order, the order heartbeat_tasks locks in: the two wait on each other, never deadlock.
         completions.sort(key=lambda completion: completion[0].id)
         entries = [
@@ -783,14 +795,11 @@ class Worker:
                 finally:
                     handlers.current_task.reset(token)
             return
+        completed = []
         for task, _result, _follow_ups, duration in completions:
             self._held.pop(task.id, None)
             if answers[task.id] == "completed":
-                log.info(
-                    "Task %s completed successfully",
-                    task.id,
-                    extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
-                )
+                completed.append((task, duration))
             else:
                 log.warning(
                     "Task %s was lost before its outcome was recorded (%s)",
@@ -798,6 +807,21 @@ class Worker:
                     answers[task.id],
                     extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
                 )
+        if len(completed) == 1:
+            (task, duration), = completed
+            log.info(
+                "Task %s completed successfully",
+                task.id,
+                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
+            )
+        elif completed:
+            # One line a batch (as for its claim): a line a task costs a drain of short tasks dearly.
+            log.info(
+                "Completed %d tasks (%s)",
+                len(completed),
+                ", ".join(str(task.id) for task, _duration in completed),
+                extra=event("tasks_completed", outcome="completed"),
+            )
 
     def _release(self, tasks: list[Task], *, duration: float | None = None) -> None:
         """Hand tasks back to the pool without spending a retry: the worker is stopping.

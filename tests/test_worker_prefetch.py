@@ -50,7 +50,7 @@ def test_two_prefetching_workers_drain_600_tasks_each_completed_once(
         pool, "SELECT count(*) FROM worker_tasks WHERE started_at IS DISTINCT FROM claimed_at"
     )[0] == 0
     for worker in started:
-        log = worker.wait_for_log("completed successfully")
+        log = worker.wait_for_log("Completed ")
         assert "Claimed " in log and " tasks (" in log, worker.describe()
         assert " WARNING " not in log and " ERROR " not in log, worker.describe()
 
