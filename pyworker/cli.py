@@ -327,7 +327,7 @@ pass_settings = click.make_pass_decorator(Settings)
     type=click.IntRange(min=1, max=1000),
     default=1,
     show_default=True,
-    help="Run up to N tasks at the same time in one worker process (on at most 3 connections).",
+    help="Run up to N tasks at the same time in one worker process (on at most 4 connections).",
 )
 @click.option(
     "--processes",

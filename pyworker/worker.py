@@ -1,12 +1,14 @@
 """The worker: claim tasks, run up to --concurrency handlers at once, heartbeat them, record outcomes.
 
-One process, many tasks at once, on three connections whatever the concurrency, one per thread,
+One process, many tasks at once, on four connections whatever the concurrency, one per thread,
 each a short transaction per call:
 
 - the main thread is the dispatcher: it claims as many tasks as it has free slots in one call
   (claim_and_start_tasks), hands each to a handler, collects the outcomes from a queue, records
-  them (successes buffered and recorded together with complete_tasks), and watches each
-  attempt's run timeout, its wind-down after an abort, and the shutdown grace;
+  failures, snoozes and hand-backs, buffers successes, and watches each attempt's run timeout,
+  its wind-down after an abort, and the shutdown grace;
+- a recorder thread records the buffered successes together with complete_tasks, while the
+  dispatcher goes on claiming;
 - a heartbeat thread keeps the worker's registry row and every task it holds fresh with ONE
   heartbeat_tasks call per interval, and turns each task's answer into that task's abort signal;
 - a listener thread LISTENs on the worker's own wake channel.
@@ -190,6 +192,10 @@ class Outcome:
     duration: float | None = None
 
 
+# A success waiting to be recorded: the task, its result and follow-ups as JSON, its duration.
+Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
+
+
 @dataclass(eq=False)
 class Attempt:
     """A task whose handler runs: when it started, its run deadline, and once it is aborted, the
@@ -223,7 +229,9 @@ class Worker:
         self._waiting_ids: set[int] = set()
         self._running: dict[int, Attempt] = {}
         self._winding_down: dict[int, Attempt] = {}
-        self._completions: list[tuple[Task, JsonText | None, JsonText | None, float | None]] = []
+        self._completions: list[Completed] = []
+        # Batches of completions for the recorder thread; None ends it.
+        self._to_record: queue.SimpleQueue[list[Completed] | None] = queue.SimpleQueue()
         self._completions_since = 0.0
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
         self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
@@ -249,12 +257,16 @@ class Worker:
             threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
         ]
+        recorder = threading.Thread(target=self._recorder_loop, name="recorder", daemon=True)
         self._install_signal_handlers()
-        for thread in threads:
+        for thread in [*threads, recorder]:
             thread.start()
         try:
             self._loop()
         finally:
+            # Every completion handed over is recorded before the worker deregisters.
+            self._to_record.put(None)
+            recorder.join()
             self._exiting.set()
             for thread in threads:
                 thread.join(timeout=5)
@@ -706,14 +718,14 @@ class Worker:
             extra=event("task_snoozed", outcome="released", duration=duration),
         )
 
-    def _outcome_not_stored(self, task: Task, error: BaseException | str) -> None:
+    def _outcome_not_stored(self, task: Task, error: BaseException | str, *, db: Database | None = None) -> None:
         """Fail the attempt (retryable) because its outcome could not be stored; never raises."""
         if isinstance(error, BaseException):
             error = str(error) if isinstance(error, TaskpoolError) else describe(error)
         message = f"the outcome could not be stored: {error}"
         log.error("Task %s: %s", task.id, message, extra=event("outcome_not_stored"))
         try:
-            self._fail(task, message, retryable=True)
+            self._fail(task, message, retryable=True, db=db)
         except TaskLost as lost:
             log.warning(
                 "Task %s was lost before its failure was recorded: %s",
@@ -732,13 +744,20 @@ class Worker:
             self._held.pop(task.id, None)
 
     def _complete(
-        self, task: Task, result: JsonText | None, follow_ups: JsonText | None, *, duration: float | None = None
+        self,
+        task: Task,
+        result: JsonText | None,
+        follow_ups: JsonText | None,
+        *,
+        duration: float | None = None,
+        db: Database | None = None,
     ) -> None:
         """Record one completion; a result or follow-up the database refuses fails the attempt."""
+        db = db or self.db
         try:
             self._retrying(
                 "complete task",
-                lambda: self.db.complete_task(task, result, follow_ups),
+                lambda: db.complete_task(task, result, follow_ups),
                 interruptible=False,
             )
             log.info(
@@ -749,17 +768,44 @@ class Worker:
         except TaskLost:
             raise
         except Exception as error:  # noqa: BLE001 - fails this task alone
-            self._outcome_not_stored(task, error)
+            self._outcome_not_stored(task, error, db=db)
         finally:
             self._held.pop(task.id, None)
 
     def _flush_completions(self) -> None:
-        """Record the buffered completions, up to COMPLETION_BATCH_MAX a call."""
-        completions, self._completions = self._completions, []
-        for first in range(0, len(completions), COMPLETION_BATCH_MAX):
-            self._record_completions(completions[first : first + COMPLETION_BATCH_MAX])
+        """Hand the buffered completions to the recorder thread."""
+        if self._completions:
+            self._to_record.put(self._completions)
+            self._completions = []
 
-    def _record_completions(self, completions: list[tuple[Task, JsonText | None, JsonText | None, float | None]]) -> None:
+    def _recorder_loop(self) -> None:
+        """Record the completions the dispatcher hands over, on a connection of its own, while
+        the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
+        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} recorder")
+        try:
+            done = False
+            while not done:
+                batch = self._to_record.get()
+                while batch is not None and len(batch) < COMPLETION_BATCH_MAX:
+                    try:
+                        more = self._to_record.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        done = True
+                        break
+                    batch += more
+                if batch is None:
+                    break
+                for first in range(0, len(batch), COMPLETION_BATCH_MAX):
+                    try:
+                        self._record_completions(batch[first : first + COMPLETION_BATCH_MAX], db)
+                    except Exception as error:  # noqa: BLE001 - the next batches must still be recorded
+                        log.error("Recording completions failed: %s", describe(error), extra=event("outcome_not_stored"))
+        finally:
+            db.close()
+
+    def _record_completions(self, completions: list[Completed], db: Database) -> None:
         """Record completions in one call; one by one if the database refuses it."""
         # In id order, the order heartbeat_tasks locks in: the two wait on each other, never deadlock.
         completions.sort(key=lambda completion: completion[0].id)
@@ -770,7 +816,7 @@ class Worker:
         try:
             answers = self._retrying(
                 "complete tasks",
-                lambda: self.db.complete_tasks(self.config.worker_id, entries),
+                lambda: db.complete_tasks(self.config.worker_id, entries),
                 interruptible=False,
             )
         except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
@@ -784,7 +830,7 @@ class Worker:
             for task, result, follow_ups, duration in completions:
                 token = handlers.current_task.set(task)
                 try:
-                    self._complete(task, result, follow_ups, duration=duration)
+                    self._complete(task, result, follow_ups, duration=duration, db=db)
                 except TaskLost as lost:
                     log.warning(
                         "Task %s was lost before its outcome was recorded: %s",
@@ -851,6 +897,7 @@ class Worker:
         retryable: bool,
         error: BaseException | None = None,
         duration: float | None = None,
+        db: Database | None = None,
     ) -> None:
         """Record a failed attempt, with the traceback of the handler's `error` if it raised one,
         and log it: a warning, with that traceback, unless an operator's cancel ended it."""
@@ -858,7 +905,7 @@ class Worker:
         try:
             status = self._retrying(
                 "fail task",
-                lambda: self.db.fail_task(task, message, retryable=retryable, details=details),
+                lambda: (db or self.db).fail_task(task, message, retryable=retryable, details=details),
                 interruptible=False,
             )
         finally:
