@@ -1,6 +1,7 @@
 """`pyworker --concurrency N`: one worker process runs up to N tasks at the same time, on a small,
 fixed set of connections, heartbeating all it holds with one call per interval; each task keeps
-its own abort, run timeout and shutdown hand-back. Real `python -m pyworker` processes against
+its own abort (a command handler's process group killed alone), run timeout and shutdown
+hand-back. Real `python -m pyworker` processes against
 a real database.
 """
 
@@ -9,14 +10,18 @@ from __future__ import annotations
 import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 from worker_support import (
     Workers,
+    command_line,
     enqueue,
     fetch_one,
+    kill_if_running,
+    process_gone,
     task_row,
     wait_for,
     wait_for_execution,
@@ -196,3 +201,32 @@ def test_a_stuck_handler_past_its_run_timeout_fails_alone_while_the_others_compl
     for task_id in later:
         wait_for_status(pool, task_id, "completed", 10, also=worker.describe)
     assert worker.process.poll() is None
+
+
+def test_a_cancel_kills_that_task_s_command_alone(
+    pool: psycopg.Connection, workers: Workers, tmp_path: Path
+) -> None:
+    pool.execute("INSERT INTO task_roles (role, run_timeout, max_retries) VALUES ('test_long_command', '1 minute', 0)")
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    victim, other = (enqueue(pool, "test_long_command") for _ in range(2))
+    worker = workers.start(
+        "test_long_command",
+        "conc-cmd",
+        concurrency=2,
+        heartbeat_ms=200,
+        command=command_line("sleep-tree-in", str(pid_dir)),
+        handlers=None,
+    )
+    files = {task_id: pid_dir / str(task_id) for task_id in (victim, other)}
+    wait_for(lambda: all(f.exists() for f in files.values()), 10, "both commands to start", also=worker.describe)
+    pids = {task_id: [int(pid) for pid in f.read_text().split()] for task_id, f in files.items()}
+    try:
+        pool.execute("SELECT cancel_task(%s)", (victim,))
+        wait_for_status(pool, victim, "cancelled", 10, also=worker.describe)
+        wait_for(lambda: all(process_gone(pid) for pid in pids[victim]), 10, "the cancelled command's processes to end")
+        assert not any(process_gone(pid) for pid in pids[other])
+        assert task_row(pool, other)["status"] == "running"
+    finally:
+        for pid in [*pids[victim], *pids[other]]:
+            kill_if_running(pid)
