@@ -192,6 +192,7 @@ class Settings:
     log_level: str
     shutdown_grace_seconds: float
     concurrency: int
+    processes: int
     prefetch: int
     _db: Database | None = field(default=None, init=False, repr=False)
 
@@ -229,6 +230,7 @@ class Settings:
                 log_level=self.log_level,
                 shutdown_grace=self.shutdown_grace_seconds,
                 prefetch=self.prefetch,
+                concurrency=self.concurrency,
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -320,10 +322,19 @@ pass_settings = click.make_pass_decorator(Settings)
 )
 @click.option(
     "--concurrency",
+    envvar="WORKER_CONCURRENCY",
+    show_envvar=True,
+    type=click.IntRange(min=1, max=1000),
+    default=1,
+    show_default=True,
+    help="Run up to N tasks at the same time in one worker process (on at most 4 connections).",
+)
+@click.option(
+    "--processes",
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Run this many worker processes of the role under this command (ids <worker-id>-1..N).",
+    help="Run this many worker processes of the role under this command (ids <worker-id>-1..M).",
 )
 @click.option(
     "--prefetch",
@@ -332,8 +343,8 @@ pass_settings = click.make_pass_decorator(Settings)
     type=click.IntRange(min=1, max=1000),
     default=1,
     show_default=True,
-    help="Claim up to N tasks at a time and record their completions in batches"
-    " (a crash re-runs the unrecorded ones).",
+    help="Hold up to N tasks (claimed ahead of the free slots when N is over --concurrency);"
+    " completions are recorded in batches (a crash re-runs the unrecorded ones).",
 )
 @click.pass_context
 def main(
@@ -351,6 +362,7 @@ def main(
     log_level: str | None,
     shutdown_grace_seconds: float,
     concurrency: int,
+    processes: int,
     prefetch: int,
 ) -> None:
     """taskpool worker and operator commands.
@@ -377,6 +389,7 @@ def main(
         log_level=log_level or ("debug" if verbose else "info"),
         shutdown_grace_seconds=shutdown_grace_seconds,
         concurrency=concurrency,
+        processes=processes,
         prefetch=prefetch,
     )
     ctx.call_on_close(settings.close)
@@ -389,10 +402,10 @@ def main(
     config = settings.worker_config()
     # Imported here: the operator commands need none of the worker's machinery.
     worker = importlib.import_module("pyworker.worker")
-    if concurrency == 1:
+    if processes == 1:
         code = worker.run_worker(config)
     else:
-        code = worker.run_workers(config, concurrency)
+        code = worker.run_workers(config, processes)
     ctx.exit(code)
 
 

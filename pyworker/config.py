@@ -58,6 +58,7 @@ class WorkerConfig:
     log_level: str = "info"
     shutdown_grace: float = 30.0
     prefetch: int = 1
+    concurrency: int = 1
 
     def __post_init__(self) -> None:
         if self.poll_interval <= 0:
@@ -70,6 +71,8 @@ class WorkerConfig:
             raise ValueError(f"the shutdown grace must be 0 or more, not {self.shutdown_grace} s")
         if not 1 <= self.prefetch <= 1000:
             raise ValueError(f"the prefetch must be 1 to 1000 tasks, not {self.prefetch}")
+        if not 1 <= self.concurrency <= 1000:
+            raise ValueError(f"the concurrency must be 1 to 1000 tasks, not {self.concurrency}")
         if self.log_format not in logs.FORMATS:
             raise ValueError(f"the log format must be one of {', '.join(logs.FORMATS)}, not {self.log_format!r}")
         if self.log_level not in logs.LEVELS:

@@ -122,6 +122,10 @@ COMPLETE_TASKS = (
 HEARTBEAT_TASK = (
     "SELECT heartbeat_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer) AS answer"
 )
+HEARTBEAT_TASKS = (
+    "SELECT task_id, answer"
+    " FROM heartbeat_tasks(%(worker_id)s::text, %(task_ids)s::bigint[], %(attempts)s::integer[])"
+)
 COMPLETE_TASK = (
     "SELECT status FROM complete_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
     " %(result)s::jsonb, %(follow_ups)s::jsonb)"
@@ -675,6 +679,21 @@ class Database:
     def heartbeat_task(self, task: Task) -> str:
         """continue, cancel_requested, lost or not_found."""
         return self._one(HEARTBEAT_TASK, self._owner(task))["answer"]
+
+    def heartbeat_tasks(self, worker_id: str, tasks: Sequence[Task]) -> dict[int, str]:
+        """Heartbeat several tasks of the worker in one call: each task's answer by id, as
+        heartbeat_task's (continue, cancel_requested, lost or not_found); at most 1000 tasks."""
+        if not tasks:
+            return {}
+        rows = self._rows(
+            HEARTBEAT_TASKS,
+            {
+                "worker_id": worker_id,
+                "task_ids": [task.id for task in tasks],
+                "attempts": [task.attempt for task in tasks],
+            },
+        )
+        return {row["task_id"]: row["answer"] for row in rows}
 
     def complete_task(
         self, task: Task, result: Any = None, follow_ups: list[dict[str, Any]] | None = None

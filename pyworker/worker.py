@@ -1,20 +1,35 @@
-"""The worker: claim a task, run its handler, heartbeat while it runs, record the outcome.
+"""The worker: claim tasks, run up to --concurrency handlers at once, heartbeat them, record outcomes.
 
-One task at a time per process. Three connections, one per thread, each a short transaction
-per call: the main thread claims and records; a heartbeat thread keeps the running task and the
-worker's registry row fresh and turns the heartbeat's answer into the task's abort signal; a
-listener thread LISTENs on the worker's own wake channel. A worker whose claim comes back empty
-marks itself waiting (mark_worker_waiting), and an enqueue wakes one waiting worker per ready
-task on its channel.
+One process, many tasks at once, on four connections whatever the concurrency, one per thread,
+each a short transaction per call:
 
-The main thread sleeps on a doorbell (a pipe) that rings for whichever comes first: a
-notification, a signal, the handler finishing, or an abort. A pipe rather than an Event because
-a Python signal handler must not take a lock the interrupted code may hold; with
-signal.set_wakeup_fd the interpreter writes the byte itself.
+- the main thread is the dispatcher: it claims as many tasks as it has free slots in one call
+  (claim_and_start_tasks), hands each to a handler, collects the outcomes from a queue, records
+  failures, snoozes and hand-backs, buffers successes, and watches each attempt's run timeout,
+  its wind-down after an abort, and the shutdown grace;
+- a recorder thread records the buffered successes together with complete_tasks, while the
+  dispatcher goes on claiming;
+- a heartbeat thread keeps the worker's registry row and every task it holds fresh with ONE
+  heartbeat_tasks call per interval, and turns each task's answer into that task's abort signal;
+- a listener thread LISTENs on the worker's own wake channel.
+
+Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
+(starting a thread per task costs more than a no-op handler); a handler that will not stop after
+its abort is left behind with its thread, and the pool starts another. `async def` handlers run
+natively on one asyncio event loop in a thread of its own, cancelled when their attempt aborts.
+
+A worker whose claim comes back empty marks itself waiting (mark_worker_waiting), and an enqueue
+wakes one waiting worker per ready task on its channel. The dispatcher sleeps on a doorbell (a
+pipe) that rings for whichever comes first: a notification, a signal, an outcome, or an abort. A
+pipe rather than an Event because a Python signal handler must not take a lock the interrupted
+code may hold; with signal.set_wakeup_fd the interpreter writes the byte itself.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import inspect
 import logging
 import os
 import queue
@@ -28,7 +43,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -73,9 +89,14 @@ FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cance
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 ABORT_WIND_DOWN_SECONDS = 3.0
-# With --prefetch, completions wait at most this long for the rest of their batch: a slow task
-# in a batch does not hold back the results of the fast ones before it.
+# Successful completions wait at most this long to be recorded together (when the dispatcher has
+# nothing else to do they are recorded at once), and at most this many go in one call.
 COMPLETION_FLUSH_SECONDS = 0.5
+COMPLETION_BATCH_MAX = 1000
+# Before recording them, how long the dispatcher waits for one more outcome to record with them.
+COMPLETION_LINGER_SECONDS = 0.002
+# heartbeat_tasks takes at most this many tasks a call.
+HEARTBEAT_BATCH_MAX = 1000
 
 
 class Doorbell:
@@ -103,29 +124,59 @@ class Doorbell:
         except BlockingIOError:
             pass
 
-    def wait(self, timeout: float | None) -> None:
-        select.select([self._read], [], [], timeout)
-        self.drain()
+    def wait(self, timeout: float | None) -> bool:
+        """Sleep until a ring or `timeout`; True when it rang."""
+        # Drained only when it rang: a ring after the timeout stays for the next wait.
+        rang = bool(select.select([self._read], [], [], timeout)[0])
+        if rang:
+            self.drain()
+        return rang
 
     def close(self) -> None:
         os.close(self._read)
         os.close(self._write)
 
 
-class HandlerThread:
-    """The thread handlers run in, kept from task to task (starting a thread per task costs more
-    than a no-op handler). A handler that will not stop is left behind with its thread."""
+class HandlerPool:
+    """The threads sync handlers run in, kept from task to task (starting a thread per task costs
+    more than a no-op handler): an idle one takes the next job, else a new one starts. A handler
+    that will not stop keeps its thread; the pool never waits for it."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="handler", daemon=True).start()
+        self._lock = threading.Lock()
+        self._idle = 0
 
     def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        if start:
+            threading.Thread(target=self._serve, name="handler", daemon=True).start()
         self._jobs.put(job)
 
     def _serve(self) -> None:
         while True:
             self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+class EventLoopThread:
+    """One asyncio event loop in a thread of its own, for the `async def` handlers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="asyncio", daemon=True).start()
+
+    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+
+def is_async_handler(fn: Any) -> bool:
+    """An `async def` function, or an object whose __call__ is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
 @dataclass
@@ -141,6 +192,22 @@ class Outcome:
     duration: float | None = None
 
 
+# A success waiting to be recorded: the task, its result and follow-ups as JSON, its duration.
+Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
+
+
+@dataclass(eq=False)
+class Attempt:
+    """A task whose handler runs: when it started, its run deadline, and once it is aborted, the
+    end of its wind-down. `future`: an async handler's, cancelled on abort."""
+
+    task: Task
+    started: float
+    deadline: float
+    future: concurrent.futures.Future | None = None
+    wind_down_until: float | None = None
+
+
 class Worker:
     def __init__(self, config: WorkerConfig, registry: handlers.Registry = handlers.registry) -> None:
         self.config = config
@@ -148,16 +215,35 @@ class Worker:
         self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}")
         self.host = socket.gethostname()
         self.run_timeout = 3600.0
+        # How many tasks the worker holds at most: --concurrency running, and with a larger
+        # --prefetch the rest claimed ahead, waiting their turn.
+        self.capacity = max(config.concurrency, config.prefetch)
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
-        # The tasks claimed and not yet recorded (heartbeated), those not begun yet, the one
-        # whose handler runs, and the completions waiting to be recorded in one call.
+        # The tasks claimed and not yet recorded (heartbeated), those not begun yet, those whose
+        # handler runs (in the order they began), those of these aborted and winding down, and
+        # the completions waiting to be recorded in one call. Only the main thread changes them;
+        # the heartbeat thread reads copies.
         self._held: dict[int, Task] = {}
-        self._waiting: set[int] = set()
-        self._running: Task | None = None
-        self._completions: list[tuple[Task, JsonText | None, JsonText | None]] = []
+        self._waiting: deque[Task] = deque()
+        self._waiting_ids: set[int] = set()
+        self._running: dict[int, Attempt] = {}
+        self._winding_down: dict[int, Attempt] = {}
+        self._completions: list[Completed] = []
+        # Batches of completions for the recorder thread; None ends it.
+        self._to_record: queue.SimpleQueue[list[Completed] | None] = queue.SimpleQueue()
         self._completions_since = 0.0
-        self._handler_thread: HandlerThread | None = None
+        # What the handlers and the heartbeat thread tell the main thread, with a ring.
+        self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
+        self._aborted: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._pool = HandlerPool()
+        self._event_loop: EventLoopThread | None = None
+        self._async_roles: dict[str, bool] = {}
+        # The last claim found nothing: claim again on a notification or after the poll interval.
+        self._idle = False
+        self._next_poll = 0.0
+        self._notified = False
+        self._grace_over = False
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -171,12 +257,16 @@ class Worker:
             threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
         ]
+        recorder = threading.Thread(target=self._recorder_loop, name="recorder", daemon=True)
         self._install_signal_handlers()
-        for thread in threads:
+        for thread in [*threads, recorder]:
             thread.start()
         try:
             self._loop()
         finally:
+            # Every completion handed over is recorded before the worker deregisters.
+            self._to_record.put(None)
+            recorder.join()
             self._exiting.set()
             for thread in threads:
                 thread.join(timeout=5)
@@ -260,7 +350,7 @@ class Worker:
         if self._signals == 1:
             self._stop_requested_at = time.monotonic()
             log.info(
-                "Received %s: finishing the current task (grace %.0f s), then exiting",
+                "Received %s: finishing the tasks in flight (grace %.0f s), then exiting",
                 signal.Signals(signum).name,
                 self.config.shutdown_grace,
                 extra=event("worker_stopping"),
@@ -277,26 +367,72 @@ class Worker:
     # The loop
 
     def _loop(self) -> None:
-        config = self.config
-        while not self.stopping:
-            # Drained before the claim, so a notification that lands after an empty claim
-            # still wakes the wait below.
+        """Dispatch until stopped and every task in flight is finished or handed back."""
+        while True:
+            # Drained before looking, so that whatever rings after the look wakes the wait below.
             self._doorbell.drain()
-            tasks = self._claim()
-            if not tasks and self._mark_waiting():
-                # A task committed just before the mark found no one waiting: look once more.
-                tasks = self._claim()
-            if tasks:
-                self._run_batch(tasks)
-            elif not self.stopping:
-                self._doorbell.wait(config.poll_interval)
+            now = time.monotonic()
+            self._collect(now)
+            self._watch(now)
+            if self._completions and (
+                len(self._completions) >= COMPLETION_BATCH_MAX
+                or now - self._completions_since >= COMPLETION_FLUSH_SECONDS
+            ):
+                self._flush_completions()
+            if self.stopping:
+                if self._waiting:
+                    self._flush_completions()
+                    waiting = list(self._waiting)
+                    self._waiting.clear()
+                    self._waiting_ids.clear()
+                    self._release(waiting)
+                if not self._running:
+                    break
+            else:
+                self._begin_waiting(now)
+                if self._claim_due(now):
+                    tasks = self._claim()
+                    if tasks:
+                        self._take(tasks, now)
+                        continue
+            # Nothing else to do: record the buffered completions, then sleep. Unless a handler
+            # finishes at once (short tasks): then go on, and record them together later.
+            if self._completions and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
+                continue
+            self._flush_completions()
+            self._doorbell.wait(self._sleep_time(time.monotonic()))
+        self._flush_completions()
 
-    def _claim(self) -> list[Task] | None:
+    def _free_slots(self) -> int:
+        return self.config.concurrency - len(self._running) - len(self._waiting)
+
+    def _claim_due(self, now: float) -> bool:
+        """A free slot, and the last claim found tasks, or a notification came, or it is time to poll."""
+        if self._free_slots() <= 0:
+            return False
+        return not self._idle or self._notified or now >= self._next_poll
+
+    def _claim(self) -> list[Task]:
+        """Claim what the free slots (or the prefetch) take; marked waiting when none is ready."""
         config = self.config
-        return self._retrying(
-            "claim",
-            lambda: self.db.claim_and_start_tasks(config.role, config.worker_id, config.prefetch),
-        )
+        self._notified = False
+        # The free slots, or with a larger --prefetch as many more as it holds.
+        want = self.capacity - len(self._running) - len(self._waiting)
+
+        def claim() -> list[Task]:
+            tasks = self._retrying(
+                "claim", lambda: self.db.claim_and_start_tasks(config.role, config.worker_id, want)
+            )
+            return tasks or []
+
+        tasks = claim()
+        if not tasks and self._mark_waiting():
+            # A task committed just before the mark found no one waiting: look once more.
+            tasks = claim()
+        self._idle = not tasks
+        if self._idle:
+            self._next_poll = time.monotonic() + config.poll_interval
+        return tasks
 
     def _mark_waiting(self) -> bool:
         """Ask to be woken for the next task of the role; True when newly asked."""
@@ -307,10 +443,12 @@ class Worker:
             return False
         return bool(marked)
 
-    def _run_batch(self, tasks: list[Task]) -> None:
-        """Run the tasks one by one; hand back those not begun when the worker stops."""
-        self._held = {task.id: task for task in tasks}
-        self._waiting = set(self._held)
+    def _take(self, tasks: list[Task], now: float) -> None:
+        """Hold the claimed tasks and begin as many as there are free slots."""
+        for task in tasks:
+            self._held[task.id] = task
+            self._waiting.append(task)
+            self._waiting_ids.add(task.id)
         if len(tasks) == 1:
             self._log_claimed(tasks[0])
         else:
@@ -320,20 +458,7 @@ class Worker:
                 ", ".join(str(task.id) for task in tasks),
                 extra=event("tasks_claimed"),
             )
-        try:
-            for number, task in enumerate(tasks):
-                if self.stopping:
-                    self._flush_completions()
-                    self._release(tasks[number:])
-                    return
-                if self._completions and time.monotonic() - self._completions_since > COMPLETION_FLUSH_SECONDS:
-                    self._flush_completions()
-                self._waiting.discard(task.id)
-                self._run_one(task)
-            self._flush_completions()
-        finally:
-            self._held = {}
-            self._waiting = set()
+        self._begin_waiting(now)
 
     @staticmethod
     def _log_claimed(task: Task) -> None:
@@ -348,96 +473,173 @@ class Worker:
                 extra=event("task_claimed", task_id=task.id),
             )
 
-    def _run_one(self, task: Task) -> None:
-        context = handlers.current_task.set(task)
-        started = time.monotonic()
+    def _begin_waiting(self, now: float) -> None:
+        while self._waiting and len(self._running) < self.config.concurrency:
+            task = self._waiting.popleft()
+            self._waiting_ids.discard(task.id)
+            self._begin(task, now)
+
+    def _begin(self, task: Task, now: float) -> None:
+        """Give the task to its handler: a pool thread, or the event loop for an async one."""
+        if task.abort.fired:
+            # Aborted while it waited its turn (cancelled, or lost): not run at all.
+            self._decided(task, Outcome(duration=0.0))
+            return
+        if isinstance(task.payload, UnreadableJson):
+            # No handler can be given it, and no retry reads it better.
+            self._decided(task, Outcome(refused=f"the payload cannot be read: {task.payload.reason}", duration=0.0))
+            return
+        attempt = Attempt(task, now, now + self.run_timeout)
+        self._running[task.id] = attempt
+        if self._is_async(task.role):
+            if self._event_loop is None:
+                self._event_loop = EventLoopThread()
+            attempt.future = self._event_loop.submit(self._attempt_async(task))
+            attempt.future.add_done_callback(lambda future: self._async_done(attempt, future))
+        else:
+            self._pool.submit(lambda: self._attempt(attempt))
+
+    def _is_async(self, role: str) -> bool:
+        answer = self._async_roles.get(role)
+        if answer is None:
+            answer = self._async_roles[role] = is_async_handler(self.registry.get(role))
+        return answer
+
+    def _attempt(self, attempt: Attempt) -> None:
+        """Run a sync handler through the middlewares (in a pool thread); queue its outcome."""
+        token = handlers.current_task.set(attempt.task)
+        outcome = Outcome()
         try:
-            if task.abort.fired:
-                # Aborted while it waited in the batch (cancelled, or lost): not run at all.
-                outcome = Outcome()
-            elif isinstance(task.payload, UnreadableJson):
-                # No handler can be given it, and no retry reads it better.
-                outcome = Outcome(refused=f"the payload cannot be read: {task.payload.reason}")
-            else:
-                outcome = self._execute(task)
-            outcome.duration = time.monotonic() - started
-            # The outcome is decided: heartbeat answers no longer concern the handler, or one in
-            # flight while the outcome is recorded would come back "lost" and cry wolf.
-            self._running = None
+            outcome.result = self.registry.run(attempt.task)
+        except BaseException as error:  # noqa: BLE001 - every failure is recorded
+            outcome.error = error
+        finally:
+            handlers.current_task.reset(token)
+            self._outcomes.put((attempt, outcome))
+            self._doorbell.ring()
+
+    async def _attempt_async(self, task: Task) -> Any:
+        """Run an async handler through the middlewares (on the event loop, in its own asyncio
+        task, whose context carries the task for the log lines)."""
+        handlers.current_task.set(task)
+        result = self.registry.run(task)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _async_done(self, attempt: Attempt, future: concurrent.futures.Future) -> None:
+        outcome = Outcome()
+        if future.cancelled():
+            outcome.error = handlers.Aborted(attempt.task.abort.reason)
+        elif (error := future.exception()) is not None:
+            outcome.error = error
+        else:
+            outcome.result = future.result()
+        self._outcomes.put((attempt, outcome))
+        self._doorbell.ring()
+
+    def _collect(self, now: float) -> None:
+        """Record the outcomes the handlers queued, and start the wind-down of aborted attempts."""
+        while True:
+            try:
+                attempt, outcome = self._outcomes.get_nowait()
+            except queue.Empty:
+                break
+            # An attempt left behind or handed back has its outcome already.
+            if self._running.get(attempt.task.id) is attempt:
+                self._end(attempt, outcome, now)
+        while True:
+            try:
+                task_id = self._aborted.get_nowait()
+            except queue.Empty:
+                break
+            attempt = self._running.get(task_id)
+            if attempt is not None:
+                self._wind_down(attempt, now)
+
+    def _watch(self, now: float) -> None:
+        """Time out attempts past their run timeout, end those whose wind-down is over, and at
+        the end of the shutdown grace abort what still runs."""
+        for attempt in list(self._winding_down.values()):
+            if now >= attempt.wind_down_until:
+                task = attempt.task
+                if task.abort.reason == "shutdown":
+                    self._end(attempt, Outcome(handed_back=True), now)
+                    continue
+                # The attempt ends here, as the abort says, whatever the handler does later: it
+                # keeps its thread, and the pool starts another for the next task.
+                log.warning(
+                    "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
+                    task.id,
+                    ABORT_WIND_DOWN_SECONDS,
+                    task.abort.reason,
+                    extra=event("handler_left_behind", task_id=task.id),
+                )
+                self._end(attempt, Outcome(), now)
+        timed_out = []
+        # In the order they began: the run deadlines come in the same order.
+        for attempt in self._running.values():
+            if attempt.deadline > now:
+                break
+            if not attempt.task.abort.fired:
+                timed_out.append(attempt)
+        for attempt in timed_out:
+            log.warning(
+                "Task %s passed its run timeout of %.0f s: aborting it",
+                attempt.task.id,
+                self.run_timeout,
+                extra=event("task_timed_out", task_id=attempt.task.id),
+            )
+            attempt.task.abort.fire("timeout")
+            self._wind_down(attempt, now)
+        if self.stopping and not self._grace_over and now >= self._stop_requested_at + self.config.shutdown_grace:
+            self._grace_over = True
+            for attempt in list(self._running.values()):
+                # Handed back only when the shutdown is why the attempt stops: one that timed out
+                # (or was cancelled, or lost) meanwhile ends as that says.
+                attempt.task.abort.fire("shutdown")
+                # Let a command handler kill its process group before the task is handed back.
+                self._wind_down(attempt, now)
+
+    def _wind_down(self, attempt: Attempt, now: float) -> None:
+        """The attempt is aborted: its handler has ABORT_WIND_DOWN_SECONDS to stop."""
+        if attempt.wind_down_until is None:
+            attempt.wind_down_until = now + ABORT_WIND_DOWN_SECONDS
+            self._winding_down[attempt.task.id] = attempt
+            if attempt.future is not None:
+                attempt.future.cancel()
+
+    def _sleep_time(self, now: float) -> float:
+        """Until the next thing to watch: a run deadline, a wind-down, the grace, the poll."""
+        deadlines = [attempt.wind_down_until for attempt in self._winding_down.values()]
+        for attempt in self._running.values():
+            if not attempt.task.abort.fired:
+                deadlines.append(attempt.deadline)
+                break
+        if self.stopping:
+            if not self._grace_over:
+                deadlines.append(self._stop_requested_at + self.config.shutdown_grace)
+        elif self._free_slots() > 0:
+            deadlines.append(self._next_poll if self._idle else now + self.config.poll_interval)
+        return max(0.0, min(deadlines, default=now + self.config.poll_interval) - now)
+
+    def _end(self, attempt: Attempt, outcome: Outcome, now: float) -> None:
+        """The attempt is over: record how."""
+        task = attempt.task
+        del self._running[task.id]
+        self._winding_down.pop(task.id, None)
+        if task.abort.reason == "shutdown":
+            outcome.handed_back = True
+        outcome.duration = now - attempt.started
+        self._decided(task, outcome)
+
+    def _decided(self, task: Task, outcome: Outcome) -> None:
+        """Record the outcome, in the task's context (its log lines carry its id)."""
+        token = handlers.current_task.set(task)
+        try:
             self._record(task, outcome)
         finally:
-            handlers.current_task.reset(context)
-            self._running = None
-
-    def _execute(self, task: Task) -> Outcome:
-        """Run the handler in the handler thread; watch the run timeout, the shutdown grace and,
-        once the attempt is aborted, the wind-down after which a stuck handler is left behind."""
-        outcome = Outcome()
-        done = threading.Event()
-
-        def attempt() -> None:
-            token = handlers.current_task.set(task)
-            try:
-                outcome.result = self.registry.run(task)
-            except BaseException as error:  # noqa: BLE001 - every failure is recorded
-                outcome.error = error
-            finally:
-                handlers.current_task.reset(token)
-                done.set()
-                self._doorbell.ring()
-
-        self._running = task
-        if self._handler_thread is None:
-            self._handler_thread = HandlerThread()
-        self._handler_thread.submit(attempt)
-        run_deadline = time.monotonic() + self.run_timeout
-        # Once the attempt is aborted (timeout, cancel, lost), the handler has this long to stop.
-        wind_down_deadline: float | None = None
-        while not done.is_set():
-            now = time.monotonic()
-            if now >= run_deadline and not task.abort.fired:
-                log.warning(
-                    "Task %s passed its run timeout of %.0f s: aborting it",
-                    task.id,
-                    self.run_timeout,
-                    extra=event("task_timed_out"),
-                )
-                task.abort.fire("timeout")
-            if task.abort.fired:
-                if wind_down_deadline is None:
-                    wind_down_deadline = now + ABORT_WIND_DOWN_SECONDS
-                elif now >= wind_down_deadline:
-                    # The attempt ends here, as the abort says, whatever the handler does later:
-                    # it keeps its thread, and the next task gets a thread of its own.
-                    log.warning(
-                        "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
-                        task.id,
-                        ABORT_WIND_DOWN_SECONDS,
-                        task.abort.reason,
-                        extra=event("handler_left_behind"),
-                    )
-                    self._handler_thread = None
-                    return Outcome()
-                deadline = wind_down_deadline
-            else:
-                deadline = run_deadline
-                if self.stopping:
-                    grace_deadline = self._stop_requested_at + self.config.shutdown_grace
-                    if now >= grace_deadline:
-                        # Handed back only when the shutdown is why the attempt stops: one that
-                        # timed out (or was cancelled, or lost) meanwhile ends as that says.
-                        task.abort.fire("shutdown")
-                        if task.abort.reason == "shutdown":
-                            # Let a command handler kill its process group before we hand back.
-                            done.wait(ABORT_WIND_DOWN_SECONDS)
-                            if not done.is_set():
-                                # Stuck in the handler: the next task gets a thread of its own.
-                                self._handler_thread = None
-                            return Outcome(handed_back=True)
-                        continue
-                    deadline = min(deadline, grace_deadline)
-            self._doorbell.wait(max(0.0, deadline - now))
-        return outcome
+            handlers.current_task.reset(token)
 
     def _record(self, task: Task, outcome: Outcome) -> None:
         """Tell the database how the attempt ended; nothing for an attempt the worker lost.
@@ -486,12 +688,9 @@ class Worker:
                 except NotJson as error:
                     self._fail(task, f"the result is not JSON: {error}", retryable=True, duration=duration)
                     return
-                if self.config.prefetch == 1:
-                    self._complete(task, result, follow_ups, duration=duration)
-                else:
-                    if not self._completions:
-                        self._completions_since = time.monotonic()
-                    self._completions.append((task, result, follow_ups))
+                if not self._completions:
+                    self._completions_since = time.monotonic()
+                self._completions.append((task, result, follow_ups, duration))
         except TaskLost as lost:
             log.warning(
                 "Task %s was lost before its outcome was recorded: %s",
@@ -519,14 +718,14 @@ class Worker:
             extra=event("task_snoozed", outcome="released", duration=duration),
         )
 
-    def _outcome_not_stored(self, task: Task, error: BaseException | str) -> None:
+    def _outcome_not_stored(self, task: Task, error: BaseException | str, *, db: Database | None = None) -> None:
         """Fail the attempt (retryable) because its outcome could not be stored; never raises."""
         if isinstance(error, BaseException):
             error = str(error) if isinstance(error, TaskpoolError) else describe(error)
         message = f"the outcome could not be stored: {error}"
         log.error("Task %s: %s", task.id, message, extra=event("outcome_not_stored"))
         try:
-            self._fail(task, message, retryable=True)
+            self._fail(task, message, retryable=True, db=db)
         except TaskLost as lost:
             log.warning(
                 "Task %s was lost before its failure was recorded: %s",
@@ -545,40 +744,79 @@ class Worker:
             self._held.pop(task.id, None)
 
     def _complete(
-        self, task: Task, result: JsonText | None, follow_ups: JsonText | None, *, duration: float | None = None
+        self,
+        task: Task,
+        result: JsonText | None,
+        follow_ups: JsonText | None,
+        *,
+        duration: float | None = None,
+        db: Database | None = None,
     ) -> None:
         """Record one completion; a result or follow-up the database refuses fails the attempt."""
+        db = db or self.db
         try:
             self._retrying(
                 "complete task",
-                lambda: self.db.complete_task(task, result, follow_ups),
+                lambda: db.complete_task(task, result, follow_ups),
                 interruptible=False,
             )
             log.info(
                 "Task %s completed successfully",
                 task.id,
-                extra=event("task_completed", outcome="completed", duration=duration),
+                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
             )
         except TaskLost:
             raise
         except Exception as error:  # noqa: BLE001 - fails this task alone
-            self._outcome_not_stored(task, error)
+            self._outcome_not_stored(task, error, db=db)
         finally:
             self._held.pop(task.id, None)
 
     def _flush_completions(self) -> None:
-        """Record the buffered completions in one call; one by one if the database refuses it."""
-        completions, self._completions = self._completions, []
-        if not completions:
-            return
+        """Hand the buffered completions to the recorder thread."""
+        if self._completions:
+            self._to_record.put(self._completions)
+            self._completions = []
+
+    def _recorder_loop(self) -> None:
+        """Record the completions the dispatcher hands over, on a connection of its own, while
+        the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
+        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} recorder")
+        try:
+            done = False
+            while not done:
+                batch = self._to_record.get()
+                while batch is not None and len(batch) < COMPLETION_BATCH_MAX:
+                    try:
+                        more = self._to_record.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        done = True
+                        break
+                    batch += more
+                if batch is None:
+                    break
+                for first in range(0, len(batch), COMPLETION_BATCH_MAX):
+                    try:
+                        self._record_completions(batch[first : first + COMPLETION_BATCH_MAX], db)
+                    except Exception as error:  # noqa: BLE001 - the next batches must still be recorded
+                        log.error("Recording completions failed: %s", describe(error), extra=event("outcome_not_stored"))
+        finally:
+            db.close()
+
+    def _record_completions(self, completions: list[Completed], db: Database) -> None:
+        """Record completions in one call; one by one if the database refuses it."""
+        # In id order, the order heartbeat_tasks locks in: the two wait on each other, never deadlock.
+        completions.sort(key=lambda completion: completion[0].id)
         entries = [
             {"task_id": task.id, "attempt": task.attempt, "result": result, "follow_ups": follow_ups}
-            for task, result, follow_ups in completions
+            for task, result, follow_ups, _duration in completions
         ]
         try:
             answers = self._retrying(
                 "complete tasks",
-                lambda: self.db.complete_tasks(self.config.worker_id, entries),
+                lambda: db.complete_tasks(self.config.worker_id, entries),
                 interruptible=False,
             )
         except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
@@ -589,9 +827,10 @@ class Worker:
                 describe(error),
                 extra=event("batch_completion_refused"),
             )
-            for task, result, follow_ups in completions:
+            for task, result, follow_ups, duration in completions:
+                token = handlers.current_task.set(task)
                 try:
-                    self._complete(task, result, follow_ups)
+                    self._complete(task, result, follow_ups, duration=duration, db=db)
                 except TaskLost as lost:
                     log.warning(
                         "Task %s was lost before its outcome was recorded: %s",
@@ -599,19 +838,35 @@ class Worker:
                         lost,
                         extra=event("task_lost", task_id=task.id, outcome="lost"),
                     )
+                finally:
+                    handlers.current_task.reset(token)
             return
-        lost = [task_id for task_id, answer in answers.items() if answer != "completed"]
-        for task, _result, _follow_ups in completions:
+        completed = []
+        for task, _result, _follow_ups, duration in completions:
             self._held.pop(task.id, None)
-        log.info(
-            "Completed %d tasks", len(entries) - len(lost), extra=event("tasks_completed", outcome="completed")
-        )
-        for task_id in lost:
-            log.warning(
-                "Task %s was lost before its outcome was recorded (%s)",
-                task_id,
-                answers[task_id],
-                extra=event("task_lost", task_id=task_id, outcome="lost"),
+            if answers[task.id] == "completed":
+                completed.append((task, duration))
+            else:
+                log.warning(
+                    "Task %s was lost before its outcome was recorded (%s)",
+                    task.id,
+                    answers[task.id],
+                    extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
+                )
+        if len(completed) == 1:
+            (task, duration), = completed
+            log.info(
+                "Task %s completed successfully",
+                task.id,
+                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
+            )
+        elif completed:
+            # One line a batch (as for its claim): a line a task costs a drain of short tasks dearly.
+            log.info(
+                "Completed %d tasks (%s)",
+                len(completed),
+                ", ".join(str(task.id) for task, _duration in completed),
+                extra=event("tasks_completed", outcome="completed"),
             )
 
     def _release(self, tasks: list[Task], *, duration: float | None = None) -> None:
@@ -642,6 +897,7 @@ class Worker:
         retryable: bool,
         error: BaseException | None = None,
         duration: float | None = None,
+        db: Database | None = None,
     ) -> None:
         """Record a failed attempt, with the traceback of the handler's `error` if it raised one,
         and log it: a warning, with that traceback, unless an operator's cancel ended it."""
@@ -649,7 +905,7 @@ class Worker:
         try:
             status = self._retrying(
                 "fail task",
-                lambda: self.db.fail_task(task, message, retryable=retryable, details=details),
+                lambda: (db or self.db).fail_task(task, message, retryable=retryable, details=details),
                 interruptible=False,
             )
         finally:
@@ -697,27 +953,39 @@ class Worker:
             db.close()
 
     def _beat(self, db: Database) -> None:
-        """Keep the registry row and every task the worker holds fresh; abort what was taken."""
+        """Keep the registry row and every task the worker holds fresh, with one heartbeat_tasks
+        call (per 1000 tasks); abort each attempt that was taken away or cancelled."""
         config = self.config
         if not db.heartbeat_worker(config.worker_id):
             db.register_worker(config.worker_id, config.role, self.host, os.getpid())
-        # A copy: the main thread swaps the dict and drops tasks as their outcomes are recorded.
-        for task in list(self._held.values()):
-            answer = db.heartbeat_task(task)
-            # Only a task whose handler runs or has yet to run can be aborted: once its outcome
-            # is decided, the answer may be about that very outcome, recorded while we asked.
-            if task is not self._running and task.id not in self._waiting:
-                continue
-            reason = ABORT_REASONS.get(answer)
-            if reason and not task.abort.fired:
+        # A copy (dict.copy is atomic): the main thread adds and drops tasks meanwhile.
+        held = list(self._held.copy().values())
+        for first in range(0, len(held), HEARTBEAT_BATCH_MAX):
+            tasks = held[first : first + HEARTBEAT_BATCH_MAX]
+            answers = db.heartbeat_tasks(config.worker_id, tasks)
+            for task in tasks:
+                reason = ABORT_REASONS.get(answers.get(task.id, ""))
+                # Only a task whose handler runs or has yet to run can be aborted: once its
+                # outcome is decided, the answer may be about that very outcome, recorded while
+                # we asked.
+                if reason is None or task.abort.fired or not self._undecided(task):
+                    continue
                 log.warning(
                     "Task %s: heartbeat answered %s: aborting the handler",
                     task.id,
-                    answer,
+                    answers[task.id],
                     extra=event("task_aborted", task_id=task.id),
                 )
                 task.abort.fire(reason)
+                self._aborted.put(task.id)
                 self._doorbell.ring()
+
+    def _undecided(self, task: Task) -> bool:
+        """The task waits its turn or its handler runs (read from another thread: lookups only)."""
+        if task.id in self._waiting_ids:
+            return True
+        attempt = self._running.get(task.id)
+        return attempt is not None and attempt.task is task
 
     def _listen_loop(self) -> None:
         delay = BACKOFF_FIRST
@@ -732,10 +1000,12 @@ class Worker:
                     channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                     conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.
+                    self._notified = True
                     self._doorbell.ring()
                     delay = BACKOFF_FIRST
                     while not self._exiting.is_set():
                         for _notification in conn.notifies(timeout=1.0):
+                            self._notified = True
                             self._doorbell.ring()
             except psycopg.Error as error:
                 if self._exiting.is_set():
@@ -777,10 +1047,11 @@ def run_worker(config: WorkerConfig) -> int:
     return Worker(config).run()
 
 
-def run_workers(config: WorkerConfig, concurrency: int) -> int:
-    """Run `concurrency` worker processes (ids <worker_id>-1..N), forwarding SIGTERM/SIGINT."""
+def run_workers(config: WorkerConfig, processes: int) -> int:
+    """Run `processes` worker processes (ids <worker_id>-1..M), each running up to
+    config.concurrency tasks at once, forwarding SIGTERM/SIGINT."""
     children = []
-    for number in range(1, concurrency + 1):
+    for number in range(1, processes + 1):
         env = {
             **os.environ,
             "DATABASE_URL": config.database_url,
@@ -794,6 +1065,7 @@ def run_workers(config: WorkerConfig, concurrency: int) -> int:
             "LOG_LEVEL": config.log_level,
             "SHUTDOWN_GRACE_SECONDS": str(config.shutdown_grace),
             "WORKER_PREFETCH": str(config.prefetch),
+            "WORKER_CONCURRENCY": str(config.concurrency),
         }
         # Own sessions: a Ctrl-C on the terminal reaches only this process, which forwards it
         # once; a second, direct signal would make a worker exit at once.

@@ -206,8 +206,8 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
             raise calls.error
         return calls.code
 
-    def run_workers(config: Any, concurrency: int) -> int:
-        calls.run_workers.append((config, concurrency))
+    def run_workers(config: Any, processes: int) -> int:
+        calls.run_workers.append((config, processes))
         return calls.code
 
     module.run_worker = run_worker
@@ -272,15 +272,30 @@ def test_the_default_worker_settings(fake_worker: types.SimpleNamespace) -> None
     assert (config.log_format, config.shutdown_grace) == ("text", 30.0)
 
 
-def test_concurrency_runs_several_workers_and_returns_their_code(
+def test_processes_runs_several_workers_and_returns_their_code(
     fake_worker: types.SimpleNamespace,
 ) -> None:
     fake_worker.code = 3
-    result = CliRunner().invoke(cli.main, ["--role", "store_discovery", "--concurrency", "4"])
+    result = CliRunner().invoke(
+        cli.main, ["--role", "store_discovery", "--processes", "4", "--concurrency", "8"]
+    )
     assert result.exit_code == 3
-    ((config, concurrency),) = fake_worker.run_workers
-    assert (config.role, concurrency) == ("store_discovery", 4)
+    ((config, processes),) = fake_worker.run_workers
+    assert (config.role, processes, config.concurrency) == ("store_discovery", 4, 8)
     assert fake_worker.run_worker == []
+
+
+def test_concurrency_runs_one_worker_process_with_that_many_slots(
+    fake_worker: types.SimpleNamespace,
+) -> None:
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery", "--concurrency", "50"])
+    assert result.exit_code == 0, result.output
+    (config,) = fake_worker.run_worker
+    assert (config.concurrency, config.prefetch) == (50, 1)
+    assert fake_worker.run_workers == []
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery"], env={"WORKER_CONCURRENCY": "7"})
+    assert result.exit_code == 0, result.output
+    assert fake_worker.run_worker[-1].concurrency == 7
 
 
 @pytest.mark.parametrize(

@@ -205,7 +205,7 @@ def test_the_process_counts_agree(demo: DemoRun) -> None:
     """Started, registered, counted in the throughput and stopped: the same worker processes,
     and one command per role."""
     assert demo.number(r"^workers: (\d+) worker processes, registered") == WORKER_PROCESSES
-    assert demo.number(r"from (\d+) commands `pyworker --role R --concurrency N`") == len(WORKERS)
+    assert demo.number(r"from (\d+) commands `pyworker --role R --processes N`") == len(WORKERS)
     assert demo.number(r"per second with (\d+) worker processes$") == WORKER_PROCESSES
     assert demo.number(r"^stopped the (\d+) `pyworker --role R") == len(WORKERS)
     assert demo.number(r"of their (\d+) worker processes") == WORKER_PROCESSES

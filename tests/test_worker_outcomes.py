@@ -168,7 +168,7 @@ def test_a_second_sigterm_kills_a_running_command_with_its_children(
     worker, _task_id, pids = start_sleeping_command(pool, workers, "cmd-term", tmp_path)
     try:
         worker.send(signal.SIGTERM)
-        worker.wait_for_log("Received SIGTERM: finishing the current task")
+        worker.wait_for_log("Received SIGTERM: finishing the tasks in flight")
         worker.send(signal.SIGTERM)
         assert worker.wait(5) != 0
         # Gone with the worker, though the command runs in its own session and its child
@@ -183,10 +183,10 @@ def test_a_second_sigterm_kills_a_running_command_with_its_children(
             kill_if_running(pid)
 
 
-def test_concurrency_runs_that_many_worker_processes_and_stops_them_together(
+def test_processes_runs_that_many_worker_processes_and_stops_them_together(
     pool: psycopg.Connection, workers: Workers
 ) -> None:
-    parent = workers.start("test_outcome", "pool", ready=False, args=("--concurrency", "2"))
+    parent = workers.start("test_outcome", "pool", ready=False, args=("--processes", "2"))
     wait_for(
         lambda: [row[0] for row in pool.execute("SELECT worker_id FROM task_workers ORDER BY 1")]
         == ["pool-1", "pool-2"],

@@ -1,7 +1,7 @@
 """`pyworker --prefetch N`: a worker that holds several tasks and records completions in batches.
 
-What prefetching must not change: every task completes exactly once, a crash before a batch is
-recorded re-runs those tasks (never loses them), the tasks waiting in a batch stay heartbeated,
+What prefetching must not change: every task completes exactly once, a crash re-runs the tasks
+held and not recorded (never loses them), the tasks waiting in a batch stay heartbeated,
 a SIGTERM hands back the tasks not begun, and a cancelled task waiting in a batch never runs.
 """
 
@@ -55,35 +55,39 @@ def test_two_prefetching_workers_drain_600_tasks_each_completed_once(
         assert " WARNING " not in log and " ERROR " not in log, worker.describe()
 
 
-def test_a_crash_before_the_batch_is_recorded_reruns_its_tasks(
+def test_a_crash_reruns_the_held_tasks_not_recorded(
     pool: psycopg.Connection, workers: Workers
 ) -> None:
-    # One second each: the first task's completion waits in the batch while the second runs.
+    # One second each, one at a time: when the second runs, the third waits its turn, held.
     ids = [enqueue(pool, "test_work", {"seconds": 1, "record": False}) for _ in range(3)]
     victim = workers.start("test_work", "pre-crash", prefetch=3)
     wait_for_execution(pool, ids[1], 1, 10, also=victim.describe)
-    assert fetch_one(pool, "SELECT ended_at IS NOT NULL FROM test_executions WHERE task_id = %s", (ids[0],)) == (True,)
+    # The first one's completion is recorded as soon as the worker has nothing else to do.
+    wait_for_status(pool, ids[0], "completed", 5, also=victim.describe)
 
     victim.send(signal.SIGKILL)
     assert victim.wait(5) == -signal.SIGKILL
-    # Done by the handler, never recorded: the database still has it running.
-    assert task_row(pool, ids[0])["status"] == "running"
+    # Running when the worker died, and never begun: the database has both running.
+    assert [task_row(pool, task_id)["status"] for task_id in ids[1:]] == ["running", "running"]
     # Their last heartbeats were a few milliseconds apart: they may go stale in turns.
     recovered = [recover_stale(pool)]
 
     def all_recovered() -> bool:
         recovered.append(fetch_one(pool, "SELECT recover_stale_tasks()")[0])
-        return sum(recovered) == 3
+        return sum(recovered) == 2
 
-    wait_for(all_recovered, 10, "the three held tasks to be recovered", interval=0.2)
+    wait_for(all_recovered, 10, "the two held tasks to be recovered", interval=0.2)
 
     workers.start("test_work", "pre-rescue", prefetch=3)
-    for task_id in ids:
+    for task_id in ids[1:]:
         row = wait_for_status(pool, task_id, "completed", 20, also=workers.describe)
         assert (row["worker_id"], row["attempt"]) == ("pre-rescue", 2)
-    # The unrecorded completion ran again: a duplicate execution, never a lost task.
-    assert executions(pool, ids[0]) == [(1, "pre-crash"), (2, "pre-rescue")]
-    assert attempt_history(pool, ids[0]) == [(1, "pre-crash", "retried")]
+    # The one cut short ran again: a duplicate execution, never a lost task; the one never
+    # begun ran once, though the crash charged it an attempt.
+    assert executions(pool, ids[0]) == [(1, "pre-crash")]
+    assert executions(pool, ids[1]) == [(1, "pre-crash"), (2, "pre-rescue")]
+    assert executions(pool, ids[2]) == [(2, "pre-rescue")]
+    assert attempt_history(pool, ids[2]) == [(1, "pre-crash", "retried")]
 
 
 def test_tasks_waiting_in_a_batch_are_heartbeated(

@@ -3,6 +3,7 @@
 python worker_commands.py echo              task JSON on stdin -> {"echo": payload, ...}
 python worker_commands.py fail              a long stderr, then exit status 3
 python worker_commands.py sleep-tree FILE   start a child, write both PIDs to FILE, sleep 60 s
+python worker_commands.py sleep-tree-in DIR the same, FILE being DIR/<the task's id>
 python worker_commands.py child             (the child: ignores SIGTERM, sleeps 60 s)
 """
 
@@ -29,6 +30,9 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("noise " * 1000 + "\n")
         sys.stderr.write("the last words of the command\n")
         return 3
+    if mode == "sleep-tree-in":
+        task = json.load(sys.stdin)
+        return main([argv[0], "sleep-tree", os.path.join(argv[2], str(task["id"]))])
     if mode == "sleep-tree":
         # The child ignores SIGTERM, so only the worker's SIGKILL of the group ends it.
         child = subprocess.Popen([sys.executable, __file__, "child"])

@@ -240,6 +240,7 @@ class Workers:
         handlers: str | None = "worker_handlers",
         database_url: str | None = None,
         prefetch: int = 1,
+        concurrency: int = 1,
     ) -> dict[str, str]:
         env = {
             key: value
@@ -257,6 +258,7 @@ class Workers:
             LOG_FORMAT=log_format,
             SHUTDOWN_GRACE_SECONDS=str(grace),
             WORKER_PREFETCH=str(prefetch),
+            WORKER_CONCURRENCY=str(concurrency),
             PYTHONPATH=os.pathsep.join(
                 filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")])
             ),

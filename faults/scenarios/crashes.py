@@ -150,7 +150,8 @@ def zombie_worker(ctx: Context, result: Result) -> None:
     result.figure("zombie refused at", paths)
 
 
-# The worker's calls where scenario 3 injects its faults (complete_task also matches complete_tasks).
+# The worker's calls where scenario 3 injects its faults (complete_task also matches complete_tasks,
+# heartbeat_task heartbeat_tasks).
 FAULT_POINTS = ("claim_and_start_tasks", "heartbeat_task", "complete_task")
 
 # pg_terminate_backend aimed at a worker session inside one of FAULT_POINTS.

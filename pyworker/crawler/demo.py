@@ -12,7 +12,7 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
  2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
     with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body;
  3. workers for every role: one command per role, `pyworker --role R --handlers
-    pyworker.crawler.handlers --concurrency N`, runs that role's N worker processes;
+    pyworker.crawler.handlers --processes N`, runs that role's N worker processes;
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
     first crawl (product_discovery) and each crawl's product_refresh;
  5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
@@ -351,7 +351,7 @@ class Demo:
                     HANDLERS,
                     "--worker-id",
                     f"demo-{role}",
-                    "--concurrency",
+                    "--processes",
                     str(count),
                 ],
                 env,
@@ -366,7 +366,7 @@ class Demo:
         self.worker_processes = found
         say(
             f"workers: {found} worker processes, registered, from {len(WORKERS)} commands"
-            " `pyworker --role R --concurrency N` (one per role): "
+            " `pyworker --role R --processes N` (one per role): "
             + ", ".join(f"{role} x{count}" for role, count in WORKERS.items())
         )
 
@@ -631,10 +631,10 @@ class Demo:
         others = [name for name in self.processes if name not in WORKERS]
         left = self.registered_workers()
         if commands and None in (registered, left):
-            say(f"stopped the {len(commands)} `pyworker --role R --concurrency N` commands")
+            say(f"stopped the {len(commands)} `pyworker --role R --processes N` commands")
         elif commands:
             say(
-                f"stopped the {len(commands)} `pyworker --role R --concurrency N` commands: of their"
+                f"stopped the {len(commands)} `pyworker --role R --processes N` commands: of their"
                 f" {registered} worker processes, {registered - left} deregistered"
                 + (f", {left} did not (killed: the tick takes their tasks back)" if left else "")
             )

@@ -1,0 +1,26 @@
+"""An `async def` handler, for tests/test_worker_concurrency.py.
+
+Role test_async (the tests insert its task_roles row): awaits asyncio.sleep(payload's `seconds`),
+then answers where it ran: the thread's name, how many threads the process has, and the task the
+log context names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from pyworker.db import Task
+from pyworker.handlers import current_task, handler
+
+
+@handler("test_async")
+async def sleeper(task: Task) -> dict[str, Any]:
+    await asyncio.sleep(task.payload.get("seconds", 0))
+    context = current_task.get()
+    return {
+        "thread": threading.current_thread().name,
+        "threads": threading.active_count(),
+        "context_task_id": None if context is None else context.id,
+    }
