@@ -229,6 +229,30 @@ def enqueue_single(server: Server, plan: Plan) -> float:
                               clients=plan.clients, seconds=plan.enqueue_seconds)
 
 
+# 9: the SQL cycle --------------------------------------------------------------------------
+
+# One pgbench transaction pair = one task through the worker's own calls, no worker process:
+# claim and start it (one transaction), then complete it (a second), as in ceiling 1b.
+SQL_CYCLE_SCRIPT = """SELECT id AS task_id, attempt FROM claim_and_start_tasks('bench_noop', 'w' || :client_id, 1) \\gset
+SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
+"""
+
+
+def sql_cycle(server: Server, plan: Plan) -> float:
+    """claim_and_start_tasks(role, w, 1) → complete_task cycles/s, pgbench, 8 clients."""
+    url = server.fresh_bench_db()
+    with psycopg.connect(url, autocommit=True) as conn:
+        # Filled for well over twice the rate seen here, so the queue never drains during the run.
+        enqueue_noop(conn, int(8_000 * plan.ceiling_seconds) + 10_000)
+        vacuum_analyze(conn)
+        rate = server.run_pgbench(BENCH_DB, SQL_CYCLE_SCRIPT, clients=plan.clients,
+                                  seconds=plan.ceiling_seconds)
+        (left,) = conn.execute("SELECT count(*) FROM worker_tasks WHERE status = 'pending'").fetchone()
+    if left < plan.clients:
+        raise BenchError("the queue drained during the SQL cycle run: prefill more")
+    return rate
+
+
 def enqueue_batch(server: Server, plan: Plan, per_call: int = 1000) -> float:
     """enqueue_tasks with `per_call` specs a call, one connection, each call committed: tasks/s."""
     url = server.fresh_bench_db()
