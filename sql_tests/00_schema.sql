@@ -241,16 +241,17 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 -- triggers
 
 SELECT triggers_are('worker_tasks', ARRAY[
-    '_100_touch_updated_at', '_300_limit_idle_transaction', '_500_enforce_transition', '_600_record_attempt',
+    '_500_enforce_transition', '_600_record_attempt',
     '_700_chain_follow_ups', '_900_notify_enqueued', '_900_notify_requeued', '_900_wake_for_freed_store'],
     'Should have exactly the documented triggers on worker_tasks');
-SELECT has_trigger('worker_tasks', '_100_touch_updated_at', 'Should have trigger _100_touch_updated_at');
+SELECT hasnt_trigger('worker_tasks', '_100_touch_updated_at',
+                     'Should stamp updated_at in _500_enforce_transition, not a trigger of its own');
 SELECT has_trigger('worker_tasks', '_500_enforce_transition', 'Should have trigger _500_enforce_transition');
 SELECT has_trigger('worker_tasks', '_600_record_attempt', 'Should have trigger _600_record_attempt');
 SELECT has_trigger('worker_tasks', '_900_notify_enqueued', 'Should have trigger _900_notify_enqueued');
 SELECT has_trigger('worker_tasks', '_900_notify_requeued', 'Should have trigger _900_notify_requeued');
-SELECT trigger_is('worker_tasks', '_100_touch_updated_at', 'tg_worker_tasks__touch_updated_at',
-                  'Should run tg_worker_tasks__touch_updated_at from _100_touch_updated_at');
+SELECT hasnt_trigger('worker_tasks', '_300_limit_idle_transaction',
+                     'Should limit idle transactions in _500_enforce_transition, not a trigger of its own');
 SELECT trigger_is('worker_tasks', '_500_enforce_transition', 'tg_worker_tasks__enforce_transition',
                   'Should run tg_worker_tasks__enforce_transition from _500_enforce_transition');
 SELECT trigger_is('worker_tasks', '_600_record_attempt', 'tg_worker_tasks__record_attempt',
@@ -263,9 +264,7 @@ SELECT trigger_is('worker_tasks', '_900_notify_requeued', 'tg_worker_tasks__noti
 SELECT results_eq(
     $$SELECT tgname::text COLLATE "default", tgtype::integer FROM pg_trigger
       WHERE tgrelid = 'worker_tasks'::regclass AND NOT tgisinternal ORDER BY tgname$$,
-    $$VALUES ('_100_touch_updated_at', 1 + 2 + 16),
-             ('_300_limit_idle_transaction', 1 + 2 + 16),
-             ('_500_enforce_transition', 1 + 2 + 4 + 16),
+    $$VALUES ('_500_enforce_transition', 1 + 2 + 4 + 16),
              ('_600_record_attempt', 1 + 16),
              ('_700_chain_follow_ups', 1 + 16),
              ('_900_notify_enqueued', 4),

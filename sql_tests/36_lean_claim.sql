@@ -2,7 +2,7 @@
 -- operator's own INSERT of a pending task is claimable, per-store exclusion holds for it, and a
 -- direct UPDATE still cannot make an illegal transition.
 BEGIN;
-SELECT plan(12);
+SELECT plan(14);
 
 INSERT INTO task_roles (role, requires_store, max_retries, backoff_base, backoff_cap) VALUES
     ('test_lean_plain', false, 3, '10 seconds', '5 minutes'),
@@ -82,6 +82,21 @@ SELECT throws_ok(
     $$UPDATE worker_tasks SET status = 'completed' WHERE role = 'test_lean_plain' AND status = 'pending'$$,
     '23514', NULL,
     'Should refuse a direct UPDATE pending -> completed'
+);
+
+-- The one BEFORE trigger stamps updated_at on any UPDATE, whatever it sets.
+UPDATE worker_tasks SET payload = '{"touched": true}', updated_at = '2000-01-01'
+WHERE role = 'test_lean_plain' AND status = 'pending';
+SELECT is(
+    (SELECT updated_at FROM worker_tasks WHERE role = 'test_lean_plain' AND status = 'pending'),
+    taskpool_now(),
+    'Should stamp updated_at on a direct UPDATE that does not touch status'
+);
+SELECT is(
+    (SELECT count(*)::int FROM pg_trigger
+     WHERE tgrelid = 'worker_tasks'::regclass AND NOT tgisinternal AND tgtype & 2 = 2),
+    1,
+    'Should run one BEFORE row trigger on worker_tasks'
 );
 
 SELECT * FROM finish();

@@ -2,7 +2,11 @@
 
 BEGIN;
 
+-- One BEFORE trigger, on every INSERT and UPDATE (tgtype 1 row + 2 before + 4 insert + 16 update).
 SELECT 1/COUNT(*) FROM pg_catalog.pg_trigger
-WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_500_enforce_transition';
+WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_500_enforce_transition' AND tgtype = 1 + 2 + 4 + 16
+  AND tgattr = '';
+SELECT 1/(COUNT(*) = 0)::integer FROM pg_catalog.pg_trigger
+WHERE tgrelid = 'worker_tasks'::regclass AND tgname IN ('_100_touch_updated_at', '_300_limit_idle_transaction');
 
 ROLLBACK;
