@@ -68,9 +68,13 @@ BEGIN
                    OR NOT EXISTS (SELECT FROM platform_governance g
                                   WHERE g.platform = t.platform AND g.open_until > v_now))
               AND (t.dispensary_id IS NULL
+                   -- OFFSET 0 keeps this a probe of the store's entry in
+                   -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
+                   -- hashes every active task of every store at each claim.
                    OR (NOT EXISTS (SELECT FROM worker_tasks busy
                                    WHERE busy.dispensary_id = t.dispensary_id
-                                     AND busy.status IN ('claimed', 'running'))
+                                     AND busy.status IN ('claimed', 'running')
+                                   OFFSET 0)
                        -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
                        AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
             ORDER BY t.priority DESC, t.created_at, t.id
@@ -114,7 +118,8 @@ BEGIN
                   AND (t.dispensary_id IS NULL
                        OR NOT EXISTS (SELECT FROM worker_tasks busy
                                       WHERE busy.dispensary_id = t.dispensary_id
-                                        AND busy.status IN ('claimed', 'running')))
+                                        AND busy.status IN ('claimed', 'running')
+                                      OFFSET 0))
                 RETURNING t.*
             )
             SELECT * FROM claimed c ORDER BY c.priority DESC, c.created_at, c.id;
