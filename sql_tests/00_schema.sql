@@ -165,7 +165,7 @@ SELECT results_eq(
         ('worker_tasks_one_active_per_dedupe_key_idx', true,
          '((status = ANY (ARRAY[''pending''::text, ''claimed''::text, ''running''::text])) AND (dedupe_key IS NOT NULL))'),
         ('worker_tasks_one_active_per_dispensary_idx', true,
-         '(status = ANY (ARRAY[''claimed''::text, ''running''::text]))'),
+         '((status = ANY (ARRAY[''claimed''::text, ''running''::text])) AND (dispensary_id IS NOT NULL))'),
         ('worker_tasks_pending_by_dispensary_idx', false,
          '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
     'Should make every worker_tasks index partial, on exactly the documented statuses');
