@@ -249,6 +249,21 @@ def enqueue_single(server: Server, plan: Plan) -> float:
                               clients=plan.clients, seconds=plan.enqueue_seconds)
 
 
+# 9: the SQL cycle --------------------------------------------------------------------------
+
+# One pgbench transaction pair = one task through the worker's own calls, no worker process:
+# claim and start it (one transaction), then complete it (a second), as in ceiling 1b.
+SQL_CYCLE_SCRIPT = """SELECT id AS task_id, attempt FROM claim_and_start_tasks('bench_noop', 'w' || :client_id, 1) \\gset
+SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
+"""
+
+
+def sql_cycle(server: Server, plan: Plan) -> float:
+    """claim_and_start_tasks(role, w, 1) → complete_task cycles/s, pgbench, 8 clients."""
+    with psycopg.connect(server.fresh_bench_db(), autocommit=True) as conn:
+        return cycle_rate(server, plan, conn, BENCH_DB, SQL_CYCLE_SCRIPT, plan.ceiling_seconds)
+
+
 def enqueue_batch(server: Server, plan: Plan, per_call: int = 1000) -> float:
     """enqueue_tasks with `per_call` specs a call, one connection, each call committed: tasks/s."""
     url = server.fresh_bench_db()
@@ -302,11 +317,14 @@ SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
 """
 
 
-def cycle_rate(server: Server, plan: Plan, conn: psycopg.Connection, dbname: str) -> float:
-    """claim_task → complete_task cycles/s, 8 clients, on a queue that cannot drain in the run."""
-    enqueue_noop(conn, int(6_000 * plan.history_seconds) + 10_000)
+def cycle_rate(server: Server, plan: Plan, conn: psycopg.Connection, dbname: str,
+               script: str = CYCLE_SCRIPT, seconds: float | None = None) -> float:
+    """`script`'s cycles/s (claim_task → complete_task by default), 8 clients, for `seconds`
+    (the history figure's by default), on a queue that cannot drain in the run."""
+    seconds = plan.history_seconds if seconds is None else seconds
+    enqueue_noop(conn, int(6_000 * seconds) + 10_000)
     vacuum_analyze(conn)
-    rate = server.run_pgbench(dbname, CYCLE_SCRIPT, clients=plan.clients, seconds=plan.history_seconds)
+    rate = server.run_pgbench(dbname, script, clients=plan.clients, seconds=seconds)
     (left,) = conn.execute("SELECT count(*) FROM worker_tasks WHERE status = 'pending'").fetchone()
     if left < plan.clients:
         raise BenchError("the queue drained during the cycle run: prefill more")

@@ -3,7 +3,8 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.3.0 body, whose claim raised 22003 for the whole role on a spent attempt counter.
+-- Back to the v0.5.0 body: the claim in a BEGIN ... EXCEPTION block (a subtransaction per try),
+-- planned afresh on every call.
 
 -- _claim_tasks
 -- The claim behind claim_tasks and claim_and_start_tasks: up to max_tasks ready tasks of a role,
@@ -15,10 +16,15 @@ SET search_path = public, pg_temp
 AS $$
 -- Not for callers: claim_tasks and claim_and_start_tasks (SECURITY DEFINER) call it. Tasks of a
 -- platform whose circuit is open (platform_governance.open_until in the future) are skipped.
+-- A task whose attempt counter is spent (attempt at the largest integer) fails here, alone,
+-- rather than making the claim overflow for the whole role.
 DECLARE
-    v_now        timestamptz := taskpool_now();
-    v_claimed    worker_tasks[];
-    v_constraint text;
+    -- The attempt column is an integer: a task at its largest value has no next attempt.
+    c_last_attempt constant integer := 2147483647;
+    v_now          timestamptz := taskpool_now();
+    v_claimed      worker_tasks[];
+    v_spent        bigint;
+    v_constraint   text;
 BEGIN
     IF _claim_tasks.role IS NULL OR _claim_tasks.worker_id IS NULL OR _claim_tasks.max_tasks IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'role, worker_id and max_tasks are all required';
@@ -39,13 +45,14 @@ BEGIN
     -- snapshot predates a rival's commit can still pick a store the rival just took; the unique
     -- index worker_tasks_one_active_per_dispensary_idx then refuses the UPDATE, and the claim
     -- simply runs again with a fresh snapshot. After a few such losses it reports no task,
-    -- which a worker treats like an empty queue.
+    -- which a worker treats like an empty queue. A claim that met only spent tasks runs again
+    -- too, so that they cost the worker no poll interval.
     FOR v_try IN 1..5 LOOP
         BEGIN
             WITH
             -- ready tasks of the role in claim order, locked; rows other claimers hold are skipped
             candidates AS (
-                SELECT t.id, t.dispensary_id, t.priority, t.created_at
+                SELECT t.id, t.dispensary_id, t.priority, t.created_at, t.attempt
                 FROM worker_tasks t
                 WHERE t.role = _claim_tasks.role
                   AND t.status = 'pending'
@@ -63,10 +70,22 @@ BEGIN
                 LIMIT _claim_tasks.max_tasks
                 FOR UPDATE OF t SKIP LOCKED
             ),
+            -- a spent task has no next attempt: it fails for good, saying why (while attempts
+            -- stay below the limit this updates no row and costs nothing)
+            spent AS (
+                UPDATE worker_tasks t
+                SET status = 'failed',
+                    error_message = format('attempt %s is the last the attempt counter holds: '
+                                           'the task cannot be claimed again', t.attempt)
+                FROM candidates c
+                WHERE t.id = c.id AND c.attempt = c_last_attempt
+                RETURNING t.id
+            ),
             -- one task per store, so a batch obeys the store rule too
             chosen AS (
                 SELECT DISTINCT ON (coalesce(c.dispensary_id::bigint, -c.id)) c.id
                 FROM candidates c
+                WHERE c.attempt < c_last_attempt
                 ORDER BY coalesce(c.dispensary_id::bigint, -c.id), c.priority DESC, c.created_at, c.id
             ),
             -- the claim itself: a new attempt, owned by this worker
@@ -83,10 +102,11 @@ BEGIN
                 WHERE t.id = chosen.id
                 RETURNING t
             )
-            SELECT array_agg(claimed.t ORDER BY (claimed.t).priority DESC, (claimed.t).created_at, (claimed.t).id)
-            INTO v_claimed
+            SELECT array_agg(claimed.t ORDER BY (claimed.t).priority DESC, (claimed.t).created_at, (claimed.t).id),
+                   (SELECT count(*) FROM spent)
+            INTO v_claimed, v_spent
             FROM claimed;
-            EXIT;
+            EXIT WHEN v_claimed IS NOT NULL OR v_spent = 0;
         EXCEPTION WHEN unique_violation THEN
             GET STACKED DIAGNOSTICS v_constraint = CONSTRAINT_NAME;
             IF v_constraint IS DISTINCT FROM 'worker_tasks_one_active_per_dispensary_idx' THEN

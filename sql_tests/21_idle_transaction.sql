@@ -6,10 +6,13 @@ SELECT plan(10);
 
 /****************************************************************************/
 -- Structure
-SELECT has_trigger('worker_tasks', '_300_limit_idle_transaction',
-    'Should limit idle transactions that hold a worker''s task');
-SELECT trigger_is('worker_tasks', '_300_limit_idle_transaction', 'tg_worker_tasks__limit_idle_transaction',
-    'Should call tg_worker_tasks__limit_idle_transaction');
+-- The limit lives in worker_tasks' one BEFORE trigger (issue 13: one call per row, not three).
+SELECT trigger_is('worker_tasks', '_500_enforce_transition', 'tg_worker_tasks__enforce_transition',
+    'Should limit idle transactions from the one BEFORE trigger');
+SELECT ok(
+    (SELECT tgattr::text = '' FROM pg_trigger
+     WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_500_enforce_transition'),
+    'Should fire it on every UPDATE, whichever columns it sets');
 
 /****************************************************************************/
 -- Behaviour

@@ -7,6 +7,7 @@ it to this client as a NOTICE; the test reads those plans. It checks plan shape,
 from __future__ import annotations
 
 import json
+import re
 
 import psycopg
 
@@ -75,6 +76,14 @@ def test_claim_uses_indexes_not_scans_at_100k_pending(conn: psycopg.Connection) 
         and node["Node Type"] in ("Seq Scan", "Bitmap Heap Scan")
     ]
     assert scans_of_tasks == []
+    # The busy-store check probes the store's index entry: a hashed subplan would read every
+    # active task at each claim (the generic plan's choice without OFFSET 0).
+    hashed_names = {name for node in all_nodes for expr in (node.get("Filter"), node.get("Join Filter"))
+                    for name in re.findall(r"hashed (SubPlan \d+)", expr or "")}
+    hashed_over_tasks = [node["Subplan Name"] for node in all_nodes
+                         if node.get("Subplan Name") in hashed_names
+                         and any(n.get("Relation Name") == "worker_tasks" for n in nodes(node))]
+    assert hashed_over_tasks == []
     used_indexes = {node.get("Index Name") for node in all_nodes}
     assert "worker_tasks_claim_order_idx" in used_indexes
     assert "worker_tasks_one_active_per_dispensary_idx" in used_indexes

@@ -1,13 +1,14 @@
 -- After the upgrade in place (`make test-upgrade`): the seeded tasks kept their states and
 -- history, and the upgraded functions work on them.
 BEGIN;
-SELECT plan(9);
+SELECT plan(19);
 
 SELECT results_eq(
     $$SELECT dedupe_key, status FROM worker_tasks ORDER BY id$$,
     $$VALUES ('upgrade:pending', 'pending'), ('upgrade:completed', 'completed'),
              ('upgrade:running', 'running'), ('upgrade:failed', 'failed'),
-             ('upgrade:later', 'pending')$$,
+             ('upgrade:later', 'pending'), ('upgrade:claimed', 'claimed'),
+             ('upgrade:store-running', 'running'), ('upgrade:store-pending', 'pending')$$,
     'Should keep every seeded task in its state across the upgrade'
 );
 SELECT is(
@@ -50,6 +51,69 @@ SELECT is(
 SELECT ok(
     (SELECT scheduled_for > now() FROM worker_tasks WHERE dedupe_key = 'upgrade:later'),
     'Should keep a task scheduled for later'
+);
+
+-- Every seeded task that is not finished finishes through the upgraded functions.
+SELECT is(
+    (SELECT c.status FROM worker_tasks t,
+        LATERAL complete_task(t.id, 'upgrade-w2', t.attempt, '{"after": "upgrade"}') c
+     WHERE t.dedupe_key = 'upgrade:pending'),
+    'completed',
+    'Should complete the task that was pending across the upgrade'
+);
+SELECT is(
+    (SELECT s.status FROM worker_tasks t, LATERAL start_task(t.id, 'upgrade-w', t.attempt) s
+     WHERE t.dedupe_key = 'upgrade:claimed'),
+    'running',
+    'Should start a task claimed before the upgrade'
+);
+SELECT is(
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w', t.attempt) c
+     WHERE t.dedupe_key = 'upgrade:claimed'),
+    'completed',
+    'Should complete a task claimed before the upgrade'
+);
+SELECT is(
+    (SELECT count(*)::int FROM claim_and_start_tasks('product_resync', 'upgrade-w3', 5)),
+    0,
+    'Should not claim a store''s pending task while its task from before the upgrade runs'
+);
+SELECT is(
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w', t.attempt) c
+     WHERE t.dedupe_key = 'upgrade:store-running'),
+    'completed',
+    'Should complete the store''s task that ran across the upgrade'
+);
+SELECT is(
+    (SELECT dedupe_key FROM claim_and_start_tasks('product_resync', 'upgrade-w3', 5)),
+    'upgrade:store-pending',
+    'Should claim the store''s waiting task once its running task completed'
+);
+SELECT is(
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w3', t.attempt) c
+     WHERE t.dedupe_key = 'upgrade:store-pending'),
+    'completed',
+    'Should complete it'
+);
+SELECT is(
+    (SELECT c.status FROM claim_and_start_tasks('analytics_refresh', 'upgrade-w4', 5) t,
+        LATERAL complete_task(t.id, 'upgrade-w4', t.attempt) c
+     WHERE t.dedupe_key = 'upgrade:failed'),
+    'completed',
+    'Should claim and complete the task that failed before the upgrade and was retried after it'
+);
+SELECT results_eq(
+    $$SELECT dedupe_key, status FROM worker_tasks ORDER BY id$$,
+    $$VALUES ('upgrade:pending', 'completed'), ('upgrade:completed', 'completed'),
+             ('upgrade:running', 'completed'), ('upgrade:failed', 'completed'),
+             ('upgrade:later', 'pending'), ('upgrade:claimed', 'completed'),
+             ('upgrade:store-running', 'completed'), ('upgrade:store-pending', 'completed')$$,
+    'Should leave every seeded task finished but the one scheduled for later'
+);
+SELECT is(
+    (SELECT count(*)::int FROM worker_tasks WHERE status IN ('claimed', 'running')),
+    0,
+    'Should leave no task claimed or running'
 );
 
 SELECT * FROM finish();

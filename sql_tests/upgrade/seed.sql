@@ -21,4 +21,14 @@ SELECT complete_task(id, 'upgrade-w', attempt, '{"ok": true}')
 FROM worker_tasks WHERE dedupe_key = 'upgrade:completed';
 SELECT fail_task(id, 'upgrade-w', attempt, 'boom', false)
 FROM worker_tasks WHERE dedupe_key = 'upgrade:failed';
+-- A task claimed but not started, a store whose task runs while another of its tasks waits:
+-- the upgraded start, completion and per-store claim must take them on.
+SELECT enqueue_task('analytics_refresh', '{"n": 5}', dedupe_key := 'upgrade:claimed');
+SELECT count(*) FROM claim_tasks('analytics_refresh', 'upgrade-w', 1);
+INSERT INTO dispensaries (name, platform, active) VALUES ('Upgrade Store 2', 'simulated', true);
+SELECT enqueue_task('product_resync', '{}', dispensary_id := (SELECT max(id) FROM dispensaries),
+                    dedupe_key := 'upgrade:store-running');
+SELECT count(*) FROM claim_and_start_tasks('product_resync', 'upgrade-w', 1);
+SELECT enqueue_task('product_resync', '{}', dispensary_id := (SELECT max(id) FROM dispensaries),
+                    priority := 5, dedupe_key := 'upgrade:store-pending');
 SELECT retry_task(id) FROM worker_tasks WHERE dedupe_key = 'upgrade:pending';

@@ -1,0 +1,66 @@
+-- Deploy taskpool:tg_worker_tasks__enforce_transition to pg
+-- requires: worker_tasks
+-- requires: task_status_transitions
+
+BEGIN;
+SET client_min_messages = 'warning';
+
+-- tg_worker_tasks__enforce_transition
+-- Rejects any status change not in task_status_transitions, and applies what a legal one implies.
+CREATE FUNCTION tg_worker_tasks__enforce_transition()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_allowed text;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.status <> 'pending' THEN
+            RAISE EXCEPTION USING
+                ERRCODE = '23514',
+                MESSAGE = format('a new task must be pending, not %s', NEW.status),
+                HINT = 'Enqueue it with enqueue_task; workers move it on.';
+        END IF;
+        RETURN NEW;
+    END IF;
+
+    IF NEW.status = OLD.status THEN
+        RETURN NEW;
+    END IF;
+
+    PERFORM FROM task_status_transitions s
+    WHERE s.from_status = OLD.status AND s.to_status = NEW.status;
+    IF NOT FOUND THEN
+        SELECT string_agg(s.to_status, ', ' ORDER BY s.to_status) INTO v_allowed
+        FROM task_status_transitions s
+        WHERE s.from_status = OLD.status;
+        RAISE EXCEPTION USING
+            ERRCODE = '23514',
+            MESSAGE = format('illegal status transition for task %s: %s -> %s', OLD.id, OLD.status, NEW.status),
+            HINT = format('From %s a task may go to: %s.', OLD.status, coalesce(v_allowed, 'nothing, it is final'));
+    END IF;
+
+    -- Done here rather than in each function, so that no caller can forget it: a task back in
+    -- the pool belongs to nobody (its attempt is kept by _600_record_attempt), and a finished
+    -- task says when it finished.
+    IF NEW.status = 'pending' THEN
+        NEW.worker_id := NULL;
+        NEW.claimed_at := NULL;
+        NEW.started_at := NULL;
+        NEW.last_heartbeat_at := NULL;
+        NEW.cancel_requested_at := NULL;
+        NEW.completed_at := NULL;
+    ELSIF NEW.status IN ('completed', 'failed', 'cancelled') THEN
+        NEW.completed_at := taskpool_now();
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER _500_enforce_transition
+    BEFORE INSERT OR UPDATE OF status ON worker_tasks
+    FOR EACH ROW EXECUTE FUNCTION tg_worker_tasks__enforce_transition();
+
+REVOKE ALL ON FUNCTION tg_worker_tasks__enforce_transition() FROM PUBLIC;
+
+COMMIT;
