@@ -9,17 +9,13 @@ SET client_min_messages = 'warning';
 -- tg_worker_tasks__enforce_transition
 -- The one BEFORE trigger of worker_tasks: a new task must be pending; a status change must be a
 -- row of task_status_transitions, and gets what it implies; every change stamps updated_at; a
--- change to an active task limits how long its transaction may idle; and every row written
--- obeys worker_tasks' row rules, which were CHECK constraints.
+-- change to an active task limits how long its transaction may idle.
 --
--- It was three row triggers (_100_touch_updated_at, _300_limit_idle_transaction and this one)
--- and ten CHECK constraints. Measured with perf on the SQL cycle (claim, complete), the BEFORE
--- triggers took 15 % of the server's CPU, and the executor's parsing of the CHECK constraints
--- and trigger WHEN clauses from their stored text, which it redoes for every INSERT and UPDATE
--- statement, another 13 % (the constraints 7 %, then planning them 4 %). One call per row now,
--- no WHEN clause, the row rules as cached PL/pgSQL expressions: the same rules for every writer,
--- checked on the final row (this is the only BEFORE trigger; one added after it, by name, would
--- have to keep them), raising what the constraints raised: 23514, naming the rule.
+-- It was three row triggers (_100_touch_updated_at, _300_limit_idle_transaction and this one):
+-- three PL/pgSQL calls per updated row, and a WHEN clause that the executor parsed from its
+-- stored text on every UPDATE statement. Measured with perf on the SQL cycle (claim, complete),
+-- the BEFORE triggers took 15 % of the server's CPU and the parsing of trigger WHEN clauses and
+-- CHECK constraints another 13 %. One call, no WHEN clause, the same rules for every writer.
 CREATE OR REPLACE FUNCTION tg_worker_tasks__enforce_transition()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -30,7 +26,6 @@ DECLARE
     c_max_timeout_ms constant numeric := 2147483647;
     v_allowed        text;
     v_threshold      interval;
-    v_broken         text;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         IF NEW.status <> 'pending' THEN
@@ -39,91 +34,59 @@ BEGIN
                 MESSAGE = format('a new task must be pending, not %s', NEW.status),
                 HINT = 'Enqueue it with enqueue_task; workers move it on.';
         END IF;
-    ELSE
-        IF NEW.status IS DISTINCT FROM OLD.status THEN
-            PERFORM FROM task_status_transitions s
-            WHERE s.from_status = OLD.status AND s.to_status = NEW.status;
-            IF NOT FOUND THEN
-                SELECT string_agg(s.to_status, ', ' ORDER BY s.to_status) INTO v_allowed
-                FROM task_status_transitions s
-                WHERE s.from_status = OLD.status;
-                RAISE EXCEPTION USING
-                    ERRCODE = '23514',
-                    MESSAGE = format('illegal status transition for task %s: %s -> %s', OLD.id, OLD.status, NEW.status),
-                    HINT = format('From %s a task may go to: %s.', OLD.status, coalesce(v_allowed, 'nothing, it is final'));
-            END IF;
+        RETURN NEW;
+    END IF;
 
-            -- Done here rather than in each function, so that no caller can forget it: a task back
-            -- in the pool belongs to nobody (its attempt is kept by _600_record_attempt), and a
-            -- finished task says when it finished.
-            IF NEW.status = 'pending' THEN
-                NEW.worker_id := NULL;
-                NEW.claimed_at := NULL;
-                NEW.started_at := NULL;
-                NEW.last_heartbeat_at := NULL;
-                NEW.cancel_requested_at := NULL;
-                NEW.completed_at := NULL;
-            ELSIF NEW.status IN ('completed', 'failed', 'cancelled') THEN
-                NEW.completed_at := taskpool_now();
-            END IF;
+    IF NEW.status IS DISTINCT FROM OLD.status THEN
+        PERFORM FROM task_status_transitions s
+        WHERE s.from_status = OLD.status AND s.to_status = NEW.status;
+        IF NOT FOUND THEN
+            SELECT string_agg(s.to_status, ', ' ORDER BY s.to_status) INTO v_allowed
+            FROM task_status_transitions s
+            WHERE s.from_status = OLD.status;
+            RAISE EXCEPTION USING
+                ERRCODE = '23514',
+                MESSAGE = format('illegal status transition for task %s: %s -> %s', OLD.id, OLD.status, NEW.status),
+                HINT = format('From %s a task may go to: %s.', OLD.status, coalesce(v_allowed, 'nothing, it is final'));
         END IF;
 
-        -- Every change to a task, whoever makes it.
-        NEW.updated_at := taskpool_now();
-
-        -- A worker that calls claim_task, start_task, heartbeat_task or complete_task inside an
-        -- explicit transaction and then goes silent holds the task's row lock (after a claim, its
-        -- store's advisory lock too) until that transaction ends; other claimers and
-        -- recover_stale_tasks skip the row. A change to an active task therefore sets
-        -- idle_in_transaction_session_timeout to the role's stale threshold for the rest of the
-        -- transaction (set_config(..., true), i.e. SET LOCAL; a function's own SET clauses do not
-        -- undo it): idle that long inside the transaction, the session is ended by the server, the
-        -- transaction rolls back, and the task goes back to the pool or to stale recovery.
-        -- Autocommit calls never idle inside a transaction and are not affected. An idle timeout
-        -- already in force is kept, so only the first active task a transaction changes looks up
-        -- its role (a batch claim or completion pays it once, not per row).
-        IF (OLD.status IN ('claimed', 'running') OR NEW.status IN ('claimed', 'running'))
-           AND current_setting('idle_in_transaction_session_timeout') = '0' THEN
-            SELECT r.stale_threshold INTO v_threshold FROM task_roles r WHERE r.role = NEW.role;
-            IF v_threshold IS NOT NULL THEN
-                PERFORM set_config('idle_in_transaction_session_timeout',
-                                   least(ceil(extract(epoch FROM v_threshold) * 1000), c_max_timeout_ms)::bigint::text,
-                                   true);
-            END IF;
+        -- Done here rather than in each function, so that no caller can forget it: a task back
+        -- in the pool belongs to nobody (its attempt is kept by _600_record_attempt), and a
+        -- finished task says when it finished.
+        IF NEW.status = 'pending' THEN
+            NEW.worker_id := NULL;
+            NEW.claimed_at := NULL;
+            NEW.started_at := NULL;
+            NEW.last_heartbeat_at := NULL;
+            NEW.cancel_requested_at := NULL;
+            NEW.completed_at := NULL;
+        ELSIF NEW.status IN ('completed', 'failed', 'cancelled') THEN
+            NEW.completed_at := taskpool_now();
         END IF;
     END IF;
 
-    -- The row rules, formerly CHECK constraints of the same names, in the order the executor
-    -- checked them (by name). As in a CHECK, a rule that comes out NULL holds.
-    v_broken := CASE
-        WHEN NOT (NEW.status NOT IN ('claimed', 'running')
-                  OR (NEW.worker_id IS NOT NULL AND NEW.attempt > 0
-                      AND NEW.claimed_at IS NOT NULL AND NEW.last_heartbeat_at IS NOT NULL))
-            THEN 'worker_tasks_active_is_owned'
-        WHEN NOT (NEW.attempt >= 0) THEN 'worker_tasks_attempt_not_negative'
-        WHEN NOT ((NEW.completed_at IS NOT NULL) = (NEW.status IN ('completed', 'failed', 'cancelled')))
-            THEN 'worker_tasks_completed_at_iff_finished'
-        WHEN NOT (length(NEW.dedupe_key) BETWEEN 1 AND 255) THEN 'worker_tasks_dedupe_key_length'
-        WHEN NOT (jsonb_typeof(NEW.payload) = 'object') THEN 'worker_tasks_payload_is_object'
-        -- A task back in the pool belongs to nobody: its last attempt lives in worker_task_attempts.
-        WHEN NOT (NEW.status <> 'pending'
-                  OR (NEW.worker_id IS NULL AND NEW.claimed_at IS NULL AND NEW.started_at IS NULL
-                      AND NEW.last_heartbeat_at IS NULL AND NEW.cancel_requested_at IS NULL
-                      AND NEW.completed_at IS NULL))
-            THEN 'worker_tasks_pending_is_unowned'
-        WHEN NOT (NEW.priority BETWEEN -100 AND 100) THEN 'worker_tasks_priority_in_range'
-        WHEN NOT (NEW.max_retries >= 0 AND NEW.retry_count BETWEEN 0 AND NEW.max_retries)
-            THEN 'worker_tasks_retries_within_budget'
-        WHEN NOT (NEW.status <> 'running' OR NEW.started_at IS NOT NULL) THEN 'worker_tasks_running_is_started'
-        WHEN NOT (NEW.status IN ('pending', 'claimed', 'running', 'completed', 'failed', 'cancelled'))
-            THEN 'worker_tasks_status_known'
-    END;
-    IF v_broken IS NOT NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '23514',
-            MESSAGE = format('new row for relation "worker_tasks" violates check constraint "%s"', v_broken),
-            TABLE = 'worker_tasks',
-            CONSTRAINT = v_broken;
+    -- Every change to a task, whoever makes it.
+    NEW.updated_at := taskpool_now();
+
+    -- A worker that calls claim_task, start_task, heartbeat_task or complete_task inside an
+    -- explicit transaction and then goes silent holds the task's row lock (after a claim, its
+    -- store's advisory lock too) until that transaction ends; other claimers and
+    -- recover_stale_tasks skip the row. A change to an active task therefore sets
+    -- idle_in_transaction_session_timeout to the role's stale threshold for the rest of the
+    -- transaction (set_config(..., true), i.e. SET LOCAL; a function's own SET clauses do not
+    -- undo it): idle that long inside the transaction, the session is ended by the server, the
+    -- transaction rolls back, and the task goes back to the pool or to stale recovery.
+    -- Autocommit calls never idle inside a transaction and are not affected. An idle timeout
+    -- already in force is kept, so only the first active task a transaction changes looks up
+    -- its role (a batch claim or completion pays it once, not per row).
+    IF (OLD.status IN ('claimed', 'running') OR NEW.status IN ('claimed', 'running'))
+       AND current_setting('idle_in_transaction_session_timeout') = '0' THEN
+        SELECT r.stale_threshold INTO v_threshold FROM task_roles r WHERE r.role = NEW.role;
+        IF v_threshold IS NOT NULL THEN
+            PERFORM set_config('idle_in_transaction_session_timeout',
+                               least(ceil(extract(epoch FROM v_threshold) * 1000), c_max_timeout_ms)::bigint::text,
+                               true);
+        END IF;
     END IF;
     RETURN NEW;
 END;
@@ -139,18 +102,5 @@ CREATE TRIGGER _500_enforce_transition
 -- reverted.
 DROP TRIGGER _100_touch_updated_at ON worker_tasks;
 DROP TRIGGER _300_limit_idle_transaction ON worker_tasks;
-
--- Checked by the trigger above now, for every INSERT and UPDATE.
-ALTER TABLE worker_tasks
-    DROP CONSTRAINT worker_tasks_active_is_owned,
-    DROP CONSTRAINT worker_tasks_attempt_not_negative,
-    DROP CONSTRAINT worker_tasks_completed_at_iff_finished,
-    DROP CONSTRAINT worker_tasks_dedupe_key_length,
-    DROP CONSTRAINT worker_tasks_payload_is_object,
-    DROP CONSTRAINT worker_tasks_pending_is_unowned,
-    DROP CONSTRAINT worker_tasks_priority_in_range,
-    DROP CONSTRAINT worker_tasks_retries_within_budget,
-    DROP CONSTRAINT worker_tasks_running_is_started,
-    DROP CONSTRAINT worker_tasks_status_known;
 
 COMMIT;
