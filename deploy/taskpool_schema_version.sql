@@ -1,13 +1,10 @@
 -- Deploy taskpool:taskpool_schema_version to pg
--- requires: taskpool_schema_version@v0.4.0
--- requires: fail_task
--- requires: add_store
--- requires: taskpool_health
--- requires: v_workers
--- requires: v_waiting_tasks
--- requires: prune_tasks_in_batches
--- requires: count_prunable_tasks
--- requires: generate_resync_plan
+-- requires: taskpool_schema_version@v0.5.0
+-- requires: heartbeat_tasks
+-- requires: _claim_tasks
+-- requires: claim_and_start_tasks
+-- requires: tg_worker_tasks__enforce_transition
+-- requires: worker_tasks_one_active_per_store_not_null
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -19,7 +16,9 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     -- Example:
-    --   SELECT taskpool_schema_version();   -- '0.5.0'
+    --   SELECT taskpool_schema_version();   -- '0.6.0'
+    -- 0.6.0: heartbeat_tasks (a worker's held tasks in one call, an answer each); the claim
+    -- without a subtransaction or per-call planning; one BEFORE trigger on worker_tasks.
     -- 0.5.0: fail_task keeps the attempt's error_details (a traceback, bounded); add_store;
     -- taskpool_health() and v_workers (liveness); v_waiting_tasks; batched pruning
     -- (prune_tasks_in_batches, count_prunable_tasks); generate_resync_plan says what it skipped.
@@ -32,7 +31,7 @@ AS $$
     -- and capacity (v_worker_capacity, worker_capacity). Rework this change (sqitch rework)
     -- whenever a release adds or changes a function that pyworker calls, so that an older schema
     -- is named as such instead of failing mid-task.
-    SELECT '0.5.0'::text;
+    SELECT '0.6.0'::text;
 $$;
 
 COMMIT;

@@ -5,4 +5,4 @@ heartbeats while it runs and records the result; the queue's logic stays in PL/p
 """
 
 # The one statement of the package's version: pyproject.toml reads it (dynamic = ["version"]).
-__version__ = "0.5.0"
+__version__ = "0.6.0"

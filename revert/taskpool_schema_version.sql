@@ -1,9 +1,13 @@
--- Deploy taskpool:taskpool_schema_version to pg
--- requires: taskpool_schema_version@v0.3.0
--- requires: worker_registration
--- requires: register_worker
--- requires: task_wake_requests
--- requires: taskpool_now
+-- Revert taskpool:taskpool_schema_version from pg: back to 0.5.0
+-- requires: taskpool_schema_version@v0.4.0
+-- requires: fail_task
+-- requires: add_store
+-- requires: taskpool_health
+-- requires: v_workers
+-- requires: v_waiting_tasks
+-- requires: prune_tasks_in_batches
+-- requires: count_prunable_tasks
+-- requires: generate_resync_plan
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -15,7 +19,10 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     -- Example:
-    --   SELECT taskpool_schema_version();   -- '0.4.0'
+    --   SELECT taskpool_schema_version();   -- '0.5.0'
+    -- 0.5.0: fail_task keeps the attempt's error_details (a traceback, bounded); add_store;
+    -- taskpool_health() and v_workers (liveness); v_waiting_tasks; batched pruning
+    -- (prune_tasks_in_batches, count_prunable_tasks); generate_resync_plan says what it skipped.
     -- 0.4.0: register_worker returns the role's settings (a worker needs nothing but its
     -- grants); wake-ups happen at commit; only an operator moves the clock
     -- (set_taskpool_clock_offset).
@@ -25,7 +32,7 @@ AS $$
     -- and capacity (v_worker_capacity, worker_capacity). Rework this change (sqitch rework)
     -- whenever a release adds or changes a function that pyworker calls, so that an older schema
     -- is named as such instead of failing mid-task.
-    SELECT '0.4.0'::text;
+    SELECT '0.5.0'::text;
 $$;
 
 COMMIT;
