@@ -140,7 +140,7 @@ def wakeup_rows(run: Run) -> list[Row]:
             f"{plan.workers} idle workers (poll 5 s): commit returned → handler start")
     rows = []
     for p in ("p50", "p95", "p99"):
-        target = Target("<=", 10, "value") if p == "p99" else None
+        target = Target("<=", 3, "value") if p == "p99" else None
         rows.append(Row(f"wakeup_{p}", f"4 wake-up latency {p}", "ms", Stat([r[p] for r in per_rep]),
                         target=target, note=note if p == "p99" else ""))
     return rows
