@@ -16,6 +16,11 @@ SET search_path = public, pg_temp
 -- always: measured under 8 concurrent claimers, that planning was most of the claim's cost
 -- (one plan per call, about 0.8 ms each). The generic plan walks the same indexes.
 SET plan_cache_mode = force_generic_plan
+-- The generic plan cannot know the LIMIT, so it costs the claim as if it read a tenth of the
+-- role's pending tasks: past jit_above_cost once a few hundred thousand are pending, and JIT
+-- then compiled the claim on every call (30 ms and more at 300,000 pending, measured by the
+-- depth figure of make bench). The claim reads a few index pages: JIT never pays.
+SET jit = off
 AS $$
 -- Not for callers: claim_tasks and claim_and_start_tasks (SECURITY DEFINER) call it. Tasks of a
 -- platform whose circuit is open (platform_governance.open_until in the future) are skipped.

@@ -2,7 +2,7 @@
 -- operator's own INSERT of a pending task is claimable, per-store exclusion holds for it, and a
 -- direct UPDATE still cannot make an illegal transition.
 BEGIN;
-SELECT plan(14);
+SELECT plan(15);
 
 INSERT INTO task_roles (role, requires_store, max_retries, backoff_base, backoff_cap) VALUES
     ('test_lean_plain', false, 3, '10 seconds', '5 minutes'),
@@ -13,6 +13,11 @@ SELECT ok(
     (SELECT 'plan_cache_mode=force_generic_plan' = ANY (proconfig) FROM pg_proc
      WHERE oid = '_claim_tasks(text, text, integer, boolean)'::regprocedure),
     'Should claim with a cached generic plan, not a plan made for each call'
+);
+SELECT ok(
+    (SELECT 'jit=off' = ANY (proconfig) FROM pg_proc
+     WHERE oid = '_claim_tasks(text, text, integer, boolean)'::regprocedure),
+    'Should claim without JIT: the generic plan, blind to the LIMIT, looks costly enough to compile at every call'
 );
 SELECT ok(
     (SELECT pg_get_functiondef('_claim_tasks(text, text, integer, boolean)'::regprocedure) !~* 'EXCEPTION\s+WHEN'),
