@@ -31,7 +31,7 @@ DECLARE
     c_last_attempt constant integer := 2147483647;
     v_now          timestamptz := taskpool_now();
     v_chosen       bigint[];
-    v_spent        bigint;
+    v_spent        bigint[];
     v_claimed      bigint := 0;
 BEGIN
     IF _claim_tasks.role IS NULL OR _claim_tasks.worker_id IS NULL OR _claim_tasks.max_tasks IS NULL THEN
@@ -86,17 +86,6 @@ BEGIN
             LIMIT _claim_tasks.max_tasks
             FOR UPDATE OF t SKIP LOCKED
         ),
-        -- a spent task has no next attempt: it fails for good, saying why (while attempts
-        -- stay below the limit this updates no row and costs nothing)
-        spent AS (
-            UPDATE worker_tasks t
-            SET status = 'failed',
-                error_message = format('attempt %s is the last the attempt counter holds: '
-                                       'the task cannot be claimed again', t.attempt)
-            FROM candidates c
-            WHERE t.id = c.id AND c.attempt = c_last_attempt
-            RETURNING t.id
-        ),
         -- one task per store, so a batch obeys the store rule too
         chosen AS (
             SELECT DISTINCT ON (coalesce(c.dispensary_id::bigint, -c.id)) c.id
@@ -104,8 +93,20 @@ BEGIN
             WHERE c.attempt < c_last_attempt
             ORDER BY coalesce(c.dispensary_id::bigint, -c.id), c.priority DESC, c.created_at, c.id
         )
-        SELECT (SELECT array_agg(chosen.id) FROM chosen), (SELECT count(*) FROM spent)
+        SELECT (SELECT array_agg(chosen.id) FROM chosen),
+               (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt)
         INTO v_chosen, v_spent;
+
+        -- A spent task has no next attempt: it fails for good, saying why. A statement of its
+        -- own, run only when there is one: as a data-modifying CTE of the claim it was set up
+        -- (its indexes opened, its triggers prepared) on every claim to update nothing.
+        IF v_spent IS NOT NULL THEN
+            UPDATE worker_tasks t
+            SET status = 'failed',
+                error_message = format('attempt %s is the last the attempt counter holds: '
+                                       'the task cannot be claimed again', t.attempt)
+            WHERE t.id = ANY (v_spent);
+        END IF;
 
         IF v_chosen IS NOT NULL THEN
             -- the claim itself: a new attempt, owned by this worker
@@ -132,7 +133,7 @@ BEGIN
         END IF;
         -- Done when something was claimed, or when the queue had nothing to offer (no candidate
         -- and no spent task): only a lost race or spent tasks are worth another try.
-        EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent = 0);
+        EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL);
     END LOOP;
 
     IF v_claimed = 0 AND NOT EXISTS (SELECT FROM task_roles r WHERE r.role = _claim_tasks.role) THEN

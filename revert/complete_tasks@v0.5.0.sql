@@ -1,0 +1,7 @@
+-- Revert taskpool:complete_tasks from pg
+
+BEGIN;
+
+DROP FUNCTION complete_tasks(text, jsonb);
+
+COMMIT;
