@@ -3,6 +3,27 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
+-- The row rules back as the CHECK constraints of v0.5.0.
+ALTER TABLE worker_tasks
+    ADD CONSTRAINT worker_tasks_active_is_owned
+        CHECK (status NOT IN ('claimed', 'running')
+               OR (worker_id IS NOT NULL AND attempt > 0 AND claimed_at IS NOT NULL AND last_heartbeat_at IS NOT NULL)),
+    ADD CONSTRAINT worker_tasks_attempt_not_negative CHECK (attempt >= 0),
+    ADD CONSTRAINT worker_tasks_completed_at_iff_finished
+        CHECK ((completed_at IS NOT NULL) = (status IN ('completed', 'failed', 'cancelled'))),
+    ADD CONSTRAINT worker_tasks_dedupe_key_length CHECK (length(dedupe_key) >= 1 AND length(dedupe_key) <= 255),
+    ADD CONSTRAINT worker_tasks_payload_is_object CHECK (jsonb_typeof(payload) = 'object'),
+    ADD CONSTRAINT worker_tasks_pending_is_unowned
+        CHECK (status <> 'pending'
+               OR (worker_id IS NULL AND claimed_at IS NULL AND started_at IS NULL AND last_heartbeat_at IS NULL
+                   AND cancel_requested_at IS NULL AND completed_at IS NULL)),
+    ADD CONSTRAINT worker_tasks_priority_in_range CHECK (priority >= -100 AND priority <= 100),
+    ADD CONSTRAINT worker_tasks_retries_within_budget
+        CHECK (max_retries >= 0 AND retry_count >= 0 AND retry_count <= max_retries),
+    ADD CONSTRAINT worker_tasks_running_is_started CHECK (status <> 'running' OR started_at IS NOT NULL),
+    ADD CONSTRAINT worker_tasks_status_known
+        CHECK (status IN ('pending', 'claimed', 'running', 'completed', 'failed', 'cancelled'));
+
 -- Back to three BEFORE triggers, as in v0.5.0.
 
 CREATE TRIGGER _100_touch_updated_at

@@ -9,4 +9,8 @@ WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_500_enforce_transition' 
 SELECT 1/(COUNT(*) = 0)::integer FROM pg_catalog.pg_trigger
 WHERE tgrelid = 'worker_tasks'::regclass AND tgname IN ('_100_touch_updated_at', '_300_limit_idle_transaction');
 
+-- The row rules live in the trigger: no CHECK constraint is left on worker_tasks.
+SELECT 1/(COUNT(*) = 0)::integer FROM pg_catalog.pg_constraint
+WHERE conrelid = 'worker_tasks'::regclass AND contype = 'c';
+
 ROLLBACK;
