@@ -254,35 +254,32 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 -- triggers
 
 SELECT triggers_are('worker_tasks', ARRAY[
-    '_500_enforce_transition', '_600_record_attempt',
-    '_700_chain_follow_ups', '_900_notify_enqueued', '_900_notify_requeued', '_900_wake_for_freed_store'],
+    '_500_enforce_transition', '_600_after_status_change', '_900_notify_enqueued'],
     'Should have exactly the documented triggers on worker_tasks');
 SELECT hasnt_trigger('worker_tasks', '_100_touch_updated_at',
                      'Should stamp updated_at in _500_enforce_transition, not a trigger of its own');
 SELECT has_trigger('worker_tasks', '_500_enforce_transition', 'Should have trigger _500_enforce_transition');
-SELECT has_trigger('worker_tasks', '_600_record_attempt', 'Should have trigger _600_record_attempt');
+SELECT has_trigger('worker_tasks', '_600_after_status_change', 'Should have trigger _600_after_status_change');
 SELECT has_trigger('worker_tasks', '_900_notify_enqueued', 'Should have trigger _900_notify_enqueued');
-SELECT has_trigger('worker_tasks', '_900_notify_requeued', 'Should have trigger _900_notify_requeued');
+SELECT hasnt_trigger('worker_tasks', '_900_notify_requeued',
+                     'Should wake for a requeued task in _600_after_status_change, not a trigger of its own');
 SELECT hasnt_trigger('worker_tasks', '_300_limit_idle_transaction',
                      'Should limit idle transactions in _500_enforce_transition, not a trigger of its own');
 SELECT trigger_is('worker_tasks', '_500_enforce_transition', 'tg_worker_tasks__enforce_transition',
                   'Should run tg_worker_tasks__enforce_transition from _500_enforce_transition');
-SELECT trigger_is('worker_tasks', '_600_record_attempt', 'tg_worker_tasks__record_attempt',
-                  'Should run tg_worker_tasks__record_attempt from _600_record_attempt');
+SELECT trigger_is('worker_tasks', '_600_after_status_change', 'tg_worker_tasks__after_status_change',
+                  'Should run tg_worker_tasks__after_status_change from _600_after_status_change');
 SELECT trigger_is('worker_tasks', '_900_notify_enqueued', 'tg_worker_tasks__notify_enqueued',
                   'Should run tg_worker_tasks__notify_enqueued from _900_notify_enqueued');
-SELECT trigger_is('worker_tasks', '_900_notify_requeued', 'tg_worker_tasks__notify_requeued',
-                  'Should run tg_worker_tasks__notify_requeued from _900_notify_requeued');
+SELECT hasnt_trigger('worker_tasks', '_600_record_attempt',
+                     'Should record an ended attempt in _600_after_status_change, not a trigger of its own');
 -- tgtype bits: 1 row, 2 before, 4 insert, 8 delete, 16 update, 32 truncate
 SELECT results_eq(
     $$SELECT tgname::text COLLATE "default", tgtype::integer FROM pg_trigger
       WHERE tgrelid = 'worker_tasks'::regclass AND NOT tgisinternal ORDER BY tgname$$,
     $$VALUES ('_500_enforce_transition', 1 + 2 + 4 + 16),
-             ('_600_record_attempt', 1 + 16),
-             ('_700_chain_follow_ups', 1 + 16),
-             ('_900_notify_enqueued', 4),
-             ('_900_notify_requeued', 1 + 16),
-             ('_900_wake_for_freed_store', 1 + 16)$$,
+             ('_600_after_status_change', 1 + 16),
+             ('_900_notify_enqueued', 4)$$,
     'Should fire each trigger at the documented timing, level and events');
 
 /****************************************************************************/

@@ -3,7 +3,7 @@ BEGIN;
 SELECT plan(10);
 
 SELECT has_table('task_role_chains', 'Should have table task_role_chains');
-SELECT has_trigger('worker_tasks', '_700_chain_follow_ups', 'Should chain follow-ups from a trigger');
+SELECT has_trigger('worker_tasks', '_600_after_status_change', 'Should chain follow-ups from a trigger');
 SELECT results_eq(
     $$SELECT from_role, to_role, result_key, per_store_ids FROM task_role_chains ORDER BY from_role$$,
     $$VALUES ('product_discovery'::text, 'product_refresh'::text, 'payload_id'::text, false),
