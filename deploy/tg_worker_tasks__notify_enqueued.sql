@@ -1,6 +1,5 @@
 -- Deploy taskpool:tg_worker_tasks__notify_enqueued to pg
--- requires: tg_worker_tasks__notify_enqueued@v0.2.0
--- requires: _wake_waiting_workers
+-- requires: tg_worker_tasks__notify_enqueued@v0.5.0
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -13,22 +12,19 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-DECLARE
-    v_ready record;
 BEGIN
     -- Only workers that said they wait (task_worker_waits) are notified, each on its own channel:
     -- a busy pool pays no NOTIFY, and one task does not wake every idle worker of its role.
-    -- Tasks scheduled later wake nobody; workers find them by polling. Roles in a fixed order,
-    -- so that two enqueuers take the wake-up locks in the same order.
-    FOR v_ready IN
-        SELECT n.role, count(*) AS tasks
-        FROM new_tasks n
-        WHERE n.scheduled_for <= taskpool_now()
-        GROUP BY n.role
-        ORDER BY n.role
-    LOOP
-        PERFORM _wake_waiting_workers(v_ready.role, v_ready.tasks);
-    END LOOP;
+    -- Tasks scheduled later wake nobody; workers find them by polling. The wake-ups are only
+    -- recorded here and done at commit (task_wake_requests): what _wake_waiting_workers does,
+    -- for all roles in one statement rather than a call per role, each planned afresh, which
+    -- cost a single-task enqueue as much as its own insert.
+    INSERT INTO task_wake_requests AS r (backend_pid, role, ready)
+    SELECT pg_backend_pid(), n.role, count(*)
+    FROM new_tasks n
+    WHERE n.scheduled_for <= taskpool_now()
+    GROUP BY n.role
+    ON CONFLICT ON CONSTRAINT task_wake_requests_pkey DO UPDATE SET ready = r.ready + excluded.ready;
     RETURN NULL;
 END;
 $$;

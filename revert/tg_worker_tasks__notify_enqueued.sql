@@ -3,19 +3,32 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.2.0 body: one broadcast per role on taskpool_task_enqueued.
+-- Back to the v0.5.0 body: a call to _wake_waiting_workers per role.
+
+-- tg_worker_tasks__notify_enqueued
+-- Wakes one waiting worker of the role per ready task an INSERT statement added.
 CREATE OR REPLACE FUNCTION tg_worker_tasks__notify_enqueued()
 RETURNS trigger
 LANGUAGE plpgsql
-SECURITY INVOKER
-RESET search_path
+SECURITY DEFINER
+SET search_path = public, pg_temp
 AS $$
+DECLARE
+    v_ready record;
 BEGIN
-    -- One notification per role per statement, payload the role: notifications coalesce and are
-    -- size-limited, so they only say "look", and a woken worker always claims to find out.
-    -- Tasks scheduled later wake nobody; workers find them by polling.
-    PERFORM pg_notify('taskpool_task_enqueued', ready.role)
-    FROM (SELECT DISTINCT n.role FROM new_tasks n WHERE n.scheduled_for <= taskpool_now()) AS ready;
+    -- Only workers that said they wait (task_worker_waits) are notified, each on its own channel:
+    -- a busy pool pays no NOTIFY, and one task does not wake every idle worker of its role.
+    -- Tasks scheduled later wake nobody; workers find them by polling. Roles in a fixed order,
+    -- so that two enqueuers take the wake-up locks in the same order.
+    FOR v_ready IN
+        SELECT n.role, count(*) AS tasks
+        FROM new_tasks n
+        WHERE n.scheduled_for <= taskpool_now()
+        GROUP BY n.role
+        ORDER BY n.role
+    LOOP
+        PERFORM _wake_waiting_workers(v_ready.role, v_ready.tasks);
+    END LOOP;
     RETURN NULL;
 END;
 $$;

@@ -1,0 +1,10 @@
+-- Verify taskpool:tg_worker_tasks__notify_enqueued on pg
+
+BEGIN;
+
+SELECT 1/COUNT(*) FROM pg_catalog.pg_trigger
+WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_900_notify_enqueued';
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE proname = 'tg_worker_tasks__notify_enqueued' AND pg_get_functiondef(oid) LIKE '%_wake_waiting_workers(%';
+
+ROLLBACK;
