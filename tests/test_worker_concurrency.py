@@ -28,7 +28,7 @@ from worker_support import (
     wait_for_status,
 )
 
-from pyworker.worker import ABORT_WIND_DOWN_SECONDS
+from pyworker.worker import ABORT_WIND_DOWN_SECONDS, COMPLETION_BATCH_MAX
 
 
 def executions(conn: psycopg.Connection, task_ids: list[int]) -> list[tuple]:
@@ -230,3 +230,44 @@ def test_a_cancel_kills_that_task_s_command_alone(
     finally:
         for pid in [*pids[victim], *pids[other]]:
             kill_if_running(pid)
+
+
+def held_by(conn: psycopg.Connection, worker_id: str) -> int:
+    return fetch_one(
+        conn, "SELECT count(*) FROM worker_tasks WHERE worker_id = %s AND status = 'running'", (worker_id,)
+    )[0]
+
+
+def test_a_recorder_slower_than_the_handlers_bounds_what_the_worker_holds(
+    pool: psycopg.Connection, workers: Workers, db_url: str
+) -> None:
+    """A handler that returns at once frees its slot before its outcome is recorded: the worker
+    claims on only while the outcomes waiting for the recorder fit one batch."""
+    (store,) = fetch_one(pool, "INSERT INTO dispensaries (name) VALUES ('Held store') RETURNING id")
+    total = COMPLETION_BATCH_MAX + 500
+    pool.execute(
+        "SELECT count(*) FROM enqueue_tasks((SELECT jsonb_agg(jsonb_build_object("
+        "'role', 'test_chain', 'payload', jsonb_build_object('store', %s::int, 'to_role', 'test_outcome')))"
+        " FROM generate_series(1, %s)))",
+        (store, total),
+    )
+    with psycopg.connect(db_url) as blocker:
+        # The recorder's transaction enqueues each follow-up for this store: it waits for the lock.
+        blocker.execute("SELECT FROM dispensaries WHERE id = %s FOR UPDATE", (store,))
+        worker = workers.start("test_chain", "window-1", concurrency=8)
+        wait_for(lambda: held_by(pool, "window-1") >= COMPLETION_BATCH_MAX, 30, "the window to fill",
+                 also=worker.describe)
+        time.sleep(1.0)
+        held = held_by(pool, "window-1")
+        assert held <= 8 + COMPLETION_BATCH_MAX
+        time.sleep(1.0)
+        assert held_by(pool, "window-1") == held, "it claimed on with its window full"
+        blocker.rollback()
+    wait_for(
+        lambda: fetch_one(pool, "SELECT count(*) FROM worker_tasks WHERE role = 'test_chain' AND status = 'completed'")[0]
+        == total,
+        60,
+        "every task to complete once the recorder could go on",
+        also=worker.describe,
+    )
+    assert fetch_one(pool, "SELECT count(*) FROM worker_tasks WHERE role = 'test_outcome'")[0] == total

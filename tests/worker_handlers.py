@@ -13,6 +13,8 @@ Roles (the tests insert their task_roles rows):
   it records the reason and stops.
 - test_outcome: raises what the payload's `raise` names: ValueError (retried), PermanentError
   or Snooze(30); with "nothing", returns {"ok": true}.
+- test_chain: completes at once with one follow-up, a `to_role` task for the payload's `store`
+  (its enqueue, in the recording transaction, locks that store's row FOR KEY SHARE).
 - test_logs: logs as handlers and their libraries do (its own logger at DEBUG and INFO, a
   library's logger at WARNING, warnings.warn, a thread of its own that dies), then raises
   ValueError (`"raise": "value_error"`), a ValueError with a 50,000-character message
@@ -32,7 +34,7 @@ import psycopg
 
 from pyworker.db import Task
 from pyworker.errors import PermanentError, Snooze
-from pyworker.handlers import Aborted, handler
+from pyworker.handlers import Aborted, Completion, handler
 
 STEP_SECONDS = 0.05
 
@@ -116,6 +118,14 @@ def outcome(task: Task) -> dict[str, Any]:
     if kind == "snooze":
         raise Snooze(30)
     raise AssertionError(f"unknown outcome {kind!r}")
+
+
+@handler("test_chain")
+def chain(task: Task) -> Completion:
+    return Completion(
+        result={"ok": True},
+        follow_ups=[{"role": task.payload["to_role"], "dispensary_id": task.payload["store"]}],
+    )
 
 
 @handler("test_logs")

@@ -56,6 +56,7 @@ ROLES = {
     "test_outcome": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_command": {"run_timeout": "2 seconds", "max_retries": 0},
     "test_logs": {"backoff_base": "20 seconds", "max_retries": 3},
+    "test_chain": {"max_retries": 0},
 }
 
 
