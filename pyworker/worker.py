@@ -470,7 +470,7 @@ class Worker:
             log.info(
                 "Claimed %d tasks (%s)",
                 len(tasks),
-                some_ids([task.id for task in tasks]),
+                ", ".join(str(task.id) for task in tasks),
                 extra=event("tasks_claimed"),
             )
         self._begin_waiting(now)
@@ -882,7 +882,7 @@ class Worker:
             log.info(
                 "Completed %d tasks (%s)",
                 len(completed),
-                some_ids([task.id for task, _duration in completed]),
+                ", ".join(str(task.id) for task, _duration in completed),
                 extra=event("tasks_completed", outcome="completed"),
             )
 
@@ -1036,12 +1036,6 @@ class Worker:
                 )
                 self._exiting.wait(pause)
                 delay = min(delay * 2, BACKOFF_MAX)
-
-
-def some_ids(ids: list[int], shown: int = 10) -> str:
-    """A batch's ids for its log line: the first few and how many more (a batch holds up to 1,000)."""
-    listed = ", ".join(str(task_id) for task_id in ids[:shown])
-    return listed if len(ids) <= shown else f"{listed} and {len(ids) - shown} more"
 
 
 def describe(error: BaseException) -> str:
