@@ -32,7 +32,9 @@ def task_specs(count: int, stores: list[int], max_ms: int, rng: random.Random) -
 @scenario(1, "SIGKILL storm")
 def sigkill_storm(ctx: Context, result: Result) -> None:
     rng = random.Random(1)
-    workers = ctx.scale(4, 8)
+    # Two processes of 8 (concurrency): one is always up while the other is killed, and each
+    # kill orphans up to 8 tasks at once.
+    workers = 2
     count = ctx.scale(1500, 20000)
     pause = ctx.scale((1.0, 2.0), (2.0, 4.0))
     threshold = 3
@@ -64,6 +66,11 @@ def sigkill_storm(ctx: Context, result: Result) -> None:
         f"{len(late)} late (max {max(late, default=0):.2f} s), {len(metrics.unrecovered)} never re-claimed",
     )
     result.check("the storm killed workers holding tasks", metrics.recovery, "no orphan to recover")
+    orphans = [len(row[0]) for row in ctx.execute(
+        "SELECT detail->'orphans' FROM fault_events WHERE kind = 'kill'")]
+    result.check("a kill orphaned several tasks at once", max(orphans, default=0) > 1,
+                 f"at most {max(orphans, default=0)} a kill")
+    result.figure("orphans per kill max", max(orphans, default=0))
     result.figure("throughput tasks/s", count / seconds)
     result.figure("drain after the storm s", elapsed)
 
@@ -214,7 +221,7 @@ def connections_killed(ctx: Context, result: Result) -> None:
                 terminate(True)
 
     ctx.scheduler(TICK_SECONDS)
-    fleet = ctx.fleet(ctx.scale(3, 6), heartbeat_ms=50, poll_ms=200,
+    fleet = ctx.fleet(2, heartbeat_ms=50, poll_ms=200,
                       url=make_conninfo(ctx.url, host="127.0.0.1", port=str(proxy.port)))
     threads = [watch(stop, lambda: terminate(False), 0.005), watch(stop, hold_a_running_task, 0.3)]
     try:
@@ -345,7 +352,7 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
     ctx.prepare(stale_threshold="3 seconds")
     stores = ctx.stores(100)
     ctx.scheduler(TICK_SECONDS)
-    fleet = ctx.fleet(ctx.scale(4, 8))
+    fleet = ctx.fleet(2)
     producer = Producer(ctx, lambda: task_specs(20, stores, 20, rng))
     restarts = []
     try:
