@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from faults.harness import Context
 from faults.report import Result
 
-MODULES = ("crashes", "races", "clock", "poison", "abuse", "depth", "soak")
+MODULES = ("crashes", "races", "clock", "poison", "abuse", "depth", "soak", "stops")
 
 
 @dataclass(frozen=True)
