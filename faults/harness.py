@@ -469,11 +469,16 @@ class Fleet:
         wait_until(
             lambda: self.context.sessions_gone(name), 20, f"the sessions of {name} to end"
         )
+        # A restart keeps the name: what an earlier death under it orphaned, and the tick has not
+        # recovered yet, still names it, and is that death's orphan, timed from that death.
         orphans = [
             list(row)
             for row in self.context.execute(
-                "SELECT id, attempt FROM worker_tasks"
-                " WHERE worker_id = %s AND status IN ('claimed', 'running') ORDER BY id",
+                "SELECT t.id, t.attempt FROM worker_tasks t"
+                " WHERE t.worker_id = %s AND t.status IN ('claimed', 'running')"
+                " AND NOT EXISTS (SELECT FROM fault_events k, jsonb_array_elements(k.detail->'orphans') o"
+                "                 WHERE (o->>0)::bigint = t.id AND (o->>1)::integer = t.attempt)"
+                " ORDER BY t.id",
                 (name,),
             )
         ]
