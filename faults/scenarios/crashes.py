@@ -179,7 +179,7 @@ def connections_killed(ctx: Context, result: Result) -> None:
     heartbeat_task or complete_task (the latter two made to wait on a row lock the harness holds
     a moment, so the kill lands inside them); and answers lost after the commit (faults.proxy):
     a claim, a heartbeat or a completion that committed but whose worker never heard."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg.conninfo import make_conninfo
 
     from faults.proxy import Proxy, watch
 
@@ -187,8 +187,11 @@ def connections_killed(ctx: Context, result: Result) -> None:
     ctx.prepare(stale_threshold="2 seconds")
     stores = ctx.stores(50)
     ids = ctx.enqueue(task_specs(ctx.scale(600, 3000), stores, 80, rng))
-    params = conninfo_to_dict(ctx.url)
-    proxy = Proxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432),
+    # The server the harness's own session reached: a URL may leave host and port to the libpq
+    # environment (PGPORT), which the proxy does not read.
+    # (A Unix socket's directory is no TCP host: the same server on the loopback then.)
+    host = ctx.conn.info.host
+    proxy = Proxy("127.0.0.1" if host.startswith("/") else host, ctx.conn.info.port,
                   FAULT_POINTS, probability=ctx.scale(0.04, 0.02))
     terminated: dict[str, int] = {}
     last_kill = [0.0]
@@ -313,15 +316,14 @@ def local_cluster(ctx: Context) -> dict[str, str] | None:
     """scripts/cluster info of the project cluster when the scenario's server is that cluster."""
     import subprocess
 
-    from psycopg.conninfo import conninfo_to_dict
-
     from faults.harness import REPO_ROOT
 
     info = subprocess.run([str(REPO_ROOT / "scripts" / "cluster"), "info"], capture_output=True, text=True)
     fields = dict(line.split("=", 1) for line in info.stdout.splitlines() if "=" in line)
-    params = conninfo_to_dict(ctx.url)
-    same = (fields.get("running") == "yes" and params.get("host") in ("127.0.0.1", "localhost")
-            and str(params.get("port")) == fields.get("port"))
+    # Host and port as the session resolved them: the URL may leave them to the libpq environment.
+    info = ctx.conn.info
+    same = (fields.get("running") == "yes" and info.host in ("127.0.0.1", "localhost")
+            and str(info.port) == fields.get("port"))
     return fields if same else None
 
 
