@@ -83,7 +83,9 @@ LEFT JOIN worker_tasks n ON n.id = o.task_id AND n.attempt = o.attempt + 1
 WHERE k.detail ? 'orphans'
 """
 COMPLETED_IDS = "SELECT id FROM worker_tasks WHERE status = 'completed' AND id = ANY(%(ids)s::bigint[])"
-ACKED_COMPLETION = re.compile(r"Task (\d+) completed successfully")
+# A completion the worker logged as recorded: alone, or in a batch (one line per complete_tasks
+# call, as a worker running many tasks at once mostly records them).
+ACKED_COMPLETION = re.compile(r"Task (\d+) completed successfully|Completed \d+ tasks \(([\d, ]+)\)")
 
 
 @dataclass
@@ -159,7 +161,12 @@ def measure(
         elif status not in ("failed", "cancelled", "completed"):
             metrics.unrecovered.append(task_id)
     if logs:
-        acked = sorted({int(m) for text in logs.values() for m in ACKED_COMPLETION.findall(text)})
+        acked = sorted({
+            int(task_id)
+            for text in logs.values()
+            for alone, batch in ACKED_COMPLETION.findall(text)
+            for task_id in (alone or batch).split(", ")
+        })
         metrics.acked_completions = len(acked)
         held = {row[0] for row in conn.execute(COMPLETED_IDS, {"ids": acked})}
         metrics.acked_missing = [task_id for task_id in acked if task_id not in held]

@@ -78,6 +78,9 @@ CREATE TRIGGER _990_fault_log_completion AFTER UPDATE OF status ON worker_tasks
 """
 
 ROLE = "fault_work"
+# How many tasks a worker process runs at once unless a scenario says otherwise: the runtime as it
+# is deployed (issue 13), so that a process killed orphans up to this many tasks at once.
+CONCURRENCY = 8
 ROLE_DEFAULTS = {"stale_threshold": "3 seconds", "backoff_base": "1 second", "max_retries": 3}
 # The login the suite's workers run as: granted taskpool_worker and nothing else, as the
 # least-privilege deployment gives a worker, so a worker that needs more fails here. Roles are
@@ -186,6 +189,8 @@ class Context:
     soak_seconds: float | None = None
     processes: list[Process] = field(default_factory=list)
     enqueued: list[int] = field(default_factory=list)
+    # The shape of each fleet the scenario started, "processes×concurrency" (the report's column).
+    fleet_shapes: list[str] = field(default_factory=list)
     _conn: psycopg.Connection | None = None
 
     # The database
@@ -325,10 +330,15 @@ class Context:
         heartbeat_ms: int = 500,
         grace: float = 5.0,
         url: str | None = None,
+        concurrency: int = CONCURRENCY,
     ) -> Fleet:
-        """`count` workers of fault_work, started; ids <prefix>1..N. They connect to `url`
-        (default: the scenario's database) as WORKER_LOGIN."""
-        fleet = Fleet(self)
+        """`count` worker processes of fault_work, each running up to `concurrency` tasks at once,
+        started; ids <prefix>1..N. They connect to `url` (default: the scenario's database) as
+        WORKER_LOGIN."""
+        fleet = Fleet(self, concurrency=concurrency)
+        shape = f"{count}×{concurrency}"
+        if shape not in self.fleet_shapes:
+            self.fleet_shapes.append(shape)
         for number in range(1, count + 1):
             name = f"{prefix}{number}"
             env = self.base_env()
@@ -339,6 +349,7 @@ class Context:
                 POLL_INTERVAL_MS=str(poll_ms),
                 HEARTBEAT_INTERVAL_MS=str(heartbeat_ms),
                 SHUTDOWN_GRACE_SECONDS=str(grace),
+                WORKER_CONCURRENCY=str(concurrency),
                 PYWORKER_HANDLERS="faults.handlers",
             )
             argv = [sys.executable, "-m", "pyworker", *self.worker_args]
@@ -423,6 +434,7 @@ class Fleet:
     """Worker processes of one scenario, by id; kills are recorded with the tasks they orphan."""
 
     context: Context
+    concurrency: int = CONCURRENCY
     workers: dict[str, Process] = field(default_factory=dict)
 
     def wait_ready(self, names: Iterable[str] | None = None) -> None:
@@ -457,11 +469,16 @@ class Fleet:
         wait_until(
             lambda: self.context.sessions_gone(name), 20, f"the sessions of {name} to end"
         )
+        # A restart keeps the name: what an earlier death under it orphaned, and the tick has not
+        # recovered yet, still names it, and is that death's orphan, timed from that death.
         orphans = [
             list(row)
             for row in self.context.execute(
-                "SELECT id, attempt FROM worker_tasks"
-                " WHERE worker_id = %s AND status IN ('claimed', 'running') ORDER BY id",
+                "SELECT t.id, t.attempt FROM worker_tasks t"
+                " WHERE t.worker_id = %s AND t.status IN ('claimed', 'running')"
+                " AND NOT EXISTS (SELECT FROM fault_events k, jsonb_array_elements(k.detail->'orphans') o"
+                "                 WHERE (o->>0)::bigint = t.id AND (o->>1)::integer = t.attempt)"
+                " ORDER BY t.id",
                 (name,),
             )
         ]

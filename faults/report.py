@@ -11,7 +11,7 @@ from typing import Any
 from faults.checker import Check, Metrics, as_dict
 
 COLUMNS = [
-    "#", "scenario", "faults injected", "tasks", "lost", "dup. completions", "dup. executions",
+    "#", "scenario", "workers (proc.×conc.)", "faults injected", "tasks", "lost", "dup. completions", "dup. executions",
     "store overlaps", "recovery p50 / p99 / max (s)", "verdict",
 ]
 
@@ -24,6 +24,8 @@ class Result:
     name: str
     form: str = "full"
     faults: str = "-"
+    # The worker fleets it ran, "processes×concurrency" each ("-": none).
+    workers: str = "-"
     metrics: Metrics | None = None
     checks: list[Check] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +70,7 @@ class Result:
             "name": self.name,
             "form": self.form,
             "faults": self.faults,
+            "workers": self.workers,
             "verdict": self.verdict,
             "metrics": as_dict(self.metrics) if self.metrics else None,
             "checks": [vars(check) for check in self.checks],
@@ -92,7 +95,7 @@ class Result:
                 dash if r["p50"] is None
                 else f"{r['p50']:.2f} / {r['p99']:.2f} / {r['max']:.2f} ({r['orphans']})"
             )
-        return [str(self.number), self.name, self.faults, *cells, recovery, self.verdict]
+        return [str(self.number), self.name, self.workers, self.faults, *cells, recovery, self.verdict]
 
     def notes(self) -> str:
         """One line: the figures, then what failed or why it was skipped."""

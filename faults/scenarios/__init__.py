@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from faults.harness import Context
 from faults.report import Result
 
-MODULES = ("crashes", "races", "clock", "poison", "abuse", "depth", "soak")
+MODULES = ("crashes", "races", "clock", "poison", "abuse", "depth", "soak", "stops")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ def run(number: int, ctx: Context) -> Result:
         result.error = f"{type(error).__name__}: {error}"
         (ctx.log_dir / "error.txt").write_text(traceback.format_exc() + "\n" + ctx.logs())
     finally:
+        result.workers = " + ".join(ctx.fleet_shapes) or "-"
         try:
             ctx.close()
         finally:

@@ -65,22 +65,22 @@ def clock_jumps(ctx: Context, result: Result) -> None:
     )
     ctx.scheduler(1)
     heartbeat = 3
-    workers = ctx.scale(6, 8)
-    fleet = ctx.fleet(workers, heartbeat_ms=heartbeat * 1000)
+    fleet = ctx.fleet(1, heartbeat_ms=heartbeat * 1000)
+    slots = len(fleet.workers) * fleet.concurrency
     phase = ctx.scale(4.0, 20.0)
     try:
         time.sleep(phase)
-        # A long task on every worker, long enough to be running at the jump and a tick after it.
+        # A long task in every slot, long enough to be running at the jump and a tick after it.
         long_tasks = ctx.enqueue([{"role": "fault_work", "priority": 100,
                                    "payload": {"ms": (3 * heartbeat + 1) * 1000, "long": n}}
-                                  for n in range(workers)])
+                                  for n in range(slots)])
         ids += long_tasks
         wait_until(lambda: ctx.scalar("SELECT count(*) FROM fault_executions WHERE task_id = ANY(%s)", (long_tasks,))
-                   >= workers, 30, "every worker to run a long task")
+                   >= slots, 30, "every slot to run a long task")
         # A heartbeat after the jump stamps its task with the new clock, so the task is rightly
-        # fresh; the fleet starts together, so its heartbeats come in rounds (a few tenths of a
-        # second wide). Jumping just after a round leaves the tick (every second) most of a
-        # heartbeat interval to find the tasks stale.
+        # fresh; a worker beats every task it holds in one call, once an interval. Jumping just
+        # after a beat leaves the tick (every second) most of a heartbeat interval to find the
+        # tasks stale.
         wait_for_heartbeat(ctx, long_tasks)
         time.sleep(0.5)
         jump = f"{threshold + 4} seconds"

@@ -32,7 +32,9 @@ def task_specs(count: int, stores: list[int], max_ms: int, rng: random.Random) -
 @scenario(1, "SIGKILL storm")
 def sigkill_storm(ctx: Context, result: Result) -> None:
     rng = random.Random(1)
-    workers = ctx.scale(4, 8)
+    # Two processes of 8 (concurrency): one is always up while the other is killed, and each
+    # kill orphans up to 8 tasks at once.
+    workers = 2
     count = ctx.scale(1500, 20000)
     pause = ctx.scale((1.0, 2.0), (2.0, 4.0))
     threshold = 3
@@ -64,6 +66,11 @@ def sigkill_storm(ctx: Context, result: Result) -> None:
         f"{len(late)} late (max {max(late, default=0):.2f} s), {len(metrics.unrecovered)} never re-claimed",
     )
     result.check("the storm killed workers holding tasks", metrics.recovery, "no orphan to recover")
+    orphans = [len(row[0]) for row in ctx.execute(
+        "SELECT detail->'orphans' FROM fault_events WHERE kind = 'kill'")]
+    result.check("a kill orphaned several tasks at once", max(orphans, default=0) > 1,
+                 f"at most {max(orphans, default=0)} a kill")
+    result.figure("orphans per kill max", max(orphans, default=0))
     result.figure("throughput tasks/s", count / seconds)
     result.figure("drain after the storm s", elapsed)
 
@@ -172,7 +179,7 @@ def connections_killed(ctx: Context, result: Result) -> None:
     heartbeat_task or complete_task (the latter two made to wait on a row lock the harness holds
     a moment, so the kill lands inside them); and answers lost after the commit (faults.proxy):
     a claim, a heartbeat or a completion that committed but whose worker never heard."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg.conninfo import make_conninfo
 
     from faults.proxy import Proxy, watch
 
@@ -180,8 +187,11 @@ def connections_killed(ctx: Context, result: Result) -> None:
     ctx.prepare(stale_threshold="2 seconds")
     stores = ctx.stores(50)
     ids = ctx.enqueue(task_specs(ctx.scale(600, 3000), stores, 80, rng))
-    params = conninfo_to_dict(ctx.url)
-    proxy = Proxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432),
+    # The server the harness's own session reached: a URL may leave host and port to the libpq
+    # environment (PGPORT), which the proxy does not read.
+    # (A Unix socket's directory is no TCP host: the same server on the loopback then.)
+    host = ctx.conn.info.host
+    proxy = Proxy("127.0.0.1" if host.startswith("/") else host, ctx.conn.info.port,
                   FAULT_POINTS, probability=ctx.scale(0.04, 0.02))
     terminated: dict[str, int] = {}
     last_kill = [0.0]
@@ -214,7 +224,7 @@ def connections_killed(ctx: Context, result: Result) -> None:
                 terminate(True)
 
     ctx.scheduler(TICK_SECONDS)
-    fleet = ctx.fleet(ctx.scale(3, 6), heartbeat_ms=50, poll_ms=200,
+    fleet = ctx.fleet(2, heartbeat_ms=50, poll_ms=200,
                       url=make_conninfo(ctx.url, host="127.0.0.1", port=str(proxy.port)))
     threads = [watch(stop, lambda: terminate(False), 0.005), watch(stop, hold_a_running_task, 0.3)]
     try:
@@ -306,15 +316,14 @@ def local_cluster(ctx: Context) -> dict[str, str] | None:
     """scripts/cluster info of the project cluster when the scenario's server is that cluster."""
     import subprocess
 
-    from psycopg.conninfo import conninfo_to_dict
-
     from faults.harness import REPO_ROOT
 
     info = subprocess.run([str(REPO_ROOT / "scripts" / "cluster"), "info"], capture_output=True, text=True)
     fields = dict(line.split("=", 1) for line in info.stdout.splitlines() if "=" in line)
-    params = conninfo_to_dict(ctx.url)
-    same = (fields.get("running") == "yes" and params.get("host") in ("127.0.0.1", "localhost")
-            and str(params.get("port")) == fields.get("port"))
+    # Host and port as the session resolved them: the URL may leave them to the libpq environment.
+    info = ctx.conn.info
+    same = (fields.get("running") == "yes" and info.host in ("127.0.0.1", "localhost")
+            and str(info.port) == fields.get("port"))
     return fields if same else None
 
 
@@ -345,7 +354,7 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
     ctx.prepare(stale_threshold="3 seconds")
     stores = ctx.stores(100)
     ctx.scheduler(TICK_SECONDS)
-    fleet = ctx.fleet(ctx.scale(4, 8))
+    fleet = ctx.fleet(2)
     producer = Producer(ctx, lambda: task_specs(20, stores, 20, rng))
     restarts = []
     try:

@@ -114,7 +114,7 @@ def pinned_xmin(ctx: Context, result: Result) -> None:
     stores = ctx.stores(100)
     phase = ctx.scale(10.0, 60.0)
     pin = ctx.scale(20.0, 120.0)
-    fleet = ctx.fleet(ctx.scale(4, 8))
+    fleet = ctx.fleet(1)
     def completions() -> int:
         return ctx.scalar("SELECT count(*) FROM fault_completions")
 

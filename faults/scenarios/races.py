@@ -255,7 +255,8 @@ def store_exclusion(ctx: Context, result: Result) -> None:
     from faults.scenarios.crashes import task_specs
 
     rng = random.Random(6)
-    workers = ctx.scale(12, 32)
+    # Processes of 8 (concurrency): 16 slots, 32 in full, on 10 stores.
+    workers = ctx.scale(2, 4)
     count = ctx.scale(1500, 20000)
     ctx.prepare(stale_threshold="1 second")
     stores = ctx.stores(10)
@@ -286,7 +287,7 @@ def store_exclusion(ctx: Context, result: Result) -> None:
     time.sleep(1.0)
     found = ctx.scalar(deadlocks) - before
     result.check("no deadlocks (pg_stat_database)", found == 0, f"{found} deadlocks")
-    result.faults = f"{recovered[0]} recoveries every 100 ms, {workers} workers on 10 stores"
+    result.faults = f"{recovered[0]} recoveries every 100 ms, {workers * fleet.concurrency} slots on 10 stores"
     result.figure("throughput tasks/s", count / seconds)
     result.figure("tasks recovered as stale", recovered[1])
 

@@ -60,7 +60,8 @@ def soak(ctx: Context, result: Result) -> None:
     ctx.prepare(stale_threshold=f"{THRESHOLD} seconds")
     stores = ctx.stores(100)
     ctx.scheduler(1)
-    fleet = ctx.fleet(ctx.scale(4, 6))
+    # Two processes of 8 (concurrency): a fault to one leaves the other working.
+    fleet = ctx.fleet(2)
     rate = ctx.scale(40, 60)
     producer = Producer(ctx, lambda: task_specs(rate // 5, stores, 20, rng))
     injected: dict[str, int] = {}
