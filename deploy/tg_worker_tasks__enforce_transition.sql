@@ -62,7 +62,7 @@ BEGIN
             END IF;
 
             -- Done here rather than in each function, so that no caller can forget it: a task back
-            -- in the pool belongs to nobody (its attempt is kept by _600_record_attempt), and a
+            -- in the pool belongs to nobody (its attempt is kept by _600_after_status_change), and a
             -- finished task says when it finished.
             IF NEW.status = 'pending' THEN
                 NEW.worker_id := NULL;

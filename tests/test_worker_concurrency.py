@@ -242,9 +242,10 @@ def test_a_recorder_slower_than_the_handlers_bounds_what_the_worker_holds(
     pool: psycopg.Connection, workers: Workers, db_url: str
 ) -> None:
     """A handler that returns at once frees its slot before its outcome is recorded: the worker
-    claims on only while the outcomes waiting for the recorder fit one batch."""
+    claims on only while the outcomes waiting for the recorder fit two batches."""
     (store,) = fetch_one(pool, "INSERT INTO dispensaries (name) VALUES ('Held store') RETURNING id")
-    total = COMPLETION_BATCH_MAX + 500
+    window = 2 * COMPLETION_BATCH_MAX
+    total = window + 500
     pool.execute(
         "SELECT count(*) FROM enqueue_tasks((SELECT jsonb_agg(jsonb_build_object("
         "'role', 'test_chain', 'payload', jsonb_build_object('store', %s::int, 'to_role', 'test_outcome')))"
@@ -255,11 +256,11 @@ def test_a_recorder_slower_than_the_handlers_bounds_what_the_worker_holds(
         # The recorder's transaction enqueues each follow-up for this store: it waits for the lock.
         blocker.execute("SELECT FROM dispensaries WHERE id = %s FOR UPDATE", (store,))
         worker = workers.start("test_chain", "window-1", concurrency=8)
-        wait_for(lambda: held_by(pool, "window-1") >= COMPLETION_BATCH_MAX, 30, "the window to fill",
+        wait_for(lambda: held_by(pool, "window-1") >= window, 30, "the window to fill",
                  also=worker.describe)
         time.sleep(1.0)
         held = held_by(pool, "window-1")
-        assert held <= 8 + COMPLETION_BATCH_MAX
+        assert held <= 8 + window
         time.sleep(1.0)
         assert held_by(pool, "window-1") == held, "it claimed on with its window full"
         blocker.rollback()
