@@ -24,8 +24,10 @@ DB_NAME ?= taskpool
 DATABASE_URL ?= postgresql://postgres@127.0.0.1:$(PGPORT)/$(DB_NAME)
 ROUNDTRIP_DB ?= taskpool_roundtrip
 UPGRADE_DB ?= taskpool_upgrade
-# The release an upgrade in place starts from: the last tag that has changes after it.
-UPGRADE_FROM ?= $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' sqitch.plan)
+# The releases an upgrade in place starts from: @v0.3.0 (the last release before the lean claim
+# and the one-process runtime, which issue 13 asks to upgrade from) and the last tag that has
+# changes after it.
+UPGRADE_FROM ?= $(sort @v0.3.0 $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' sqitch.plan))
 TEST_DB ?= taskpool_test
 DEMO_DB ?= taskpool_demo
 PG_BINDIR ?= /usr/lib/postgresql/15/bin
@@ -129,18 +131,20 @@ test-roundtrip: deps db
 	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch deploy --verify; \
 	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
 
-# TARGET test-upgrade: deploy the last release (UPGRADE_FROM), give it tasks in every state, upgrade in place, check them (UPGRADE_DB)
+# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it, give it tasks in every state, upgrade in place, check them (UPGRADE_DB)
 test-upgrade: deps db
-	@echo 'test-upgrade: from $(UPGRADE_FROM) to the head of the plan'
-	@$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'
-	@$(PGENV) createdb '$(UPGRADE_DB)'
-	@$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to '$(UPGRADE_FROM)'
-	@$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -o /dev/null -f sql_tests/upgrade/seed.sql
-	@$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify
-	@$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
-		-c 'CREATE EXTENSION IF NOT EXISTS pgtap'
-	@$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql
-	@$(PGENV) dropdb --force '$(UPGRADE_DB)'
+	@set -e; for from in $(UPGRADE_FROM); do \
+		echo "test-upgrade: from $$from to the head of the plan"; \
+		$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'; \
+		$(PGENV) createdb '$(UPGRADE_DB)'; \
+		$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from"; \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -o /dev/null -f sql_tests/upgrade/seed.sql; \
+		$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify; \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
+		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql; \
+		$(PGENV) dropdb --force '$(UPGRADE_DB)'; \
+	done
 
 # TARGET test-sql: deploy into a fresh TEST_DB, load pgTAP and sql_tests/helpers, run pg_prove on sql_tests/
 test-sql: deps db
