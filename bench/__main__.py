@@ -122,6 +122,27 @@ def io_bound_rows(run: Run) -> list[Row]:
         Row("io_connections", f"10 worker connections, {label}", "connections",
             Stat([s.connections for s in samples]), target=Target("<=", 4, "value"),
             note="the most pg_stat_activity rows of the worker process seen while it drained"),
+        *_io_two_roles_rows(run, label),
+    ]
+
+
+def _io_two_roles_rows(run: Run, label: str) -> list[Row]:
+    """The same drain, the tasks split over two roles that one worker process serves."""
+    plan = run.plan
+    roles = ("bench_sleep", "bench_sleep_other")
+    samples, error = [], None
+    try:
+        samples = [figures.drain_io_bound(run.server, plan, run.log_dir, roles)
+                   for _ in _reps(run, f"I/O-bound drain, two roles, {label}")]
+    except BenchError as failed:
+        error = str(failed)
+    return [
+        Row("io_drain_two_roles", f"10 I/O-bound drain, two roles, {label}", "tasks/s",
+            Stat([s.rate for s in samples]) if samples else None, target=Target(">=", 1600, "value"), error=error,
+            note=f"as above, half the tasks of each role, ONE process: --role {roles[0]} --role {roles[1]}"),
+        Row("io_connections_two_roles", f"10 worker connections, two roles, {label}", "connections",
+            Stat([s.connections for s in samples]) if samples else None, target=Target("<=", 4, "value"),
+            error=error, note="the most pg_stat_activity rows of the two-role worker process seen while it drained"),
     ]
 
 

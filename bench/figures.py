@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,23 +167,28 @@ def drain(server: Server, plan: Plan, log_dir: Path, prefetch: int | None) -> Dr
     return _drain_one_process(server, log_dir, "bench_noop", plan.drain_tasks, plan.workers, extra)
 
 
-def drain_io_bound(server: Server, plan: Plan, log_dir: Path) -> DrainSample:
-    """One `pyworker --concurrency 200` process drains io_tasks tasks whose handler sleeps."""
-    return _drain_one_process(server, log_dir, "bench_sleep", plan.io_tasks, plan.io_concurrency, [],
+def drain_io_bound(server: Server, plan: Plan, log_dir: Path, roles: Sequence[str] = ("bench_sleep",)) -> DrainSample:
+    """One `pyworker --concurrency 200` process drains io_tasks tasks whose handler sleeps; with
+    several roles, one process serves them all (`--role a --role b`), the tasks split evenly."""
+    extra = [arg for role in roles[1:] for arg in ("--role", role)]
+    return _drain_one_process(server, log_dir, roles, plan.io_tasks, plan.io_concurrency, extra,
                               env={"BENCH_SLEEP_MS": str(plan.io_sleep_ms)})
 
 
-def _drain_one_process(server: Server, log_dir: Path, role: str, tasks: int, concurrency: int,
+def _drain_one_process(server: Server, log_dir: Path, roles: str | Sequence[str], tasks: int, concurrency: int,
                        extra: list[str], env: dict[str, str] | None = None) -> DrainSample:
-    """Start one worker process, make `tasks` visible at once, time them from the database's
-    clock; sample the process's connections (pg_stat_activity) while it works."""
+    """Start one worker process, make `tasks` visible at once (split evenly over `roles`, the
+    worker's), time them from the database's clock; sample the process's connections
+    (pg_stat_activity) while it works."""
+    roles = (roles,) if isinstance(roles, str) else tuple(roles)
     url = server.fresh_bench_db()
-    with WorkerGroup(url, role, 1, log_dir, ["--concurrency", str(concurrency), *extra], env=env,
+    with WorkerGroup(url, roles[0], 1, log_dir, ["--concurrency", str(concurrency), *extra], env=env,
                      checkout=server.checkout) as group, \
             psycopg.connect(url, autocommit=True) as conn:
         group.wait_registered()
         with conn.transaction():  # all of them visible at the same instant
-            enqueue_noop(conn, tasks, role)
+            for n, role in enumerate(roles):
+                enqueue_noop(conn, tasks // len(roles) + (n < tasks % len(roles)), role)
         deadline = time.monotonic() + max(120.0, tasks / 100)
         connections = 0
         while True:

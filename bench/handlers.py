@@ -2,7 +2,8 @@
 
 - bench_noop: does nothing; the drain figures measure the queue, not the work.
 - bench_sleep: sleeps BENCH_SLEEP_MS (100 ms by default), as an I/O-bound handler waits on the
-  network; the I/O-bound figure measures how many a process keeps in flight.
+  network; the I/O-bound figure measures how many a process keeps in flight. bench_sleep_other
+  too: a worker serving both roles keeps both in flight.
 - bench_wakeup: appends "task_id wall_clock" to the file named by BENCH_EVENTS_FILE at the
   moment the handler starts, for the wake-up latency figure. One write(2) per line: lines from
   several processes appending to one file never interleave.
@@ -23,6 +24,7 @@ def noop(task: Task) -> None:
 
 
 @handler("bench_sleep")
+@handler("bench_sleep_other")
 def sleep(task: Task) -> None:
     time.sleep(int(os.environ.get("BENCH_SLEEP_MS", "100")) / 1000)
 

@@ -30,7 +30,7 @@ OTHER_DB = "taskpool_bench_other"  # the second database of the depth and histor
 PGBENCH_DB = "taskpool_bench_pgbench"
 
 # The roles the bench's handlers serve (bench/handlers.py), added to the template.
-BENCH_ROLES = ("bench_noop", "bench_sleep", "bench_wakeup")
+BENCH_ROLES = ("bench_noop", "bench_sleep", "bench_sleep_other", "bench_wakeup")
 
 # libpq connection parameters and their environment variables, for pgbench and sqitch.
 LIBPQ_ENV = {

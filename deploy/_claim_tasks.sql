@@ -143,9 +143,10 @@ BEGIN
             HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
     END IF;
 
-    -- A worker that was waiting is at work again: the next enqueue need not wake it.
+    -- A worker that was waiting for the role is at work on it again: the next enqueue need not
+    -- wake it for this role (one serving several roles still waits for the others).
     IF v_claimed > 0 THEN
-        DELETE FROM task_worker_waits w WHERE w.worker_id = _claim_tasks.worker_id;
+        DELETE FROM task_worker_waits w WHERE w.worker_id = _claim_tasks.worker_id AND w.role = _claim_tasks.role;
     END IF;
 END;
 $$;

@@ -5,6 +5,10 @@
 -- requires: claim_and_start_tasks
 -- requires: tg_worker_tasks__enforce_transition
 -- requires: worker_tasks_one_active_per_store_not_null
+-- requires: register_worker
+-- requires: mark_worker_waiting
+-- requires: v_worker_capacity
+-- requires: v_workers
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -18,7 +22,8 @@ AS $$
     -- Example:
     --   SELECT taskpool_schema_version();   -- '0.6.0'
     -- 0.6.0: heartbeat_tasks (a worker's held tasks in one call, an answer each); the claim
-    -- without a subtransaction or per-call planning; one BEFORE trigger on worker_tasks.
+    -- without a subtransaction or per-call planning; one BEFORE trigger on worker_tasks; workers
+    -- that serve several roles (register_worker(worker_id, roles[], ...), mark_worker_waiting(worker_id, role)).
     -- 0.5.0: fail_task keeps the attempt's error_details (a traceback, bounded); add_store;
     -- taskpool_health() and v_workers (liveness); v_waiting_tasks; batched pruning
     -- (prune_tasks_in_batches, count_prunable_tasks); generate_resync_plan says what it skipped.

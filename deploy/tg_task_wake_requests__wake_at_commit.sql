@@ -71,7 +71,7 @@ BEGIN
         ),
         woken AS (
             DELETE FROM task_worker_waits w USING chosen
-            WHERE w.worker_id = chosen.worker_id
+            WHERE w.worker_id = chosen.worker_id AND w.role = v_request.role
             RETURNING w.worker_id
         )
         SELECT count(pg_notify(worker_wake_channel(woken.worker_id), v_request.role))

@@ -1,14 +1,13 @@
 -- Deploy taskpool:v_worker_capacity to pg
--- requires: worker_tasks
--- requires: task_workers
--- requires: worker_task_attempts_ended_at_idx
+-- requires: v_worker_capacity@v0.5.0
+-- requires: task_worker_roles
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- v_worker_capacity
 -- Per role: the work waiting, the workers there are, how fast they go, and how many it takes to drain.
-CREATE VIEW v_worker_capacity AS
+CREATE OR REPLACE VIEW v_worker_capacity AS
 WITH
 clock AS (
     SELECT taskpool_now() AS now
@@ -30,11 +29,14 @@ busy AS (
     GROUP BY t.role
 ),
 -- registered workers seen in the last 2 minutes, busy or idle (they heartbeat every 30 s by default)
+-- A worker that serves several roles counts once for each of them.
 seen AS (
-    SELECT w.role, count(*) AS active_workers
-    FROM task_workers w CROSS JOIN clock c
+    SELECT wr.role, count(*) AS active_workers
+    FROM task_worker_roles wr
+    JOIN task_workers w ON w.worker_id = wr.worker_id
+    CROSS JOIN clock c
     WHERE w.last_seen_at > c.now - interval '2 minutes'
-    GROUP BY w.role
+    GROUP BY wr.role
 ),
 -- the last hour's completions: how many, and how long one took from claim to completion
 done AS (
@@ -111,7 +113,7 @@ COMMENT ON VIEW v_worker_capacity IS
     'pending / (active_workers * tasks_per_worker_hour): 0 with nothing pending, NULL with no active '
     'worker or unknown throughput. workers_needed_for_N_hours = ceil(pending / (rate * N)): 0 with '
     'nothing pending, NULL when the rate is unknown. active_workers: registry rows seen in the last '
-    '2 minutes. failure_rate: failed attempts / (failed attempts + completions) in the last hour, NULL '
+    '2 minutes, a worker counted for each role it serves. failure_rate: failed attempts / (failed attempts + completions) in the last hour, NULL '
     'with neither.';
 
 COMMIT;

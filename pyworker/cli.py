@@ -35,7 +35,7 @@ from click.core import ParameterSource
 
 from pyworker import __version__, logs
 from pyworker import cron as cron_jobs
-from pyworker.config import WorkerConfig, default_database_url, default_worker_id
+from pyworker.config import WorkerConfig, default_database_url, default_worker_id, parse_roles
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
 from pyworker.errors import (
     ConfigurationError,
@@ -134,7 +134,7 @@ class TaskpoolGroup(SharedOptionsGroup):
                 raise
             # A worker logging JSON says why it cannot run in JSON too: a log shipper reading its
             # stderr gets no line it cannot parse.
-            logs.setup(settings.log_format, settings.log_level, settings.worker_id, settings.role)
+            logs.setup(settings.log_format, settings.log_level, settings.worker_id, " ".join(settings.roles))
             logs.log.error(error.format_message(), extra=logs.event("worker_refused_to_start"))
             ctx.exit(error.exit_code)
 
@@ -161,7 +161,7 @@ class TaskpoolGroup(SharedOptionsGroup):
 
 def _runs_a_worker(ctx: click.Context, settings: Settings | None) -> bool:
     """Whether this invocation is `pyworker --role R` (a worker), not an operator command."""
-    return settings is not None and settings.role is not None and ctx.invoked_subcommand is None
+    return settings is not None and bool(settings.roles) and ctx.invoked_subcommand is None
 
 
 def _verbose(ctx: click.Context) -> bool:
@@ -182,7 +182,7 @@ class Settings:
     database_url: str
     verbose: bool
     wide: bool
-    role: str | None
+    roles: tuple[str, ...]
     worker_id: str
     poll_interval_ms: int
     heartbeat_interval_ms: int
@@ -191,7 +191,7 @@ class Settings:
     log_format: str
     log_level: str
     shutdown_grace_seconds: float
-    concurrency: int
+    concurrency: int | None
     processes: int
     prefetch: int
     _db: Database | None = field(default=None, init=False, repr=False)
@@ -212,7 +212,7 @@ class Settings:
 
     def worker_config(self) -> WorkerConfig:
         """The WorkerConfig of `pyworker --role R` (intervals in seconds)."""
-        assert self.role is not None
+        assert self.roles
         try:
             command = tuple(shlex.split(self.command)) if self.command else ()
         except ValueError as error:
@@ -220,7 +220,7 @@ class Settings:
         try:
             return WorkerConfig(
                 database_url=self.database_url,
-                role=self.role,
+                roles=parse_roles(self.roles),
                 worker_id=self.worker_id,
                 poll_interval=self.poll_interval_ms / 1000,
                 heartbeat_interval=self.heartbeat_interval_ms / 1000,
@@ -250,8 +250,11 @@ pass_settings = click.make_pass_decorator(Settings)
     "--role",
     envvar="WORKER_ROLE",
     show_envvar=True,
-    metavar="ROLE",
-    help="Run a worker for this role (with no command).",
+    multiple=True,
+    metavar="ROLE[=N]",
+    help="Run a worker for this role (with no command). Repeat it for a worker that serves several"
+    " roles from one process (the variable: space-separated); ROLE=N runs at most N of the role's"
+    " tasks at once.",
 )
 @click.option(
     "--worker-id",
@@ -325,9 +328,9 @@ pass_settings = click.make_pass_decorator(Settings)
     envvar="WORKER_CONCURRENCY",
     show_envvar=True,
     type=click.IntRange(min=1, max=1000),
-    default=1,
-    show_default=True,
-    help="Run up to N tasks at the same time in one worker process (on at most 4 connections).",
+    show_default="1 a role; with ROLE=N shares, their sum",
+    help="Run up to N tasks at the same time in one worker process, all its roles together"
+    " (on at most 4 connections).",
 )
 @click.option(
     "--processes",
@@ -352,7 +355,7 @@ def main(
     database_url: str,
     verbose: bool,
     wide: bool,
-    role: str | None,
+    role: tuple[str, ...],
     worker_id: str | None,
     poll_interval_ms: int,
     heartbeat_interval_ms: int,
@@ -361,14 +364,15 @@ def main(
     log_format: str,
     log_level: str | None,
     shutdown_grace_seconds: float,
-    concurrency: int,
+    concurrency: int | None,
     processes: int,
     prefetch: int,
 ) -> None:
     """taskpool worker and operator commands.
 
-    With --role and no command, run a worker for that role. Otherwise run one of the commands
-    below; each prints a table, or one JSON document with --json.
+    With --role and no command, run a worker for that role (or for several from one process:
+    --role a --role b=4). Otherwise run one of the commands below; each prints a table, or one
+    JSON document with --json.
 
     The options above --role are global: every command also takes them after its name.
 
@@ -379,7 +383,7 @@ def main(
         database_url=database_url,
         verbose=verbose,
         wide=wide,
-        role=role,
+        roles=tuple(role),
         worker_id=worker_id or default_worker_id(),
         poll_interval_ms=poll_interval_ms,
         heartbeat_interval_ms=heartbeat_interval_ms,
@@ -396,7 +400,7 @@ def main(
     ctx.obj = settings
     if ctx.invoked_subcommand is not None:
         return
-    if role is None:
+    if not role:
         click.echo(ctx.get_help())
         ctx.exit(0)
     config = settings.worker_config()
@@ -1071,7 +1075,8 @@ def prune(
 
 WORKER_COLUMNS: list[Column] = [
     ("worker", "worker_id"),
-    ("role", "role"),
+    # Every role it serves (v_workers.roles), the first first; an older schema: its one role.
+    ("role", lambda row: ",".join(row.get("roles") or [row["role"]])),
     ("host", "host"),
     ("pid", "pid"),
     ("started_at", "started_at"),
@@ -1090,8 +1095,9 @@ def workers(settings: Settings, as_json: bool) -> None:
 
     A worker is SILENT when it has not been heard from for longer than its role's stale
     threshold: probably killed, as it never deregistered. Its tasks stay claimed or running
-    until the tick recovers them. With --json, one object per worker: last_seen_age and
-    stale_threshold in seconds, liveness ("live" or "silent") and task_ids.
+    until the tick recovers them. A worker of several roles lists them all. With --json, one
+    object per worker: last_seen_age and stale_threshold in seconds, liveness ("live" or
+    "silent"), task_ids and roles.
     """
     rows = settings.db.workers()
     if as_json:
@@ -1133,7 +1139,8 @@ CAPACITY_COLUMNS: list[Column] = [
 
 ACTIVE_WORKER_COLUMNS: list[Column] = [
     ("worker", "worker_id"),
-    ("role", "role"),
+    # Every role it serves (v_workers.roles), the first first; an older schema: its one role.
+    ("role", lambda row: ",".join(row.get("roles") or [row["role"]])),
     ("host", "host"),
     ("pid", "pid"),
     ("last_seen_at", "last_seen_at"),

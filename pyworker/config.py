@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -45,10 +46,60 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
+MAX_CONCURRENCY = 1000
+
+
+@dataclass(frozen=True)
+class RoleShare:
+    """A role a worker serves, and how many of the worker's slots its tasks may take at once
+    (None: any free slot)."""
+
+    role: str
+    concurrency: int | None = None
+
+    def __str__(self) -> str:
+        return self.role if self.concurrency is None else f"{self.role}={self.concurrency}"
+
+
+def parse_roles(values: Iterable[str]) -> tuple[RoleShare, ...]:
+    """The roles of `--role a --role b=4` (or WORKER_ROLE="a b=4", or "a,b=4"): each ROLE or
+    ROLE=N, N the most tasks of the role that run at once. ValueError says what is wrong."""
+    shares: list[RoleShare] = []
+    for value in values:
+        for item in re.split(r"[,\s]+", value.strip()):
+            if not item:
+                continue
+            name, equals, number = item.partition("=")
+            if not name:
+                raise ValueError(f"{item!r} names no role: give ROLE or ROLE=N")
+            concurrency = None
+            if equals:
+                if not number.isdigit() or not 1 <= int(number) <= MAX_CONCURRENCY:
+                    raise ValueError(
+                        f"the share of role {name!r} must be 1 to {MAX_CONCURRENCY} tasks, not {number!r}"
+                    )
+                concurrency = int(number)
+            if any(share.role == name for share in shares):
+                raise ValueError(f"role {name!r} is given more than once")
+            shares.append(RoleShare(name, concurrency))
+    if not shares:
+        raise ValueError("a worker needs at least one role")
+    return tuple(shares)
+
+
+def default_concurrency(roles: Iterable[RoleShare]) -> int:
+    """The concurrency of a worker given none: its roles' shares added up, 1 for a role without."""
+    return sum(share.concurrency or 1 for share in roles)
+
+
 @dataclass(frozen=True)
 class WorkerConfig:
+    """A worker's settings. `roles`: the roles it serves, RoleShares or names (`"a"`, `"a=4"`,
+    `("a", "b=4")`), turned into a tuple of RoleShare. `concurrency`: the most tasks that run at
+    once, all roles together (None: the shares added up, see default_concurrency)."""
+
     database_url: str
-    role: str
+    roles: tuple[RoleShare, ...]
     worker_id: str = field(default_factory=default_worker_id)
     poll_interval: float = 5.0
     heartbeat_interval: float = 30.0
@@ -58,9 +109,17 @@ class WorkerConfig:
     log_level: str = "info"
     shutdown_grace: float = 30.0
     prefetch: int = 1
-    concurrency: int = 1
+    concurrency: int | None = None
 
     def __post_init__(self) -> None:
+        roles = self.roles
+        if isinstance(roles, (str, RoleShare)):
+            roles = (roles,)
+        if not roles or not all(isinstance(role, RoleShare) for role in roles):
+            roles = parse_roles(str(role) for role in roles)
+        object.__setattr__(self, "roles", tuple(roles))
+        if self.concurrency is None:
+            object.__setattr__(self, "concurrency", default_concurrency(self.roles))
         if self.poll_interval <= 0:
             raise ValueError(f"the poll interval must be positive, not {self.poll_interval} s")
         if self.heartbeat_interval <= 0:
@@ -71,9 +130,31 @@ class WorkerConfig:
             raise ValueError(f"the shutdown grace must be 0 or more, not {self.shutdown_grace} s")
         if not 1 <= self.prefetch <= 1000:
             raise ValueError(f"the prefetch must be 1 to 1000 tasks, not {self.prefetch}")
-        if not 1 <= self.concurrency <= 1000:
-            raise ValueError(f"the concurrency must be 1 to 1000 tasks, not {self.concurrency}")
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ValueError(f"the concurrency must be 1 to {MAX_CONCURRENCY} tasks, not {self.concurrency}")
+        for share in self.roles:
+            if share.concurrency is not None and share.concurrency > self.concurrency:
+                raise ValueError(
+                    f"the share of role {share.role!r} ({share.concurrency}) is more than the"
+                    f" worker's concurrency ({self.concurrency})"
+                )
         if self.log_format not in logs.FORMATS:
             raise ValueError(f"the log format must be one of {', '.join(logs.FORMATS)}, not {self.log_format!r}")
         if self.log_level not in logs.LEVELS:
             raise ValueError(f"the log level must be one of {', '.join(logs.LEVELS)}, not {self.log_level!r}")
+
+    @property
+    def role(self) -> str:
+        """The first role (a worker of one role: its role)."""
+        return self.roles[0].role
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(share.role for share in self.roles)
+
+    def share(self, role: str) -> int:
+        """How many tasks of the role may run at once."""
+        for share in self.roles:
+            if share.role == role:
+                return share.concurrency or self.concurrency
+        raise KeyError(role)

@@ -113,7 +113,7 @@ _TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name != "abo
 CLAIM_AND_START_TASKS = (
     "SELECT * FROM claim_and_start_tasks(%(role)s::text, %(worker_id)s::text, %(max_tasks)s::integer)"
 )
-MARK_WORKER_WAITING = "SELECT mark_worker_waiting(%(worker_id)s::text) AS marked"
+MARK_WORKER_WAITING = "SELECT mark_worker_waiting(%(worker_id)s::text, %(role)s::text) AS marked"
 WORKER_WAKE_CHANNEL = "SELECT worker_wake_channel(%(worker_id)s::text) AS channel"
 COMPLETE_TASKS = (
     "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(completions)s::jsonb)"
@@ -141,7 +141,7 @@ RELEASE_TASK = (
     "SELECT * FROM release_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
 )
 REGISTER_WORKER = (
-    "SELECT * FROM register_worker(%(worker_id)s::text, %(role)s::text, %(host)s::text, %(pid)s::integer)"
+    "SELECT * FROM register_worker(%(worker_id)s::text, %(roles)s::text[], %(host)s::text, %(pid)s::integer)"
 )
 HEARTBEAT_WORKER = "SELECT heartbeat_worker(%(worker_id)s::text) AS known"
 DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
@@ -658,11 +658,12 @@ class Database:
             )
         return version
 
-    def register_worker(self, worker_id: str, role: str, host: str, pid: int) -> dict[str, Any]:
-        """Enter the worker in the registry; its row with its role's settings (max_retries,
-        stale_threshold, run_timeout, requires_store). InvalidInput for an unknown role."""
-        return self._one(
-            REGISTER_WORKER, {"worker_id": worker_id, "role": role, "host": host, "pid": pid}
+    def register_worker(self, worker_id: str, roles: Sequence[str], host: str, pid: int) -> list[dict[str, Any]]:
+        """Enter the worker in the registry for its roles; a row per role, in the order given, with
+        the role's settings (max_retries, stale_threshold, run_timeout, requires_store).
+        InvalidInput for an unknown role."""
+        return self._rows(
+            REGISTER_WORKER, {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid}
         )
 
     def heartbeat_worker(self, worker_id: str) -> bool:
@@ -685,9 +686,10 @@ class Database:
         )
         return {row["task_id"]: row["status"] for row in rows}
 
-    def mark_worker_waiting(self, worker_id: str) -> bool:
-        """True when the worker was not marked yet: it must claim once more before sleeping."""
-        return self._one(MARK_WORKER_WAITING, {"worker_id": worker_id})["marked"]
+    def mark_worker_waiting(self, worker_id: str, role: str) -> bool:
+        """Ask to be woken for the role's next ready task. True when the worker was not marked
+        for it yet: it must claim once more before sleeping."""
+        return self._one(MARK_WORKER_WAITING, {"worker_id": worker_id, "role": role})["marked"]
 
     def heartbeat_task(self, task: Task) -> str:
         """continue, cancel_requested, lost or not_found."""

@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 import traceback
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -214,10 +214,16 @@ class Worker:
         self.registry = registry
         self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}")
         self.host = socket.gethostname()
-        self.run_timeout = 3600.0
+        self.roles = config.role_names
+        # Each role's run timeout (from register_worker); with one for all, the attempts' run
+        # deadlines come in the order they began.
+        self.run_timeouts: dict[str, float] = dict.fromkeys(self.roles, 3600.0)
+        self._one_run_timeout = True
         # How many tasks the worker holds at most: --concurrency running, and with a larger
         # --prefetch the rest claimed ahead, waiting their turn.
         self.capacity = max(config.concurrency, config.prefetch)
+        # How many of each role's tasks run at once at most (its --role ROLE=N share).
+        self._shares = {role: config.share(role) for role in self.roles}
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
         # The tasks claimed and not yet recorded (heartbeated), those not begun yet, those whose
@@ -230,6 +236,9 @@ class Worker:
         self._waiting_ids: set[int] = set()
         self._running: dict[int, Attempt] = {}
         self._winding_down: dict[int, Attempt] = {}
+        # How many of those waiting and running are of each role.
+        self._waiting_by_role: Counter[str] = Counter()
+        self._running_by_role: Counter[str] = Counter()
         self._completions: list[Completed] = []
         # Batches of completions for the recorder thread; None ends it.
         self._to_record: queue.SimpleQueue[list[Completed] | None] = queue.SimpleQueue()
@@ -240,10 +249,13 @@ class Worker:
         self._pool = HandlerPool()
         self._event_loop: EventLoopThread | None = None
         self._async_roles: dict[str, bool] = {}
-        # The last claim found nothing: claim again on a notification or after the poll interval.
-        self._idle = False
-        self._next_poll = 0.0
-        self._notified = False
+        # Per role: the last claim found nothing, so claim again on a notification for the role
+        # (set by the listener thread) or after the poll interval.
+        self._idle = dict.fromkeys(self.roles, False)
+        self._next_poll = dict.fromkeys(self.roles, 0.0)
+        self._notified = dict.fromkeys(self.roles, False)
+        # Where the next round of claims starts: each role in turn goes first.
+        self._claim_turn = 0
         self._grace_over = False
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
@@ -284,31 +296,44 @@ class Worker:
         config = self.config
         self._retrying("connect", self.db.check_schema, interruptible=False)
         try:
-            registration = self._retrying(
+            registrations = self._retrying(
                 "register",
-                lambda: self.db.register_worker(config.worker_id, config.role, self.host, os.getpid()),
+                lambda: self.db.register_worker(config.worker_id, self.roles, self.host, os.getpid()),
                 interruptible=False,
             )
         except InvalidInput as error:
             # An unknown role: register_worker names the known ones.
             raise ConfigurationError(str(error)) from error
         try:
-            self._check_settings(registration)
+            for registration in registrations:
+                self._check_settings(registration)
         except ConfigurationError:
             self._deregister()
             raise
-        self.run_timeout = registration["run_timeout"].total_seconds()
-        log.info("Starting worker %s for role: %s", config.worker_id, config.role, extra=event("worker_started"))
+        for registration in registrations:
+            self.run_timeouts[registration["role"]] = registration["run_timeout"].total_seconds()
+        self._one_run_timeout = len(set(self.run_timeouts.values())) == 1
+        if len(self.roles) == 1:
+            log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
+        else:
+            log.info(
+                "Starting worker %s for roles: %s (up to %d tasks at once)",
+                config.worker_id,
+                ", ".join(map(str, config.roles)),
+                config.concurrency,
+                extra=event("worker_started"),
+            )
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""
         config = self.config
+        role = registration["role"]
         if config.command:
-            self.registry.command(config.role, config.command)
-        if self.registry.get(config.role) is None:
+            self.registry.command(role, config.command)
+        if self.registry.get(role) is None:
             known = ", ".join(self.registry.roles) or "none"
             raise ConfigurationError(
-                f"no handler for role {config.role!r} (handlers are registered for: {known});"
+                f"no handler for role {role!r} (handlers are registered for: {known});"
                 " load one with --handlers MODULE or bind a command with --command"
             )
         # Stale recovery takes back a task whose heartbeat is older than the threshold: a worker
@@ -318,7 +343,7 @@ class Worker:
         if config.heartbeat_interval >= stale_threshold:
             raise ConfigurationError(
                 f"the heartbeat interval ({config.heartbeat_interval:g} s) must be shorter than"
-                f" the stale_threshold of role {config.role!r} ({stale_threshold:g} s), or stale recovery"
+                f" the stale_threshold of role {role!r} ({stale_threshold:g} s), or stale recovery"
                 " takes back tasks while they run: lower --heartbeat-interval-ms"
             )
         if config.heartbeat_interval > stale_threshold / 2:
@@ -326,7 +351,7 @@ class Worker:
                 "The heartbeat interval (%g s) is more than half the stale_threshold of role %r (%g s):"
                 " one late heartbeat and a running task is recovered and run again",
                 config.heartbeat_interval,
-                config.role,
+                role,
                 stale_threshold,
                 extra=event("heartbeat_interval_risky"),
             )
@@ -386,16 +411,14 @@ class Worker:
                     waiting = list(self._waiting)
                     self._waiting.clear()
                     self._waiting_ids.clear()
+                    self._waiting_by_role.clear()
                     self._release(waiting)
                 if not self._running:
                     break
             else:
                 self._begin_waiting(now)
-                if self._claim_due(now):
-                    tasks = self._claim()
-                    if tasks:
-                        self._take(tasks, now)
-                        continue
+                if self._claim_roles(now):
+                    continue
             # Nothing else to do: record the buffered completions, then sleep. Unless a handler
             # finishes at once (short tasks): then go on, and record them together later.
             if self._completions and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
@@ -404,9 +427,15 @@ class Worker:
             self._doorbell.wait(self._sleep_time(time.monotonic()))
         self._flush_completions()
 
-    def _free_slots(self) -> int:
-        """Handler slots free, as long as the outcomes not recorded yet leave room to claim."""
-        return min(self.config.concurrency - len(self._running) - len(self._waiting), self._unrecorded_room())
+    def _free_slots(self, role: str) -> int:
+        """The role's handler slots free, within the worker's, as long as the outcomes not
+        recorded yet leave room to claim."""
+        held = self._running_by_role[role] + self._waiting_by_role[role]
+        return min(
+            self._shares[role] - held,
+            self.config.concurrency - len(self._running) - len(self._waiting),
+            self._unrecorded_room(),
+        )
 
     def _unrecorded_room(self) -> int:
         """How many more tasks the worker may hold before its recorder catches up.
@@ -422,38 +451,57 @@ class Worker:
         """
         return self.capacity + 2 * COMPLETION_BATCH_MAX - len(self._held)
 
-    def _claim_due(self, now: float) -> bool:
-        """A free slot, and the last claim found tasks, or a notification came, or it is time to poll."""
-        if self._free_slots() <= 0:
+    def _claim_due(self, role: str, now: float) -> bool:
+        """A free slot for the role, and its last claim found tasks, or a notification for it
+        came, or it is time to poll."""
+        if self._free_slots(role) <= 0:
             return False
-        return not self._idle or self._notified or now >= self._next_poll
+        return not self._idle[role] or self._notified[role] or now >= self._next_poll[role]
 
-    def _claim(self) -> list[Task]:
-        """Claim what the free slots (or the prefetch) take; marked waiting when none is ready."""
+    def _claim_roles(self, now: float) -> bool:
+        """Claim for each role that has room and may have tasks, each role first in turn; True
+        when tasks came."""
+        roles = self.roles
+        self._claim_turn = (self._claim_turn + 1) % len(roles)
+        claimed = False
+        for role in roles[self._claim_turn :] + roles[: self._claim_turn]:
+            if self._claim_due(role, now):
+                tasks = self._claim(role)
+                if tasks:
+                    self._take(tasks, now)
+                    claimed = True
+        return claimed
+
+    def _claim(self, role: str) -> list[Task]:
+        """Claim what the role's free slots (or the prefetch) take; marked waiting for the role
+        when none of its tasks is ready."""
         config = self.config
-        self._notified = False
+        self._notified[role] = False
         # The free slots, or with a larger --prefetch as many more as it holds.
-        want = min(self.capacity - len(self._running) - len(self._waiting), self._unrecorded_room())
+        held = self._running_by_role[role] + self._waiting_by_role[role]
+        want = min(
+            max(self._shares[role], config.prefetch) - held,
+            self.capacity - len(self._running) - len(self._waiting),
+            self._unrecorded_room(),
+        )
 
         def claim() -> list[Task]:
-            tasks = self._retrying(
-                "claim", lambda: self.db.claim_and_start_tasks(config.role, config.worker_id, want)
-            )
+            tasks = self._retrying("claim", lambda: self.db.claim_and_start_tasks(role, config.worker_id, want))
             return tasks or []
 
         tasks = claim()
-        if not tasks and self._mark_waiting():
+        if not tasks and self._mark_waiting(role):
             # A task committed just before the mark found no one waiting: look once more.
             tasks = claim()
-        self._idle = not tasks
-        if self._idle:
-            self._next_poll = time.monotonic() + config.poll_interval
+        self._idle[role] = not tasks
+        if not tasks:
+            self._next_poll[role] = time.monotonic() + config.poll_interval
         return tasks
 
-    def _mark_waiting(self) -> bool:
-        """Ask to be woken for the next task of the role; True when newly asked."""
+    def _mark_waiting(self, role: str) -> bool:
+        """Ask to be woken for the role's next task; True when newly asked."""
         try:
-            marked = self._retrying("wait", lambda: self.db.mark_worker_waiting(self.config.worker_id))
+            marked = self._retrying("wait", lambda: self.db.mark_worker_waiting(self.config.worker_id, role))
         except NotFound:
             # Unregistered meanwhile (the heartbeat registers again): poll until then.
             return False
@@ -465,6 +513,7 @@ class Worker:
             self._held[task.id] = task
             self._waiting.append(task)
             self._waiting_ids.add(task.id)
+            self._waiting_by_role[task.role] += 1
         if len(tasks) == 1:
             self._log_claimed(tasks[0])
         else:
@@ -490,10 +539,19 @@ class Worker:
             )
 
     def _begin_waiting(self, now: float) -> None:
+        """Begin the tasks waiting their turn, in the order claimed, as their roles' shares allow."""
+        if not self._waiting or len(self._running) >= self.config.concurrency:
+            return
+        blocked: list[Task] = []
         while self._waiting and len(self._running) < self.config.concurrency:
             task = self._waiting.popleft()
+            if self._running_by_role[task.role] >= self._shares[task.role]:
+                blocked.append(task)
+                continue
             self._waiting_ids.discard(task.id)
+            self._waiting_by_role[task.role] -= 1
             self._begin(task, now)
+        self._waiting.extendleft(reversed(blocked))
 
     def _begin(self, task: Task, now: float) -> None:
         """Give the task to its handler: a pool thread, or the event loop for an async one."""
@@ -505,8 +563,9 @@ class Worker:
             # No handler can be given it, and no retry reads it better.
             self._decided(task, Outcome(refused=f"the payload cannot be read: {task.payload.reason}", duration=0.0))
             return
-        attempt = Attempt(task, now, now + self.run_timeout)
+        attempt = Attempt(task, now, now + self.run_timeouts[task.role])
         self._running[task.id] = attempt
+        self._running_by_role[task.role] += 1
         if self._is_async(task.role):
             if self._event_loop is None:
                 self._event_loop = EventLoopThread()
@@ -593,17 +652,19 @@ class Worker:
                 )
                 self._end(attempt, Outcome(), now)
         timed_out = []
-        # In the order they began: the run deadlines come in the same order.
         for attempt in self._running.values():
             if attempt.deadline > now:
-                break
+                # In the order they began: with one run timeout the deadlines come in that order.
+                if self._one_run_timeout:
+                    break
+                continue
             if not attempt.task.abort.fired:
                 timed_out.append(attempt)
         for attempt in timed_out:
             log.warning(
                 "Task %s passed its run timeout of %.0f s: aborting it",
                 attempt.task.id,
-                self.run_timeout,
+                self.run_timeouts[attempt.task.role],
                 extra=event("task_timed_out", task_id=attempt.task.id),
             )
             attempt.task.abort.fire("timeout")
@@ -631,18 +692,22 @@ class Worker:
         for attempt in self._running.values():
             if not attempt.task.abort.fired:
                 deadlines.append(attempt.deadline)
-                break
+                if self._one_run_timeout:
+                    break
         if self.stopping:
             if not self._grace_over:
                 deadlines.append(self._stop_requested_at + self.config.shutdown_grace)
-        elif self._free_slots() > 0:
-            deadlines.append(self._next_poll if self._idle else now + self.config.poll_interval)
+        else:
+            for role in self.roles:
+                if self._free_slots(role) > 0:
+                    deadlines.append(self._next_poll[role] if self._idle[role] else now + self.config.poll_interval)
         return max(0.0, min(deadlines, default=now + self.config.poll_interval) - now)
 
     def _end(self, attempt: Attempt, outcome: Outcome, now: float) -> None:
         """The attempt is over: record how."""
         task = attempt.task
         del self._running[task.id]
+        self._running_by_role[task.role] -= 1
         self._winding_down.pop(task.id, None)
         if task.abort.reason == "shutdown":
             outcome.handed_back = True
@@ -679,7 +744,9 @@ class Worker:
             elif reason == "cancelled":
                 self._fail(task, "cancelled by an operator while running", retryable=False, duration=duration)
             elif reason == "timeout":
-                self._fail(task, f"timed out after {self.run_timeout:.0f} s", retryable=True, duration=duration)
+                self._fail(
+                    task, f"timed out after {self.run_timeouts[task.role]:.0f} s", retryable=True, duration=duration
+                )
             elif outcome.refused is not None:
                 self._fail(task, outcome.refused, retryable=False, duration=duration)
             elif isinstance(outcome.error, Snooze):
@@ -975,7 +1042,7 @@ class Worker:
         call (per 1000 tasks); abort each attempt that was taken away or cancelled."""
         config = self.config
         if not db.heartbeat_worker(config.worker_id):
-            db.register_worker(config.worker_id, config.role, self.host, os.getpid())
+            db.register_worker(config.worker_id, self.roles, self.host, os.getpid())
         # A copy (dict.copy is atomic): the main thread adds and drops tasks meanwhile.
         held = list(self._held.copy().values())
         for first in range(0, len(held), HEARTBEAT_BATCH_MAX):
@@ -1018,13 +1085,13 @@ class Worker:
                     channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                     conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.
-                    self._notified = True
-                    self._doorbell.ring()
+                    self._notify(self.roles)
                     delay = BACKOFF_FIRST
                     while not self._exiting.is_set():
-                        for _notification in conn.notifies(timeout=1.0):
-                            self._notified = True
-                            self._doorbell.ring()
+                        for notification in conn.notifies(timeout=1.0):
+                            # The payload names the role whose tasks are ready.
+                            role = notification.payload
+                            self._notify((role,) if role in self._notified else self.roles)
             except psycopg.Error as error:
                 if self._exiting.is_set():
                     return
@@ -1037,6 +1104,13 @@ class Worker:
                 )
                 self._exiting.wait(pause)
                 delay = min(delay * 2, BACKOFF_MAX)
+
+
+    def _notify(self, roles: tuple[str, ...]) -> None:
+        """Claim the roles' tasks again at once (called from the listener thread)."""
+        for role in roles:
+            self._notified[role] = True
+        self._doorbell.ring()
 
 
 def describe(error: BaseException) -> str:
@@ -1056,7 +1130,7 @@ def describe(error: BaseException) -> str:
 
 def run_worker(config: WorkerConfig) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
-    logs.setup(config.log_format, config.log_level, config.worker_id, config.role)
+    logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url
@@ -1073,7 +1147,7 @@ def run_workers(config: WorkerConfig, processes: int) -> int:
         env = {
             **os.environ,
             "DATABASE_URL": config.database_url,
-            "WORKER_ROLE": config.role,
+            "WORKER_ROLE": " ".join(map(str, config.roles)),
             "WORKER_ID": f"{config.worker_id}-{number}",
             "POLL_INTERVAL_MS": str(round(config.poll_interval * 1000)),
             "HEARTBEAT_INTERVAL_MS": str(round(config.heartbeat_interval * 1000)),

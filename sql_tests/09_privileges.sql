@@ -93,8 +93,8 @@ SELECT results_eq(
              ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
              ('fail_task'), ('get_crawl_payload'), ('get_dispensary'), ('heartbeat_task'), ('heartbeat_tasks'),
              ('heartbeat_worker'),
-             ('mark_payload_corrupt'), ('mark_worker_waiting'), ('record_crawl_payload'), ('record_platform_result'),
-             ('refresh_analytics'), ('register_worker'),
+             ('mark_payload_corrupt'), ('mark_worker_waiting'), ('mark_worker_waiting'), ('record_crawl_payload'),
+             ('record_platform_result'), ('refresh_analytics'), ('register_worker'), ('register_worker'),
              ('release_task'), ('set_store_platform_id'), ('snooze_task'), ('start_task'), ('taskpool_now'),
              ('taskpool_schema_version'), ('upsert_discovered_stores'), ('worker_wake_channel')$$,
     'Should let taskpool_worker execute exactly the worker-side functions (the crawl handlers'' included)');
@@ -111,7 +111,7 @@ SELECT is((SELECT count(*) FROM taskpool_functions
                              'diff_latest_payloads', 'refresh_analytics', 'acquire_platform_request',
                              'record_platform_result', 'set_store_platform_id', 'claim_and_start_tasks',
                              'complete_tasks', 'mark_worker_waiting', 'worker_wake_channel')),
-          35::bigint, 'Should have checked all thirty-five public taskpool functions above');
+          37::bigint, 'Should have checked all thirty-seven public taskpool functions above (register_worker and mark_worker_waiting in two forms each)');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],

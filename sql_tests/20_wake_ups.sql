@@ -20,7 +20,7 @@ AS $$ SELECT coalesce(array_agg(w.worker_id ORDER BY w.worker_id), '{}') FROM ta
 -- Structure
 
 SELECT has_table('public', 'task_worker_waits', 'Should have task_worker_waits');
-SELECT col_is_pk('public', 'task_worker_waits', 'worker_id', 'task_worker_waits should be keyed by worker_id');
+SELECT col_is_pk('public', 'task_worker_waits', ARRAY['worker_id', 'role'], 'task_worker_waits should be keyed by worker and role');
 SELECT fk_ok('public', 'task_worker_waits', 'worker_id', 'public', 'task_workers', 'worker_id',
     'task_worker_waits should belong to a registered worker');
 SELECT has_function('public', 'mark_worker_waiting', ARRAY['text'], 'Should have mark_worker_waiting(worker_id)');

@@ -22,8 +22,8 @@ SELECT has_function('taskpool_health', ARRAY['interval', 'interval'], 'Should ha
 SELECT has_table('schedule_ticks', 'Should have table schedule_ticks');
 SELECT has_view('v_workers', 'Should have view v_workers');
 SELECT columns_are('v_workers', ARRAY['worker_id', 'role', 'host', 'pid', 'started_at', 'last_seen_at',
-    'last_seen_age', 'stale_threshold', 'liveness', 'task_ids'],
-    'Should give each worker its registry row, how long since it was seen, its liveness and its tasks');
+    'last_seen_age', 'stale_threshold', 'liveness', 'task_ids', 'roles'],
+    'Should give each worker its registry row, how long since it was seen, its liveness, its tasks and its roles');
 SELECT ok(NOT has_function_privilege('taskpool_worker', 'taskpool_health(interval, interval)', 'execute'),
     'Should not let taskpool_worker run the health checks');
 SELECT ok(NOT has_table_privilege('taskpool_worker', 'v_workers', 'select'),

@@ -1011,3 +1011,40 @@ def test_tables_fit_the_terminal_and_say_how_to_see_the_rest(
         result = invoke(*args)
         assert result.exit_code == 0, (args, result.output)
         assert max(len(line) for line in result.stdout.splitlines()) <= 80, args
+
+
+def test_several_roles_with_shares_run_one_worker_process(fake_worker: types.SimpleNamespace) -> None:
+    result = CliRunner().invoke(cli.main, ["--role", "product_resync=20", "--role", "store_discovery=4"])
+    assert result.exit_code == 0, result.output
+    (config,) = fake_worker.run_worker
+    assert config.role_names == ("product_resync", "store_discovery")
+    # No --concurrency: the shares added up.
+    assert (config.concurrency, config.share("product_resync"), config.share("store_discovery")) == (24, 20, 4)
+    result = CliRunner().invoke(
+        cli.main, ["--concurrency", "10"], env={"WORKER_ROLE": "product_resync store_discovery=2"}
+    )
+    assert result.exit_code == 0, result.output
+    config = fake_worker.run_worker[-1]
+    assert (config.concurrency, config.share("product_resync"), config.share("store_discovery")) == (10, 10, 2)
+
+
+@pytest.mark.parametrize(
+    ("roles", "message"),
+    [
+        (["a=0"], "the share of role 'a' must be 1 to 1000 tasks, not '0'"),
+        (["a=many"], "the share of role 'a' must be 1 to 1000 tasks, not 'many'"),
+        (["a", "a=2"], "role 'a' is given more than once"),
+        (["=3"], "'=3' names no role"),
+    ],
+)
+def test_a_bad_role_list_is_bad_usage(fake_worker: types.SimpleNamespace, roles: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli.main, [arg for role in roles for arg in ("--role", role)])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert fake_worker.run_worker == []
+
+
+def test_a_share_over_the_concurrency_is_bad_usage(fake_worker: types.SimpleNamespace) -> None:
+    result = CliRunner().invoke(cli.main, ["--role", "a=8", "--role", "b", "--concurrency", "4"])
+    assert result.exit_code == 2
+    assert "the share of role 'a' (8) is more than the worker's concurrency (4)" in result.output

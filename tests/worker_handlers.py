@@ -70,6 +70,7 @@ def _owner(task: Task) -> dict[str, Any]:
 
 
 @handler("test_work")
+@handler("test_other")
 def work(task: Task) -> dict[str, Any]:
     _execute(
         "INSERT INTO test_executions (task_id, attempt, worker_id)"

@@ -57,6 +57,8 @@ ROLES = {
     "test_command": {"run_timeout": "2 seconds", "max_retries": 0},
     "test_logs": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_chain": {"max_retries": 0},
+    # Served by the same handler as test_work, for workers of two roles.
+    "test_other": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
 }
 
 

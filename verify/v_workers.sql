@@ -3,7 +3,7 @@
 BEGIN;
 
 SELECT worker_id, role, host, pid, started_at, last_seen_at, last_seen_age, stale_threshold,
-       liveness, task_ids
+       liveness, task_ids, roles
 FROM v_workers
 WHERE FALSE;
 
