@@ -101,10 +101,19 @@ class Registry:
         """Bind `role` to an external command."""
         self.register(role, CommandHandler(argv))
 
-    def middleware(self, fn: Middleware) -> Middleware:
-        """Decorator: `fn(task, call_next)` wraps every attempt."""
-        self._middlewares.append(fn)
+    def middleware(self, fn: Middleware, *, outermost: bool = False) -> Middleware:
+        """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,
+        or with `outermost`, around all of them."""
+        if outermost:
+            self._middlewares.insert(0, fn)
+        else:
+            self._middlewares.append(fn)
         return fn
+
+    @property
+    def middlewares(self) -> tuple[Middleware, ...]:
+        """The middlewares, outermost first."""
+        return tuple(self._middlewares)
 
     def get(self, role: str) -> Handler | None:
         return self._handlers.get(role)
