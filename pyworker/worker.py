@@ -688,7 +688,8 @@ class Worker:
                 self._fail(
                     task,
                     describe(outcome.error),
-                    retryable=not isinstance(outcome.error, PermanentError),
+                    retryable=not isinstance(outcome.error, PermanentError)
+                    and getattr(outcome.error, "retryable", True) is not False,
                     error=outcome.error,
                     duration=duration,
                 )
@@ -919,11 +920,14 @@ class Worker:
     ) -> None:
         """Record a failed attempt, with the traceback of the handler's `error` if it raised one,
         and log it: a warning, with that traceback, unless an operator's cancel ended it."""
-        details = None if error is None else "".join(traceback.format_exception(error))
+        details = data = None
+        if error is not None:
+            details = "".join(traceback.format_exception(error))
+            data = handlers.error_data_of(error)
         try:
             status = self._retrying(
                 "fail task",
-                lambda: (db or self.db).fail_task(task, message, retryable=retryable, details=details),
+                lambda: (db or self.db).fail_task(task, message, retryable=retryable, details=details, data=data),
                 interruptible=False,
             )
         finally:

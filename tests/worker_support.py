@@ -55,6 +55,7 @@ ROLES = {
     "test_work": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
     "test_outcome": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_command": {"run_timeout": "2 seconds", "max_retries": 0},
+    "test_protocol": {"run_timeout": "20 seconds", "backoff_base": "20 seconds", "max_retries": 3},
     "test_logs": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_chain": {"max_retries": 0},
 }
