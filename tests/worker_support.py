@@ -243,6 +243,7 @@ class Workers:
         database_url: str | None = None,
         prefetch: int = 1,
         concurrency: int = 1,
+        extra_env: dict[str, str] | None = None,
     ) -> dict[str, str]:
         env = {
             key: value
@@ -272,6 +273,7 @@ class Workers:
             env["PYWORKER_HANDLERS"] = handlers
         if command is not None:
             env["PYWORKER_COMMAND"] = command
+        env.update(extra_env or {})
         return env
 
     def start(
