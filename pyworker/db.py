@@ -166,7 +166,7 @@ COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks" + _TASK_FILTERS
 GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
 TASK_ATTEMPTS = (
     "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
-    " error_message, error_details FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
+    " error_message, error_details, error_data FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
 )
 COUNTS = (
     "SELECT role, status, count(*) AS tasks FROM worker_tasks GROUP BY role, status"

@@ -11,7 +11,16 @@ import json
 from typing import Any
 
 import psycopg
-from worker_support import Workers, command_line, enqueue, fetch_one, wait_for, wait_for_status
+from worker_support import (
+    Workers,
+    cli_runner_for,
+    command_line,
+    enqueue,
+    fetch_one,
+    run_json,
+    wait_for,
+    wait_for_status,
+)
 
 # name -> (the payload: what the command prints and how it exits; the task's status, retry_count after it)
 CASES: dict[str, tuple[dict[str, Any], str, int]] = {
@@ -61,7 +70,7 @@ def attempt_data(conn: psycopg.Connection, task_id: int) -> tuple[str, str, dict
 
 
 def test_each_way_a_command_ends_gets_its_outcome_and_its_error_data(
-    pool: psycopg.Connection, workers: Workers
+    pool: psycopg.Connection, workers: Workers, db_url: str
 ) -> None:
     worker = workers.start(
         "test_protocol", "proto", command=command_line("scripted"), handlers=None, concurrency=8
@@ -165,6 +174,14 @@ def test_each_way_a_command_ends_gets_its_outcome_and_its_error_data(
     assert len(json.dumps(data).encode()) <= 16384
     size = fetch_one(pool, "SELECT octet_length(error_data::text) FROM worker_task_attempts WHERE task_id = %s", (ids["huge_stderr"],))[0]
     assert size <= 16384
+
+    # `pyworker show` prints the error data under the attempt history, and --json has it.
+    run = cli_runner_for(db_url)
+    shown = run("show", str(ids["exit_75"]))
+    assert shown.exit_code == 0, shown.output
+    (line,) = [line for line in shown.output.splitlines() if line.startswith("error data of attempt 1: ")]
+    assert json.loads(line.split(": ", 1)[1]) == attempt_data(pool, ids["exit_75"])[2]
+    assert run_json(run, "show", str(ids["signal"]))["attempts"][0]["error_data"]["signal"] == "SIGKILL"
 
     # The worker went on through all of it.
     assert worker.process.poll() is None
