@@ -1,15 +1,16 @@
 -- Deploy taskpool:fail_task to pg
--- requires: fail_task@v0.4.0
+-- requires: fail_task@v0.5.0
 -- requires: _lock_owned_task
 -- requires: _retry_delay
 -- requires: taskpool_worker
 -- requires: worker_task_attempts_error_details
+-- requires: worker_task_attempts_error_data
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- A parameter added at the end is a new signature: drop the old one rather than overload it.
-DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz);
+DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text);
 
 -- fail_task
 -- Records a failed attempt: back to pending after a backoff while retries remain, else failed.
@@ -20,7 +21,8 @@ CREATE FUNCTION fail_task(
     error_message text,
     retryable     boolean     DEFAULT true,
     retry_at      timestamptz DEFAULT NULL,
-    error_details text        DEFAULT NULL)
+    error_details text        DEFAULT NULL,
+    error_data    jsonb       DEFAULT NULL)
 RETURNS worker_tasks
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -31,6 +33,8 @@ AS $$
 --   SELECT status FROM fail_task(42, 'w1', 1, 'store closed', retryable := false);
 --   SELECT status FROM fail_task(42, 'w1', 1, 'KeyError: ''price''',
 --                                error_details := E'Traceback (most recent call last):\n...');
+--   SELECT status FROM fail_task(42, 'w1', 1, 'command exited with status 3: no such store',
+--                                error_data := '{"exit_code": 3, "stderr_tail": "no such store"}');
 -- Retryable and retry_count < max_retries: pending again at retry_at, or at
 -- now() + least(backoff_base * 2^retry_count, backoff_cap) of the role; retry_count + 1.
 -- Otherwise failed. A task whose cancel was requested ends cancelled. Raises 55000 when the
@@ -39,6 +43,9 @@ AS $$
 -- error_details (pyworker sends the handler's traceback) go with the attempt into
 -- worker_task_attempts, at most 20000 characters: a longer text keeps its first 4000 characters
 -- and its end, where a traceback names the error, with a line saying how many were cut.
+-- error_data (pyworker: a command's exit code, signal and stderr tail, a Python handler's
+-- exception type) goes with the attempt too, into worker_task_attempts.error_data: a JSON object
+-- of at most 16384 bytes (as text), else 22023 and nothing is recorded. NULL: none.
 DECLARE
     v_now           timestamptz := taskpool_now();
     v_task          worker_tasks;
@@ -48,6 +55,7 @@ DECLARE
     v_details_head  CONSTANT integer := 4000;
     -- Room for the line that says how many characters were cut.
     v_details_tail  CONSTANT integer := v_details_limit - v_details_head - 64;
+    v_data_limit    CONSTANT integer := 16384;
 BEGIN
     IF fail_task.error_message IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'error_message is required: say why the attempt failed';
@@ -57,6 +65,21 @@ BEGIN
             ERRCODE = '22023',
             MESSAGE = format('retry_at must be a finite time before year 10000, not %s', fail_task.retry_at),
             HINT = 'Omit retry_at to wait the role''s backoff; fail with retryable := false to give up.';
+    END IF;
+    IF fail_task.error_data IS NOT NULL THEN
+        IF jsonb_typeof(fail_task.error_data) <> 'object' THEN
+            RAISE EXCEPTION USING
+                ERRCODE = '22023',
+                MESSAGE = format('error_data must be a JSON object, not %s', jsonb_typeof(fail_task.error_data)),
+                HINT = 'Pass an object such as {"exit_code": 3}, or omit error_data.';
+        END IF;
+        IF octet_length(fail_task.error_data::text) > v_data_limit THEN
+            RAISE EXCEPTION USING
+                ERRCODE = '22023',
+                MESSAGE = format('error_data must be at most %s bytes as text, not %s',
+                                 v_data_limit, octet_length(fail_task.error_data::text)),
+                HINT = 'Keep the tails of the output short; the full traceback goes in error_details.';
+        END IF;
     END IF;
 
     v_task := _lock_owned_task(fail_task.task_id, fail_task.worker_id, fail_task.attempt);
@@ -85,18 +108,19 @@ BEGIN
     END IF;
     -- The update above has just recorded the attempt (tg_worker_tasks__record_attempt, an AFTER
     -- trigger, fires at the end of its statement): its details go with it.
-    IF v_details IS NOT NULL THEN
+    IF v_details IS NOT NULL OR fail_task.error_data IS NOT NULL THEN
         UPDATE worker_task_attempts a
-        SET error_details = v_details
+        SET error_details = v_details,
+            error_data = fail_task.error_data
         WHERE a.task_id = v_task.id AND a.attempt = v_task.attempt;
     END IF;
     RETURN v_task;
 END;
 $$;
 
-REVOKE ALL ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text) TO taskpool_worker;
-COMMENT ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text) IS
+REVOKE ALL ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) TO taskpool_worker;
+COMMENT ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) IS
     'Records a failed attempt: back to pending after a backoff while retries remain, else failed.';
 
 COMMIT;

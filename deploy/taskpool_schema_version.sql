@@ -2,13 +2,23 @@
 -- requires: taskpool_schema_version@v0.5.0
 -- requires: heartbeat_tasks
 -- requires: _claim_tasks
--- requires: claim_and_start_tasks
+-- requires: task_status_transition_allowed
 -- requires: tg_worker_tasks__enforce_transition
+-- requires: claim_and_start_tasks
 -- requires: worker_tasks_one_active_per_store_not_null
+-- requires: complete_tasks
+-- requires: tg_worker_tasks__after_status_change
+-- requires: enqueue_task
+-- requires: tg_worker_tasks__notify_enqueued
+-- requires: tg_task_wake_requests__wake_at_commit
+-- requires: task_worker_roles
+-- requires: task_worker_waits_per_role
 -- requires: register_worker
 -- requires: mark_worker_waiting
 -- requires: v_worker_capacity
 -- requires: v_workers
+-- requires: worker_task_attempts_error_data
+-- requires: fail_task
 
 BEGIN;
 SET client_min_messages = 'warning';

@@ -925,7 +925,8 @@ def echo_page(
 @pass_settings
 def show(settings: Settings, task_id: int, as_json: bool) -> None:
     """Show task ID: every field, then the attempts that ended without completing it, each
-    with its error details (a failed handler's traceback) in full."""
+    with its error data (a command's exit code and output tails) and its error details (a failed
+    handler's traceback) in full."""
     db = settings.db
     task = db.get_task(task_id)
     if task is None:
@@ -940,6 +941,9 @@ def show(settings: Settings, task_id: int, as_json: bool) -> None:
         click.echo("attempt history:")
         echo_table(attempts, ATTEMPT_COLUMNS, empty="none")
         for attempt in attempts:
+            if attempt.get("error_data"):
+                # A command's exit code, signal and output tails; a Python handler's exception type.
+                click.echo(f"\nerror data of attempt {attempt['attempt']}: {dump_json(attempt['error_data'])}")
             if attempt["error_details"]:
                 click.echo(f"\nerror details of attempt {attempt['attempt']}:")
                 click.echo(textwrap.indent(attempt["error_details"].rstrip("\n"), "    "))

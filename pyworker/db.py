@@ -131,7 +131,8 @@ COMPLETE_TASK = (
 )
 FAIL_TASK = (
     "SELECT * FROM fail_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
-    " %(error_message)s::text, %(retryable)s::boolean, error_details => %(error_details)s::text)"
+    " %(error_message)s::text, %(retryable)s::boolean, error_details => %(error_details)s::text,"
+    " error_data => %(error_data)s::jsonb)"
 )
 SNOOZE_TASK = (
     "SELECT * FROM snooze_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
@@ -165,7 +166,7 @@ COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks" + _TASK_FILTERS
 GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
 TASK_ATTEMPTS = (
     "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
-    " error_message, error_details FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
+    " error_message, error_details, error_data FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
 )
 COUNTS = (
     "SELECT role, status, count(*) AS tasks FROM worker_tasks GROUP BY role, status"
@@ -721,15 +722,23 @@ class Database:
         )
 
     def fail_task(
-        self, task: Task, error_message: str, *, retryable: bool = True, details: str | None = None
+        self,
+        task: Task,
+        error_message: str,
+        *,
+        retryable: bool = True,
+        details: str | None = None,
+        data: dict[str, Any] | None = None,
     ) -> str:
-        """Records a failed attempt, with its details (a traceback) if any; returns the task's new status."""
+        """Records a failed attempt, with its details (a traceback) and its data (a JSON object:
+        a command's exit code and output tails) if any; returns the task's new status."""
         return self._owned(
             FAIL_TASK,
             task,
             error_message=storable_text(error_message),
             retryable=retryable,
             error_details=None if details is None else storable_text(details),
+            error_data=None if data is None else Jsonb(data, dumps=dump_json),
         )
 
     def snooze_task(self, task: Task, seconds: float) -> None:

@@ -3,8 +3,8 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.4.0 signature and body, which took no error_details.
-DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text);
+-- Back to the v0.5.0 signature and body, which took no error_data.
+DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb);
 
 -- fail_task
 -- Records a failed attempt: back to pending after a backoff while retries remain, else failed.
@@ -14,7 +14,8 @@ CREATE FUNCTION fail_task(
     attempt       integer,
     error_message text,
     retryable     boolean     DEFAULT true,
-    retry_at      timestamptz DEFAULT NULL)
+    retry_at      timestamptz DEFAULT NULL,
+    error_details text        DEFAULT NULL)
 RETURNS worker_tasks
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -23,15 +24,25 @@ AS $$
 -- Example:
 --   SELECT status, retry_count, scheduled_for FROM fail_task(42, 'w1', 1, 'HTTP 503 from platform');
 --   SELECT status FROM fail_task(42, 'w1', 1, 'store closed', retryable := false);
+--   SELECT status FROM fail_task(42, 'w1', 1, 'KeyError: ''price''',
+--                                error_details := E'Traceback (most recent call last):\n...');
 -- Retryable and retry_count < max_retries: pending again at retry_at, or at
 -- now() + least(backoff_base * 2^retry_count, backoff_cap) of the role; retry_count + 1.
 -- Otherwise failed. A task whose cancel was requested ends cancelled. Raises 55000 when the
 -- worker no longer owns the attempt, and 22023 for a retry_at that is infinite or past year 9999
 -- (the task would never run again; enqueue refuses such a scheduled_for too).
+-- error_details (pyworker sends the handler's traceback) go with the attempt into
+-- worker_task_attempts, at most 20000 characters: a longer text keeps its first 4000 characters
+-- and its end, where a traceback names the error, with a line saying how many were cut.
 DECLARE
-    v_now    timestamptz := taskpool_now();
-    v_task   worker_tasks;
-    v_status text;
+    v_now           timestamptz := taskpool_now();
+    v_task          worker_tasks;
+    v_status        text;
+    v_details       text := nullif(fail_task.error_details, '');
+    v_details_limit CONSTANT integer := 20000;
+    v_details_head  CONSTANT integer := 4000;
+    -- Room for the line that says how many characters were cut.
+    v_details_tail  CONSTANT integer := v_details_limit - v_details_head - 64;
 BEGIN
     IF fail_task.error_message IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'error_message is required: say why the attempt failed';
@@ -61,11 +72,26 @@ BEGIN
         END
     WHERE t.id = v_task.id
     RETURNING t.* INTO v_task;
+
+    IF length(v_details) > v_details_limit THEN
+        v_details := left(v_details, v_details_head)
+            || format(E'\n[... %s characters cut ...]\n', length(v_details) - v_details_head - v_details_tail)
+            || right(v_details, v_details_tail);
+    END IF;
+    -- The update above has just recorded the attempt (tg_worker_tasks__record_attempt, an AFTER
+    -- trigger, fires at the end of its statement): its details go with it.
+    IF v_details IS NOT NULL THEN
+        UPDATE worker_task_attempts a
+        SET error_details = v_details
+        WHERE a.task_id = v_task.id AND a.attempt = v_task.attempt;
+    END IF;
     RETURN v_task;
 END;
 $$;
 
-REVOKE ALL ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz) TO taskpool_worker;
+REVOKE ALL ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text) TO taskpool_worker;
+COMMENT ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text) IS
+    'Records a failed attempt: back to pending after a backoff while retries remain, else failed.';
 
 COMMIT;

@@ -297,8 +297,8 @@ SELECT has_function('heartbeat_task', ARRAY['bigint', 'text', 'integer'],
                     'Should have heartbeat_task(bigint, text, integer)');
 SELECT has_function('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
                     'Should have complete_task(bigint, text, integer, jsonb, jsonb)');
-SELECT has_function('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
-                    'Should have fail_task(bigint, text, integer, text, boolean, timestamptz, text)');
+SELECT has_function('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+                    'Should have fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb)');
 SELECT has_function('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
                     'Should have snooze_task(bigint, text, integer, timestamptz)');
 SELECT has_function('release_task', ARRAY['bigint', 'text', 'integer'],
@@ -325,7 +325,7 @@ SELECT function_returns('heartbeat_task', ARRAY['bigint', 'text', 'integer'], 't
                         'Should return text from heartbeat_task');
 SELECT function_returns('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'], 'worker_tasks',
                         'Should return worker_tasks from complete_task');
-SELECT function_returns('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
+SELECT function_returns('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
                         'worker_tasks', 'Should return worker_tasks from fail_task');
 SELECT function_returns('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'], 'worker_tasks',
                         'Should return worker_tasks from snooze_task');
@@ -362,7 +362,7 @@ SELECT is_definer('start_task', ARRAY['bigint', 'text', 'integer'], 'Should make
 SELECT is_definer('heartbeat_task', ARRAY['bigint', 'text', 'integer'], 'Should make heartbeat_task SECURITY DEFINER');
 SELECT is_definer('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
                   'Should make complete_task SECURITY DEFINER');
-SELECT is_definer('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
+SELECT is_definer('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
                   'Should make fail_task SECURITY DEFINER');
 SELECT is_definer('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
                   'Should make snooze_task SECURITY DEFINER');

@@ -39,10 +39,10 @@ SELECT has_function('public', 'complete_task', ARRAY['bigint', 'text', 'integer'
 SELECT function_returns('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
     'worker_tasks', 'complete_task should return worker_tasks');
 SELECT has_function('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
-    'Should have fail_task(task_id, worker_id, attempt, error_message, retryable, retry_at, error_details)');
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+    'Should have fail_task(task_id, worker_id, attempt, error_message, retryable, retry_at, error_details, error_data)');
 SELECT function_returns('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
     'worker_tasks', 'fail_task should return worker_tasks');
 SELECT has_function('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
     'Should have snooze_task(task_id, worker_id, attempt, until)');

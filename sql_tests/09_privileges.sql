@@ -51,7 +51,7 @@ SELECT function_privs_are('public', 'heartbeat_task', ARRAY['bigint', 'text', 'i
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
     'taskpool_worker', ARRAY['EXECUTE'], 'Should let taskpool_worker execute complete_task');
 SELECT function_privs_are('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'], 'taskpool_worker',
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'], 'taskpool_worker',
     ARRAY['EXECUTE'], 'Should let taskpool_worker execute fail_task');
 SELECT function_privs_are('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
     'taskpool_worker', ARRAY['EXECUTE'], 'Should let taskpool_worker execute snooze_task');

@@ -12,16 +12,16 @@ INSERT INTO task_roles (role, description, max_retries) VALUES
 -- structure
 
 SELECT has_function('fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
-    'Should have fail_task(bigint, text, integer, text, boolean, timestamptz, text)');
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+    'Should have fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb)');
 SELECT hasnt_function('fail_task',
     ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone'],
     'Should no longer have the six-argument fail_task, which a call without error_details would find ambiguous');
 SELECT function_returns('fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
     'worker_tasks', 'Should return worker_tasks from fail_task');
 SELECT is_definer('fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'],
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
     'Should make fail_task SECURITY DEFINER');
 SELECT col_type_is('worker_task_attempts', 'error_details', 'text',
     'Should type worker_task_attempts.error_details as text');
@@ -134,7 +134,7 @@ SELECT is(
 -- privileges
 
 SELECT function_privs_are('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text'], 'taskpool_worker',
+    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'], 'taskpool_worker',
     ARRAY['EXECUTE'], 'Should let taskpool_worker execute fail_task with error_details');
 
 SET ROLE taskpool_worker;

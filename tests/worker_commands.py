@@ -5,6 +5,11 @@ python worker_commands.py fail              a long stderr, then exit status 3
 python worker_commands.py sleep-tree FILE   start a child, write both PIDs to FILE, sleep 60 s
 python worker_commands.py sleep-tree-in DIR the same, FILE being DIR/<the task's id>
 python worker_commands.py child             (the child: ignores SIGTERM, sleeps 60 s)
+python worker_commands.py scripted          does what the task's payload says: prints its
+                                            "stdout" (and "stdout_hex" bytes) and "stderr" (after
+                                            "stderr_hex" bytes, "stderr_repeat" times), floods
+                                            stdout with "flood" bytes then sleeps, kills itself
+                                            with "signal", exits with "exit" (default 0)
 """
 
 from __future__ import annotations
@@ -41,6 +46,25 @@ def main(argv: list[str]) -> int:
         os.rename(argv[2] + ".tmp", argv[2])
         time.sleep(60)
         return 0
+    if mode == "scripted":
+        payload = json.load(sys.stdin)["payload"]
+        out = sys.stdout.buffer
+        out.write(bytes.fromhex(payload.get("stdout_hex", "")))
+        out.write(payload.get("stdout", "").encode())
+        out.flush()
+        sys.stderr.buffer.write(bytes.fromhex(payload.get("stderr_hex", "")) * payload.get("stderr_repeat", 1))
+        sys.stderr.write(payload.get("stderr", ""))
+        sys.stderr.flush()
+        if payload.get("flood"):
+            chunk = b"x" * 65536
+            for _ in range(payload["flood"] // len(chunk) + 1):
+                out.write(chunk)
+            out.flush()
+            time.sleep(60)
+        if payload.get("signal"):
+            os.kill(os.getpid(), getattr(signal, payload["signal"]))
+            time.sleep(60)
+        return payload.get("exit", 0)
     if mode == "child":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(60)

@@ -55,6 +55,7 @@ ROLES = {
     "test_work": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
     "test_outcome": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_command": {"run_timeout": "2 seconds", "max_retries": 0},
+    "test_protocol": {"run_timeout": "20 seconds", "backoff_base": "20 seconds", "max_retries": 3},
     "test_logs": {"backoff_base": "20 seconds", "max_retries": 3},
     "test_chain": {"max_retries": 0},
     # Served by the same handler as test_work, for workers of two roles.
@@ -244,6 +245,7 @@ class Workers:
         database_url: str | None = None,
         prefetch: int = 1,
         concurrency: int = 1,
+        extra_env: dict[str, str] | None = None,
     ) -> dict[str, str]:
         env = {
             key: value
@@ -273,6 +275,7 @@ class Workers:
             env["PYWORKER_HANDLERS"] = handlers
         if command is not None:
             env["PYWORKER_COMMAND"] = command
+        env.update(extra_env or {})
         return env
 
     def start(

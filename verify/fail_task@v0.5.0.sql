@@ -1,0 +1,10 @@
+-- Verify taskpool:fail_task on pg
+
+BEGIN;
+
+SELECT 1/has_function_privilege('taskpool_worker',
+    'fail_task(bigint, text, integer, text, boolean, timestamptz, text)', 'execute')::int;
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE proname = 'fail_task' AND pg_get_functiondef(oid) LIKE '%SET error_details = v_details%';
+
+ROLLBACK;
