@@ -1,18 +1,26 @@
 -- Deploy taskpool:_enqueue_specs to pg
--- requires: _enqueue_specs@v0.3.0
+-- requires: _enqueue_specs@v0.5.0
+-- requires: worker_tasks_parent_id
+-- requires: worker_tasks_headers
 
 BEGIN;
 SET client_min_messages = 'warning';
 
+-- A new argument, parent_id, so the function's signature changes: the v0.5.0 one goes.
+DROP FUNCTION _enqueue_specs(jsonb, text);
+
 -- _enqueue_specs
 -- Validates a JSON array of task specs, then inserts them all, or raises on the first bad one and writes nothing.
-CREATE OR REPLACE FUNCTION _enqueue_specs(specs jsonb, label text)
+-- Specs take a "headers" field (worker_tasks.headers, checked by _task_headers_problem); the
+-- tasks get parent_id, the task whose completion enqueues them (complete_task's follow_ups and
+-- the chains of task_role_chains pass it; enqueue_task and enqueue_tasks pass none).
+CREATE FUNCTION _enqueue_specs(specs jsonb, label text, parent_id bigint DEFAULT NULL)
 RETURNS SETOF worker_tasks
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_fields constant text[] := ARRAY['role', 'payload', 'dispensary_id', 'platform', 'priority',
-                                      'scheduled_for', 'dedupe_key', 'max_retries'];
+                                      'scheduled_for', 'dedupe_key', 'max_retries', 'headers'];
     -- What a worker can load (pyworker: Python's json, which refuses integers of more than 4300
     -- digits and recurses once per level): nesting up to 100 levels, numbers of up to 1000 digits
     -- before the decimal point. The walks only run on payloads long enough to break a bound:
@@ -92,6 +100,7 @@ BEGIN
                      OR length(s.spec ->> 'dedupe_key') NOT BETWEEN 1 AND 255 THEN 'dedupe_key_invalid'
                 WHEN jsonb_typeof(nullif(s.spec -> 'platform', 'null')) <> 'string'
                      OR length(s.spec ->> 'platform') NOT BETWEEN 1 AND 100 THEN 'platform_invalid'
+                WHEN s.spec ? 'headers' AND _task_headers_problem(s.spec -> 'headers') IS NOT NULL THEN 'headers_invalid'
             END AS problem
         FROM jsonb_array_elements(_enqueue_specs.specs) WITH ORDINALITY AS s(spec, idx)
         -- OFFSET 0: the payload is turned into text once per spec, not once per use.
@@ -179,6 +188,10 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('platform must be a string of 1 to 100 characters, not %s',
                                             left((v_bad.spec -> 'platform')::text, 60));
+        WHEN 'headers_invalid' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || _task_headers_problem(v_bad.spec -> 'headers'),
+                HINT = 'headers is a JSON object of at most 32 strings (e.g. {"traceparent": "00-..."}), 8192 bytes in all.';
         END CASE;
     END IF;
 
@@ -195,7 +208,7 @@ BEGIN
         FROM generate_series(1, jsonb_array_length(v_todo));
         WITH inserted AS (
             INSERT INTO worker_tasks (id, role, dispensary_id, platform, priority, scheduled_for, payload,
-                                      dedupe_key, max_retries)
+                                      dedupe_key, max_retries, headers, parent_id)
             OVERRIDING SYSTEM VALUE
             SELECT v_new_ids[s.idx],
                    s.spec ->> 'role',
@@ -205,7 +218,10 @@ BEGIN
                    coalesce(_jsonb_timestamptz(s.spec -> 'scheduled_for'), v_now),
                    coalesce(nullif(s.spec -> 'payload', 'null'), '{}'),
                    s.spec ->> 'dedupe_key',
-                   coalesce(_jsonb_integer(s.spec -> 'max_retries'), r.max_retries)
+                   coalesce(_jsonb_integer(s.spec -> 'max_retries'), r.max_retries),
+                   -- no headers: NULL, not an empty object
+                   nullif(nullif(s.spec -> 'headers', 'null'), '{}'),
+                   _enqueue_specs.parent_id
             FROM jsonb_array_elements(v_todo) WITH ORDINALITY AS s(spec, idx)
             JOIN task_roles r ON r.role = s.spec ->> 'role'
             LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id')
@@ -240,6 +256,6 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION _enqueue_specs(jsonb, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _enqueue_specs(jsonb, text, bigint) FROM PUBLIC;
 
 COMMIT;

@@ -1,14 +1,13 @@
 -- Deploy taskpool:complete_task to pg
--- requires: _check_repeated_call
+-- requires: complete_task@v0.5.0
 -- requires: _enqueue_specs
--- requires: taskpool_worker
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- complete_task
 -- Records a task's success and result, and enqueues its follow-up tasks in the same transaction.
-CREATE FUNCTION complete_task(
+CREATE OR REPLACE FUNCTION complete_task(
     task_id    bigint,
     worker_id  text,
     attempt    integer,
@@ -25,6 +24,7 @@ AS $$
 -- follow_ups takes the specs of enqueue_tasks; a bad one fails the whole call and nothing is
 -- recorded. Raises 55000 when the worker no longer owns the attempt. A repeated call for an
 -- attempt this worker already completed returns the task unchanged (a retried call is safe).
+-- The follow-ups remember this task as their parent_id (task_chain reads the chain back).
 DECLARE
     v_task worker_tasks;
 BEGIN
@@ -41,7 +41,7 @@ BEGIN
     END IF;
 
     IF complete_task.follow_ups IS NOT NULL THEN
-        PERFORM FROM _enqueue_specs(complete_task.follow_ups, 'follow_ups');
+        PERFORM FROM _enqueue_specs(complete_task.follow_ups, 'follow_ups', complete_task.task_id);
     END IF;
     RETURN v_task;
 END;

@@ -19,6 +19,17 @@
 -- requires: v_workers
 -- requires: worker_task_attempts_error_data
 -- requires: fail_task
+-- requires: worker_tasks_parent_id
+-- requires: worker_tasks_headers
+-- requires: _enqueue_specs
+-- requires: enqueue_task_headers
+-- requires: complete_task
+-- requires: complete_tasks_follow_up_parents
+-- requires: task_result_waits
+-- requires: task_wait_channel
+-- requires: register_task_waits
+-- requires: after_status_change_parents_and_waiters
+-- requires: task_chain
 
 BEGIN;
 SET client_min_messages = 'warning';

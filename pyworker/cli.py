@@ -924,7 +924,8 @@ def echo_page(
 @json_option
 @pass_settings
 def show(settings: Settings, task_id: int, as_json: bool) -> None:
-    """Show task ID: every field, then the attempts that ended without completing it, each
+    """Show task ID: every field, its chain (the tasks whose completion led to it, and its
+    follow-ups, with their status), then the attempts that ended without completing it, each
     with its error data (a command's exit code and output tails) and its error details (a failed
     handler's traceback) in full."""
     db = settings.db
@@ -932,11 +933,22 @@ def show(settings: Settings, task_id: int, as_json: bool) -> None:
     if task is None:
         raise NotFound(f"task {task_id} does not exist")
     attempts = db.task_attempts(task_id)
+    chain = db.task_chain(task_id)
     if as_json:
-        echo_json({"task": task, "attempts": attempts})
+        echo_json({"task": task, "chain": chain, "attempts": attempts})
         return
     echo_fields(task)
     click.echo()
+    if len(chain) > 1:
+        click.echo("chain:")
+        for member in chain:
+            indent = "  " * (member["depth"] - chain[0]["depth"])
+            mark = "*" if member["id"] == task_id else " "
+            click.echo(f" {mark}{indent}{member['id']} {member['role']} {member['status']}".rstrip())
+        click.echo()
+    else:
+        click.echo("chain: none (no parent, no follow-ups)")
+        click.echo()
     if attempts:
         click.echo("attempt history:")
         echo_table(attempts, ATTEMPT_COLUMNS, empty="none")

@@ -94,11 +94,19 @@ class Task:
     max_retries: int
     created_at: datetime
     updated_at: datetime
+    # String-to-string metadata its enqueuer sent along (worker_tasks.headers, e.g. a W3C
+    # traceparent); {} when none. The task whose completion enqueued it (a follow-up), if any.
+    headers: dict[str, str] = field(default_factory=dict)
+    parent_id: int | None = None
     abort: AbortSignal = field(default_factory=AbortSignal, compare=False, repr=False)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Task:
-        return cls(**{name: row[name] for name in _TASK_COLUMNS})
+        task = cls(**{name: row[name] for name in _TASK_COLUMNS if name not in _OPTIONAL_COLUMNS})
+        # A schema before headers and parent_id returns neither.
+        task.headers = dict(row.get("headers") or {})
+        task.parent_id = row.get("parent_id")
+        return task
 
     def as_json(self) -> dict[str, Any]:
         """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
@@ -108,6 +116,7 @@ class Task:
 
 
 _TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name != "abort")
+_OPTIONAL_COLUMNS = frozenset({"headers", "parent_id"})
 
 # Worker side
 CLAIM_AND_START_TASKS = (
@@ -164,6 +173,10 @@ LIST_TASKS = (
 )
 COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks" + _TASK_FILTERS
 GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
+TASK_CHAIN = (
+    "SELECT id, parent_id, depth, role, status, dispensary_id, created_at, completed_at, error_message"
+    " FROM task_chain(%(task_id)s::bigint)"
+)
 TASK_ATTEMPTS = (
     "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
     " error_message, error_details, error_data FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
@@ -780,6 +793,10 @@ class Database:
 
     def get_task(self, task_id: int) -> dict[str, Any] | None:
         return self._one(GET_TASK, {"task_id": task_id})
+
+    def task_chain(self, task_id: int) -> list[dict[str, Any]]:
+        """task_chain: the task's ancestors, the task (depth 0) and its follow-ups."""
+        return self._rows(TASK_CHAIN, {"task_id": task_id})
 
     def task_attempts(self, task_id: int) -> list[dict[str, Any]]:
         return self._rows(TASK_ATTEMPTS, {"task_id": task_id})

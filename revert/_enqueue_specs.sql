@@ -3,19 +3,33 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.3.0 body, which took any JSON payload and inserted in spec order.
+-- Back to the v0.5.0 signature and body: no headers field, no parent.
+DROP FUNCTION _enqueue_specs(jsonb, text, bigint);
 
 -- _enqueue_specs
 -- Validates a JSON array of task specs, then inserts them all, or raises on the first bad one and writes nothing.
-CREATE OR REPLACE FUNCTION _enqueue_specs(specs jsonb, label text)
+CREATE FUNCTION _enqueue_specs(specs jsonb, label text)
 RETURNS SETOF worker_tasks
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_fields constant text[] := ARRAY['role', 'payload', 'dispensary_id', 'platform', 'priority',
                                       'scheduled_for', 'dedupe_key', 'max_retries'];
+    -- What a worker can load (pyworker: Python's json, which refuses integers of more than 4300
+    -- digits and recurses once per level): nesting up to 100 levels, numbers of up to 1000 digits
+    -- before the decimal point. The walks only run on payloads long enough to break a bound:
+    -- nesting deeper than 100 takes more than 200 characters of JSON, a number of 1001 digits
+    -- more than 1000.
+    c_max_depth   constant integer := 100;
+    c_max_digits  constant integer := 1000;
+    v_too_deep    constant jsonpath := format('strict $.**{%s} ? (@.type() == "object" || @.type() == "array")',
+                                              c_max_depth)::jsonpath;
+    v_too_big     constant jsonpath := 'strict $.** ? (@ >= $limit || @ <= -$limit)';
+    v_number_vars constant jsonb := jsonb_build_object('limit', ('1e' || c_max_digits)::numeric);
     v_now      timestamptz := taskpool_now();
     v_bad      record;
+    v_number   text;
+    v_new_ids  bigint[];
     v_where    text;
     v_ids      bigint[] := '{}';
     v_todo     jsonb := _enqueue_specs.specs;
@@ -36,6 +50,17 @@ BEGIN
                              coalesce(_enqueue_specs.label, 'tasks'), jsonb_array_length(_enqueue_specs.specs));
     END IF;
 
+    -- The stores the specs name are locked (as the foreign key check would) before they are
+    -- checked, so that one deleted meanwhile is reported as missing, not as a foreign key
+    -- violation at insert; a deletion under way finishes first. Ids in order, as every enqueuer.
+    PERFORM
+    FROM dispensaries d
+    WHERE d.id IN (SELECT _jsonb_integer(s.spec -> 'dispensary_id')
+                   FROM jsonb_array_elements(_enqueue_specs.specs) AS s(spec)
+                   WHERE jsonb_typeof(s.spec) = 'object' AND s.spec ? 'dispensary_id')
+    ORDER BY d.id
+    FOR KEY SHARE OF d;
+
     -- Every spec is checked before anything is written. The first failing check of the first
     -- bad spec is named here; its message is built below, for that one spec only.
     SELECT checked.idx, checked.spec, checked.problem, checked.max_payload_bytes INTO v_bad
@@ -47,7 +72,10 @@ BEGIN
                 WHEN jsonb_typeof(s.spec -> 'role') IS DISTINCT FROM 'string' THEN 'no_role'
                 WHEN r.role IS NULL THEN 'unknown_role'
                 WHEN jsonb_typeof(nullif(s.spec -> 'payload', 'null')) <> 'object' THEN 'payload_not_object'
-                WHEN octet_length((s.spec -> 'payload')::text) > r.max_payload_bytes THEN 'payload_too_large'
+                WHEN payload.bytes > r.max_payload_bytes THEN 'payload_too_large'
+                WHEN payload.bytes > 200 AND jsonb_path_exists(s.spec -> 'payload', v_too_deep) THEN 'payload_too_deep'
+                WHEN payload.bytes > 1000 AND jsonb_path_exists(s.spec -> 'payload', v_too_big, v_number_vars)
+                     THEN 'payload_number_too_big'
                 WHEN nullif(s.spec -> 'dispensary_id', 'null') IS NOT NULL
                      AND _jsonb_integer(s.spec -> 'dispensary_id') IS NULL THEN 'dispensary_not_integer'
                 WHEN nullif(s.spec -> 'dispensary_id', 'null') IS NOT NULL AND d.id IS NULL THEN 'unknown_dispensary'
@@ -68,6 +96,8 @@ BEGIN
                      OR length(s.spec ->> 'platform') NOT BETWEEN 1 AND 100 THEN 'platform_invalid'
             END AS problem
         FROM jsonb_array_elements(_enqueue_specs.specs) WITH ORDINALITY AS s(spec, idx)
+        -- OFFSET 0: the payload is turned into text once per spec, not once per use.
+        CROSS JOIN LATERAL (SELECT octet_length((s.spec -> 'payload')::text) AS bytes OFFSET 0) AS payload
         LEFT JOIN task_roles r ON r.role = s.spec ->> 'role' AND jsonb_typeof(s.spec) = 'object'
         LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id') AND jsonb_typeof(s.spec) = 'object'
     ) AS checked
@@ -104,6 +134,17 @@ BEGIN
                 MESSAGE = v_where || format('payload is %s bytes; role %s allows at most %s',
                     octet_length((v_bad.spec -> 'payload')::text), v_bad.spec ->> 'role', v_bad.max_payload_bytes),
                 HINT = 'Store large inputs elsewhere and pass a reference, or raise task_roles.max_payload_bytes.';
+        WHEN 'payload_too_deep' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('payload is nested more than %s levels deep', c_max_depth),
+                HINT = 'Workers load payloads nested up to 100 levels: flatten it, or store it elsewhere and pass a reference.';
+        WHEN 'payload_number_too_big' THEN
+            v_number := jsonb_path_query_first(v_bad.spec -> 'payload', v_too_big, v_number_vars)::text;
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('payload holds the number %s (%s digits); numbers may have at most %s digits before the decimal point',
+                    left(v_number, 20) || CASE WHEN length(v_number) > 20 THEN '...' ELSE '' END,
+                    length(regexp_replace(split_part(v_number, '.', 1), '[^0-9]', '', 'g')), c_max_digits),
+                HINT = 'Pass a bigger number as a string.';
         WHEN 'dispensary_not_integer' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('dispensary_id must be an integer, not %s', v_bad.spec -> 'dispensary_id');
@@ -146,11 +187,20 @@ BEGIN
     -- A spec whose dedupe key has an active task yields that task instead of a new one. The
     -- lookup is a second statement (so it sees a conflicting task committed during the insert);
     -- should that task finish in between, the spec goes round once more and is inserted.
+    --
+    -- An insert waits for a concurrent one of the same dedupe key to end. Rows go in in dedupe
+    -- key order, so that two batches sharing keys wait on each other in one direction and never
+    -- deadlock; their ids are drawn beforehand in spec order, which stays the claim order.
     FOR v_pass IN 1..3 LOOP
+        SELECT array_agg(nextval(pg_get_serial_sequence('worker_tasks', 'id')))
+        INTO v_new_ids
+        FROM generate_series(1, jsonb_array_length(v_todo));
         WITH inserted AS (
-            INSERT INTO worker_tasks (role, dispensary_id, platform, priority, scheduled_for, payload,
+            INSERT INTO worker_tasks (id, role, dispensary_id, platform, priority, scheduled_for, payload,
                                       dedupe_key, max_retries)
-            SELECT s.spec ->> 'role',
+            OVERRIDING SYSTEM VALUE
+            SELECT v_new_ids[s.idx],
+                   s.spec ->> 'role',
                    _jsonb_integer(s.spec -> 'dispensary_id'),
                    coalesce(s.spec ->> 'platform', d.platform),
                    coalesce(_jsonb_integer(s.spec -> 'priority'), 0),
@@ -161,7 +211,7 @@ BEGIN
             FROM jsonb_array_elements(v_todo) WITH ORDINALITY AS s(spec, idx)
             JOIN task_roles r ON r.role = s.spec ->> 'role'
             LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id')
-            ORDER BY s.idx
+            ORDER BY s.spec ->> 'dedupe_key' COLLATE "C", s.idx
             ON CONFLICT (dedupe_key) WHERE status IN ('pending', 'claimed', 'running') AND dedupe_key IS NOT NULL
             DO NOTHING
             RETURNING id, dedupe_key

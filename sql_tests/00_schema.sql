@@ -66,7 +66,8 @@ SELECT has_table('worker_tasks', 'Should have table worker_tasks');
 SELECT columns_are('worker_tasks', ARRAY[
     'id', 'role', 'dispensary_id', 'platform', 'status', 'priority', 'scheduled_for', 'payload', 'dedupe_key',
     'worker_id', 'attempt', 'claimed_at', 'started_at', 'last_heartbeat_at', 'cancel_requested_at',
-    'completed_at', 'result', 'error_message', 'retry_count', 'max_retries', 'created_at', 'updated_at'],
+    'completed_at', 'result', 'error_message', 'retry_count', 'max_retries', 'created_at', 'updated_at',
+    'parent_id', 'headers', 'waited'],
     'Should give worker_tasks exactly the documented columns');
 SELECT col_is_pk('worker_tasks', 'id', 'Should key worker_tasks by id');
 SELECT col_type_is('worker_tasks', 'id', 'bigint', 'Should type worker_tasks.id as bigint');
@@ -133,7 +134,7 @@ SELECT col_default_is('worker_tasks', 'updated_at', 'taskpool_now()',
 SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_pkey', 'worker_tasks_claim_order_idx', 'worker_tasks_one_active_per_dispensary_idx',
     'worker_tasks_one_active_per_dedupe_key_idx', 'worker_tasks_active_by_worker_idx', 'worker_tasks_finished_idx',
-    'worker_tasks_pending_by_dispensary_idx'],
+    'worker_tasks_pending_by_dispensary_idx', 'worker_tasks_parent_id_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
                  ARRAY['role', 'priority', 'created_at', 'id', 'scheduled_for'],
@@ -166,6 +167,7 @@ SELECT results_eq(
          '((status = ANY (ARRAY[''pending''::text, ''claimed''::text, ''running''::text])) AND (dedupe_key IS NOT NULL))'),
         ('worker_tasks_one_active_per_dispensary_idx', true,
          '((status = ANY (ARRAY[''claimed''::text, ''running''::text])) AND (dispensary_id IS NOT NULL))'),
+        ('worker_tasks_parent_id_idx', false, '(parent_id IS NOT NULL)'),
         ('worker_tasks_pending_by_dispensary_idx', false,
          '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
     'Should make every worker_tasks index partial, on exactly the documented statuses');
@@ -287,8 +289,8 @@ SELECT results_eq(
 
 SELECT has_function('taskpool_now', ARRAY[]::name[], 'Should have taskpool_now()');
 SELECT has_function('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text'],
-    'Should have enqueue_task(role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform)');
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    'Should have enqueue_task(role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform, headers)');
 SELECT has_function('enqueue_tasks', ARRAY['jsonb'], 'Should have enqueue_tasks(jsonb)');
 SELECT has_function('claim_task', ARRAY['text', 'text'], 'Should have claim_task(text, text)');
 SELECT has_function('claim_tasks', ARRAY['text', 'text', 'integer'], 'Should have claim_tasks(text, text, integer)');
@@ -311,7 +313,7 @@ SELECT has_function('prune_tasks', ARRAY['interval', 'integer'], 'Should have pr
 SELECT function_returns('taskpool_now', ARRAY[]::name[], 'timestamp with time zone',
                         'Should return timestamptz from taskpool_now()');
 SELECT function_returns('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
     'worker_tasks', 'Should return one worker_tasks row from enqueue_task');
 SELECT function_returns('enqueue_tasks', ARRAY['jsonb'], 'setof worker_tasks',
                         'Should return setof worker_tasks from enqueue_tasks');
@@ -341,7 +343,7 @@ SELECT function_returns('prune_tasks', ARRAY['interval', 'integer'], 'integer',
 SELECT volatility_is('taskpool_now', ARRAY[]::name[], 'stable',
                      'Should make taskpool_now() STABLE (one instant per statement, comparable in an index scan)');
 SELECT volatility_is('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
     'volatile', 'Should make enqueue_task VOLATILE (it writes)');
 SELECT volatility_is('enqueue_tasks', ARRAY['jsonb'], 'volatile', 'Should make enqueue_tasks VOLATILE (it writes)');
 SELECT volatility_is('claim_task', ARRAY['text', 'text'], 'volatile', 'Should make claim_task VOLATILE (it writes)');
@@ -368,7 +370,7 @@ SELECT is_definer('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp w
                   'Should make snooze_task SECURITY DEFINER');
 SELECT is_definer('release_task', ARRAY['bigint', 'text', 'integer'], 'Should make release_task SECURITY DEFINER');
 SELECT isnt_definer('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
     'Should run enqueue_task with the caller''s rights');
 SELECT isnt_definer('enqueue_tasks', ARRAY['jsonb'], 'Should run enqueue_tasks with the caller''s rights');
 SELECT isnt_definer('cancel_task', ARRAY['bigint'], 'Should run cancel_task with the caller''s rights');

@@ -61,7 +61,7 @@ SELECT function_privs_are('public', 'release_task', ARRAY['bigint', 'text', 'int
 SELECT function_privs_are('public', 'taskpool_now', ARRAY[]::name[], 'taskpool_worker', ARRAY['EXECUTE'],
     'Should let taskpool_worker read the database clock (snooze names times with it)');
 SELECT function_privs_are('public', 'enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
     'taskpool_worker', ARRAY[]::text[], 'Should not let taskpool_worker execute enqueue_task');
 SELECT function_privs_are('public', 'enqueue_tasks', ARRAY['jsonb'], 'taskpool_worker', ARRAY[]::text[],
     'Should not let taskpool_worker execute enqueue_tasks');
@@ -73,7 +73,7 @@ SELECT function_privs_are('public', 'recover_stale_tasks', ARRAY['integer'], 'ta
     'Should not let taskpool_worker execute recover_stale_tasks');
 SELECT function_privs_are('public', 'prune_tasks', ARRAY['interval', 'integer'], 'taskpool_worker', ARRAY[]::text[],
     'Should not let taskpool_worker execute prune_tasks');
-SELECT function_privs_are('public', '_enqueue_specs', ARRAY['jsonb', 'text'], 'taskpool_worker', ARRAY[]::text[],
+SELECT function_privs_are('public', '_enqueue_specs', ARRAY['jsonb', 'text', 'bigint'], 'taskpool_worker', ARRAY[]::text[],
     'Should not let taskpool_worker execute _enqueue_specs (it would bypass enqueue''s grant)');
 
 -- Every callable function of the schema (trigger functions cannot be called; pgTAP's are the
@@ -117,7 +117,7 @@ SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nob
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute complete_task');
 SELECT function_privs_are('public', 'enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute enqueue_task');
 
 /****************************************************************************/

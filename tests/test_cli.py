@@ -706,6 +706,24 @@ def test_show_without_history_says_so(run: Run, conn: psycopg.Connection) -> Non
     assert "attempt history: none" in result.stdout
 
 
+def test_show_prints_the_chain(run: Run, conn: psycopg.Connection) -> None:
+    root = enqueue(conn)
+    assert claim(conn) == root
+    conn.execute(
+        "SELECT complete_task(%s, 'w1', 1, '{}', '[{\"role\": \"analytics_refresh\"}]')", (root,)
+    )
+    child = conn.execute("SELECT id FROM worker_tasks WHERE parent_id = %s", (root,)).fetchone()[0]
+    result = run("show", str(child))
+    assert result.exit_code == 0, result.output
+    chain = result.stdout.split("chain:")[1].split("\n\n")[0].strip("\n").splitlines()
+    assert chain[0].split() == [str(root), "store_discovery", "completed"]
+    assert chain[1].split() == ["*" + str(child), "analytics_refresh", "pending"] or chain[1].split() == [
+        "*", str(child), "analytics_refresh", "pending"]
+    shown = run_json(run, "show", str(root))
+    assert [(m["id"], m["depth"]) for m in shown["chain"]] == [(root, 0), (child, 1)]
+    assert "chain: none" in run("show", str(enqueue(conn))).stdout
+
+
 # counts
 
 

@@ -2,6 +2,9 @@
 
 BEGIN;
 
-SELECT has_function_privilege('taskpool_worker', 'complete_task(bigint, text, integer, jsonb, jsonb)', 'execute');
+SELECT 1/has_function_privilege('taskpool_worker', 'complete_task(bigint, text, integer, jsonb, jsonb)', 'execute')::int;
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE oid = 'complete_task(bigint, text, integer, jsonb, jsonb)'::regprocedure
+  AND pg_get_functiondef(oid) LIKE '%''follow_ups'', complete_task.task_id)%';
 
 ROLLBACK;

@@ -1,0 +1,595 @@
+"""pyworker.client: enqueue tasks from application code and wait for their results.
+
+`Client(conn)` wraps a psycopg connection that the application owns. `enqueue` and
+`enqueue_many` run in that connection's current transaction and never commit: a task is enqueued
+exactly when the application's own writes of that transaction commit, and vanishes with them on
+a rollback (on an autocommit connection each enqueue commits at once). `Client.connect(url)`
+opens an autocommit connection of its own, for scripts.
+
+Everything goes through the SQL functions (enqueue_task, enqueue_tasks, cancel_task, retry_task,
+register_task_waits, task_chain, ...); the client never writes a task row itself.
+
+Waiting (`wait`, `wait_chain`) LISTENs on the session's channel (task_wait_channel()) and
+registers the session as a waiter (register_task_waits): the task's finish notifies that session
+only, and a finish nobody waits for notifies no one. The waiter also polls (every
+`poll_interval` seconds) in case a notification was missed. Waiting commits its own short
+transactions (the registration must be visible to the worker), so it needs the connection idle,
+outside a transaction: commit the enqueue first. `AsyncClient` is the same over a
+psycopg.AsyncConnection.
+
+Hooks: every function in `enqueue_hooks` (module-wide) and in a client's `hooks` is called with
+each task spec before it is enqueued (a dict with "role", "payload", "headers", ...) and may add
+to its "headers" dict: how a tracing module puts a traceparent on every task.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pyworker.db import dump_json
+from pyworker.errors import TaskpoolError
+
+__all__ = [
+    "AsyncClient",
+    "ChainMember",
+    "Client",
+    "ClientError",
+    "EnqueueHook",
+    "TaskCancelled",
+    "TaskFailed",
+    "TaskInfo",
+    "TaskNotFound",
+    "WaitTimeout",
+    "enqueue_hooks",
+]
+
+EnqueueHook = Callable[[dict[str, Any]], None]
+
+# Module-wide hooks, called for every enqueue of every client (after the client's own hooks).
+enqueue_hooks: list[EnqueueHook] = []
+
+FINISHED = frozenset({"completed", "failed", "cancelled"})
+DEFAULT_POLL_INTERVAL = 5.0
+# How soon to register again when a task was being changed at registration (see register_task_waits).
+RETRY_REGISTRATION_AFTER = 0.05
+
+SPEC_KEYS = frozenset(
+    {
+        "role",
+        "payload",
+        "dispensary_id",
+        "store",
+        "platform",
+        "priority",
+        "scheduled_for",
+        "delay",
+        "dedupe_key",
+        "max_retries",
+        "headers",
+    }
+)
+
+
+class ClientError(TaskpoolError):
+    """The client cannot do that."""
+
+
+class TaskNotFound(ClientError, LookupError):
+    """No such task."""
+
+
+class WaitTimeout(ClientError, TimeoutError):
+    """The task did not finish in time."""
+
+    def __init__(self, task_id: int, timeout: float, pending: Sequence[int] = ()) -> None:
+        what = f"task {task_id}" if not pending or list(pending) == [task_id] else (
+            f"the chain of task {task_id} (still unfinished: {', '.join(map(str, pending))})"
+        )
+        super().__init__(f"{what} did not finish within {timeout:g} s")
+        self.task_id = task_id
+        self.timeout = timeout
+        self.pending = list(pending)
+
+
+class TaskFailed(ClientError):
+    """The task failed."""
+
+    def __init__(self, task: TaskInfo) -> None:
+        super().__init__(f"task {task.id} ({task.role}) failed: {task.error_message}")
+        self.task = task
+        self.error = task.error_message
+
+
+class TaskCancelled(ClientError):
+    """The task was cancelled."""
+
+    def __init__(self, task: TaskInfo) -> None:
+        super().__init__(f"task {task.id} ({task.role}) was cancelled")
+        self.task = task
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """A task as the client reads it back (a row of worker_tasks)."""
+
+    id: int
+    role: str
+    status: str
+    payload: dict[str, Any]
+    result: Any
+    error_message: str | None
+    attempt: int
+    retry_count: int
+    max_retries: int
+    dispensary_id: int | None
+    platform: str | None
+    priority: int
+    scheduled_for: datetime
+    dedupe_key: str | None
+    parent_id: int | None
+    headers: dict[str, str]
+    worker_id: str | None
+    cancel_requested_at: datetime | None
+    created_at: datetime
+    completed_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def attempts(self) -> int:
+        """How many times a worker claimed the task."""
+        return self.attempt
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskInfo:
+        values = {f.name: row[f.name] for f in fields(cls) if f.name != "headers"}
+        return cls(**values, headers=dict(row["headers"] or {}))
+
+
+@dataclass(frozen=True)
+class ChainMember:
+    """A task of a chain (task_chain): depth 0 is the task asked for, below 0 its ancestors,
+    above 0 its follow-ups."""
+
+    id: int
+    parent_id: int | None
+    depth: int
+    role: str
+    status: str
+    dispensary_id: int | None
+    created_at: datetime
+    completed_at: datetime | None
+    error_message: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+_TASK_COLUMNS = sql.SQL(", ").join(
+    sql.Identifier(f.name) for f in fields(TaskInfo)
+)
+_CHAIN_COLUMNS = ", ".join(f.name for f in fields(ChainMember))
+
+ENQUEUE_TASK = sql.SQL(
+    "SELECT {columns} FROM enqueue_task(%(role)s::text, %(payload)s::jsonb, %(dispensary_id)s::integer,"
+    " %(priority)s::integer,"
+    " coalesce(%(scheduled_for)s::timestamptz,"
+    " taskpool_now() + make_interval(secs => %(delay)s::double precision)),"
+    " %(dedupe_key)s::text, %(max_retries)s::integer, %(platform)s::text, %(headers)s::jsonb)"
+).format(columns=_TASK_COLUMNS)
+# A spec's "delay" (seconds) becomes its scheduled_for on the database's clock, in the statement.
+ENQUEUE_TASKS = sql.SQL(
+    "SELECT {columns} FROM enqueue_tasks((SELECT coalesce(jsonb_agg("
+    " CASE WHEN s.spec ? 'delay' THEN (s.spec - 'delay') || jsonb_build_object('scheduled_for',"
+    " taskpool_now() + make_interval(secs => (s.spec ->> 'delay')::double precision))"
+    " ELSE s.spec END ORDER BY s.n), '[]')"
+    " FROM jsonb_array_elements(%(specs)s::jsonb) WITH ORDINALITY AS s(spec, n)))"
+).format(columns=_TASK_COLUMNS)
+GET_TASKS = sql.SQL("SELECT {columns} FROM worker_tasks WHERE id = ANY (%(ids)s::bigint[]) ORDER BY id").format(
+    columns=_TASK_COLUMNS
+)
+CANCEL_TASK = sql.SQL("SELECT {columns} FROM cancel_task(%(id)s::bigint)").format(columns=_TASK_COLUMNS)
+RETRY_TASK = sql.SQL("SELECT {columns} FROM retry_task(%(id)s::bigint)").format(columns=_TASK_COLUMNS)
+TASK_CHAIN = f"SELECT {_CHAIN_COLUMNS} FROM task_chain(%(id)s::bigint)"
+WAIT_CHANNEL = "SELECT task_wait_channel() AS channel"
+REGISTER_WAITS = (
+    "SELECT task_id, parent_id, status, watched"
+    " FROM register_task_waits(%(ids)s::bigint[], %(descendants)s::boolean)"
+)
+UNREGISTER_WAITS = "SELECT unregister_task_waits(%(ids)s::bigint[]) AS ended"
+
+
+def _seconds(value: float | timedelta | None, name: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise ValueError(f"{name} must be a number of seconds or a timedelta, not {value!r}")
+    if seconds < 0:
+        raise ValueError(f"{name} must not be negative, not {value!r}")
+    return float(seconds)
+
+
+def _spec(role: str, payload: Mapping[str, Any] | None, options: Mapping[str, Any], hooks: Iterable[EnqueueHook]) -> dict[str, Any]:
+    """One task spec as enqueue_tasks takes it, the hooks applied; delay in seconds."""
+    unknown = set(options) - SPEC_KEYS
+    if unknown:
+        raise ValueError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
+    if not isinstance(role, str):
+        raise ValueError(f"role must be a string, not {role!r}")
+    store = options.get("store")
+    dispensary_id = options.get("dispensary_id")
+    if store is not None and dispensary_id is not None and store != dispensary_id:
+        raise ValueError("give the store as store or as dispensary_id, not both")
+    if options.get("scheduled_for") is not None and options.get("delay") is not None:
+        raise ValueError("give scheduled_for or delay, not both")
+    headers = options.get("headers")
+    spec: dict[str, Any] = {
+        "role": role,
+        "payload": {} if payload is None else payload,
+        "headers": {} if headers is None else dict(headers) if isinstance(headers, Mapping) else headers,
+    }
+    for key in ("platform", "priority", "dedupe_key", "max_retries"):
+        if options.get(key) is not None:
+            spec[key] = options[key]
+    if store is not None or dispensary_id is not None:
+        spec["dispensary_id"] = store if store is not None else dispensary_id
+    scheduled_for = options.get("scheduled_for")
+    if scheduled_for is not None:
+        spec["scheduled_for"] = scheduled_for.isoformat() if isinstance(scheduled_for, datetime) else scheduled_for
+    delay = _seconds(options.get("delay"), "delay")
+    if delay is not None:
+        spec["delay"] = delay
+    for hook in (*hooks, *enqueue_hooks):
+        hook(spec)
+    return spec
+
+
+def _enqueue_params(spec: Mapping[str, Any]) -> dict[str, Any]:
+    headers = spec.get("headers")
+    return {
+        "role": spec["role"],
+        "payload": Jsonb(spec.get("payload"), dumps=dump_json),
+        "dispensary_id": spec.get("dispensary_id"),
+        "priority": spec.get("priority"),
+        "scheduled_for": spec.get("scheduled_for"),
+        "delay": spec.get("delay"),
+        "dedupe_key": spec.get("dedupe_key"),
+        "max_retries": spec.get("max_retries"),
+        "platform": spec.get("platform"),
+        "headers": None if headers is None else Jsonb(headers, dumps=dump_json),
+    }
+
+
+def _check_wait_args(timeout: float | None, poll_interval: float) -> float | None:
+    timeout = _seconds(timeout, "timeout")
+    if _seconds(poll_interval, "poll_interval") == 0:
+        raise ValueError("poll_interval must be more than 0 seconds")
+    return timeout
+
+
+def _check_idle(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        raise ClientError(
+            "waiting needs the connection outside a transaction: commit first"
+            " (a task enqueued in an open transaction cannot run before it commits)"
+        )
+
+
+def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:
+    """The root's result, or the first failed or cancelled member's exception."""
+    by_id = {task.id: task for task in tasks}
+    for task in [by_id[task_id], *(t for t in tasks if t.id != task_id)]:
+        if task.status == "failed":
+            raise TaskFailed(task)
+        if task.status == "cancelled":
+            raise TaskCancelled(task)
+    return by_id[task_id].result
+
+
+class _Waiting:
+    """The bookkeeping of one wait: which tasks, which are unfinished, when to look again."""
+
+    def __init__(self, task_id: int, timeout: float | None, poll_interval: float, chain: bool) -> None:
+        self.task_id = task_id
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self.chain = chain
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.registered: set[int] = set()
+        self.ids: list[int] = []
+        self.unfinished: list[int] = []
+
+    def take(self, rows: list[dict[str, Any]]) -> float | None:
+        """Read a registration's answer: None when every task is finished, else how long to
+        sleep before looking again. Raises TaskNotFound, WaitTimeout."""
+        if not any(row["task_id"] == self.task_id for row in rows):
+            raise TaskNotFound(f"task {self.task_id} does not exist")
+        self.ids = [row["task_id"] for row in rows]
+        self.unfinished = [row["task_id"] for row in rows if row["status"] not in FINISHED]
+        self.registered.update(self.unfinished)
+        if not self.unfinished:
+            return None
+        remaining = math.inf if self.deadline is None else self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise WaitTimeout(self.task_id, self.timeout or 0.0, self.unfinished)
+        watched = all(row["watched"] for row in rows if row["status"] not in FINISHED)
+        return min(self.poll_interval if watched else RETRY_REGISTRATION_AFTER, remaining)
+
+
+class Client:
+    """Enqueue, inspect and wait for tasks through the application's own psycopg connection."""
+
+    def __init__(self, conn: psycopg.Connection, *, hooks: Iterable[EnqueueHook] = ()) -> None:
+        self.conn = conn
+        self.hooks: list[EnqueueHook] = list(hooks)
+        self._owns_connection = False
+
+    @classmethod
+    def connect(cls, url: str, *, hooks: Iterable[EnqueueHook] = ()) -> Client:
+        """A client on a new autocommit connection (each enqueue commits at once); close() it."""
+        client = cls(psycopg.connect(url, autocommit=True), hooks=hooks)
+        client._owns_connection = True
+        return client
+
+    def close(self) -> None:
+        """Close the connection if connect() opened it; an application's connection stays open."""
+        if self._owns_connection:
+            self.conn.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _rows(self, query: Any, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(query, params)
+            return cur.fetchall()
+
+    # Enqueue: in the caller's transaction
+
+    def enqueue(
+        self,
+        role: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        dispensary_id: int | None = None,
+        store: int | None = None,
+        platform: str | None = None,
+        priority: int | None = None,
+        scheduled_for: datetime | None = None,
+        delay: float | timedelta | None = None,
+        dedupe_key: str | None = None,
+        max_retries: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> TaskInfo:
+        """Enqueue one task in the connection's current transaction (enqueue_task); the new task,
+        or the active task that has dedupe_key already."""
+        options = {
+            "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
+            "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
+            "max_retries": max_retries, "headers": headers,
+        }
+        spec = _spec(role, payload, options, self.hooks)
+        return TaskInfo.from_row(self._rows(ENQUEUE_TASK, _enqueue_params(spec))[0])
+
+    def enqueue_many(self, specs: Iterable[Mapping[str, Any]]) -> list[TaskInfo]:
+        """Enqueue several tasks in one statement (enqueue_tasks), all or nothing, in the
+        connection's current transaction. Each spec is a dict of enqueue's arguments ("role",
+        "payload", "store", "delay", "headers", ...)."""
+        built = []
+        for spec in specs:
+            spec = dict(spec)
+            built.append(_spec(spec.pop("role", None), spec.pop("payload", None), spec, self.hooks))
+        rows = self._rows(ENQUEUE_TASKS, {"specs": Jsonb(built, dumps=dump_json)})
+        return [TaskInfo.from_row(row) for row in rows]
+
+    # Inspect and act
+
+    def get(self, task_id: int) -> TaskInfo | None:
+        """The task, or None when there is no such task."""
+        rows = self._rows(GET_TASKS, {"ids": [task_id]})
+        return TaskInfo.from_row(rows[0]) if rows else None
+
+    def cancel(self, task_id: int) -> TaskInfo:
+        """cancel_task: a pending task is cancelled, a claimed or running one asked to stop."""
+        return TaskInfo.from_row(self._rows(CANCEL_TASK, {"id": task_id})[0])
+
+    def retry(self, task_id: int) -> TaskInfo:
+        """retry_task: a failed or cancelled task back to pending, with a fresh retry budget."""
+        return TaskInfo.from_row(self._rows(RETRY_TASK, {"id": task_id})[0])
+
+    def chain(self, task_id: int) -> list[ChainMember]:
+        """task_chain: the task's ancestors, the task (depth 0) and its follow-ups, tree order."""
+        return [ChainMember(**row) for row in self._rows(TASK_CHAIN, {"id": task_id})]
+
+    # Wait: in short transactions of its own, on an idle connection
+
+    def wait(
+        self,
+        task_id: int,
+        timeout: float | timedelta | None = None,
+        *,
+        chain: bool = False,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+    ) -> Any:
+        """Wait for the task to finish and return its result; raise TaskFailed (its error in
+        .error) or TaskCancelled, or WaitTimeout after timeout seconds (None: no limit).
+
+        With chain=True, wait until the task and every follow-up below it have finished; then
+        raise for the first failed or cancelled member (the task itself first), else return the
+        task's result."""
+        tasks = self._wait(task_id, timeout, poll_interval, chain)
+        return _outcome(task_id, tasks)
+
+    def wait_chain(
+        self, task_id: int, timeout: float | timedelta | None = None, *, poll_interval: float = DEFAULT_POLL_INTERVAL
+    ) -> list[TaskInfo]:
+        """Wait until the task and all its follow-ups have finished; all of them, in id order
+        (the task first), whatever their outcome. WaitTimeout after timeout seconds."""
+        return self._wait(task_id, timeout, poll_interval, True)
+
+    def _wait(self, task_id: int, timeout: Any, poll_interval: float, chain: bool) -> list[TaskInfo]:
+        state = _Waiting(task_id, _check_wait_args(timeout, poll_interval), poll_interval, chain)
+        conn = self.conn
+        _check_idle(conn)
+        with conn.transaction():
+            channel = self._rows(WAIT_CHANNEL)[0]["channel"]
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        try:
+            while True:
+                with conn.transaction():
+                    rows = self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain})
+                sleep = state.take(rows)
+                if sleep is None:
+                    break
+                for notify in conn.notifies(timeout=sleep, stop_after=1):
+                    if notify.channel == channel:
+                        break
+        finally:
+            if conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed:
+                with conn.transaction():
+                    if state.registered:
+                        conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
+                    conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
+        with conn.transaction():
+            rows = self._rows(GET_TASKS, {"ids": state.ids})
+        return [TaskInfo.from_row(row) for row in rows]
+
+
+class AsyncClient:
+    """Client over a psycopg.AsyncConnection: the same calls, awaited."""
+
+    def __init__(self, conn: psycopg.AsyncConnection, *, hooks: Iterable[EnqueueHook] = ()) -> None:
+        self.conn = conn
+        self.hooks: list[EnqueueHook] = list(hooks)
+        self._owns_connection = False
+
+    @classmethod
+    async def connect(cls, url: str, *, hooks: Iterable[EnqueueHook] = ()) -> AsyncClient:
+        """A client on a new autocommit connection (each enqueue commits at once); close() it."""
+        client = cls(await psycopg.AsyncConnection.connect(url, autocommit=True), hooks=hooks)
+        client._owns_connection = True
+        return client
+
+    async def close(self) -> None:
+        if self._owns_connection:
+            await self.conn.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _rows(self, query: Any, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        async with self.conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(query, params)
+            return await cur.fetchall()
+
+    async def enqueue(
+        self,
+        role: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        dispensary_id: int | None = None,
+        store: int | None = None,
+        platform: str | None = None,
+        priority: int | None = None,
+        scheduled_for: datetime | None = None,
+        delay: float | timedelta | None = None,
+        dedupe_key: str | None = None,
+        max_retries: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> TaskInfo:
+        """As Client.enqueue."""
+        options = {
+            "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
+            "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
+            "max_retries": max_retries, "headers": headers,
+        }
+        spec = _spec(role, payload, options, self.hooks)
+        return TaskInfo.from_row((await self._rows(ENQUEUE_TASK, _enqueue_params(spec)))[0])
+
+    async def enqueue_many(self, specs: Iterable[Mapping[str, Any]]) -> list[TaskInfo]:
+        """As Client.enqueue_many."""
+        built = []
+        for spec in specs:
+            spec = dict(spec)
+            built.append(_spec(spec.pop("role", None), spec.pop("payload", None), spec, self.hooks))
+        rows = await self._rows(ENQUEUE_TASKS, {"specs": Jsonb(built, dumps=dump_json)})
+        return [TaskInfo.from_row(row) for row in rows]
+
+    async def get(self, task_id: int) -> TaskInfo | None:
+        rows = await self._rows(GET_TASKS, {"ids": [task_id]})
+        return TaskInfo.from_row(rows[0]) if rows else None
+
+    async def cancel(self, task_id: int) -> TaskInfo:
+        return TaskInfo.from_row((await self._rows(CANCEL_TASK, {"id": task_id}))[0])
+
+    async def retry(self, task_id: int) -> TaskInfo:
+        return TaskInfo.from_row((await self._rows(RETRY_TASK, {"id": task_id}))[0])
+
+    async def chain(self, task_id: int) -> list[ChainMember]:
+        return [ChainMember(**row) for row in await self._rows(TASK_CHAIN, {"id": task_id})]
+
+    async def wait(
+        self,
+        task_id: int,
+        timeout: float | timedelta | None = None,
+        *,
+        chain: bool = False,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+    ) -> Any:
+        """As Client.wait."""
+        tasks = await self._wait(task_id, timeout, poll_interval, chain)
+        return _outcome(task_id, tasks)
+
+    async def wait_chain(
+        self, task_id: int, timeout: float | timedelta | None = None, *, poll_interval: float = DEFAULT_POLL_INTERVAL
+    ) -> list[TaskInfo]:
+        """As Client.wait_chain."""
+        return await self._wait(task_id, timeout, poll_interval, True)
+
+    async def _wait(self, task_id: int, timeout: Any, poll_interval: float, chain: bool) -> list[TaskInfo]:
+        state = _Waiting(task_id, _check_wait_args(timeout, poll_interval), poll_interval, chain)
+        conn = self.conn
+        _check_idle(conn)
+        async with conn.transaction():
+            channel = (await self._rows(WAIT_CHANNEL))[0]["channel"]
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        try:
+            while True:
+                async with conn.transaction():
+                    rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain})
+                sleep = state.take(rows)
+                if sleep is None:
+                    break
+                async for notify in conn.notifies(timeout=sleep, stop_after=1):
+                    if notify.channel == channel:
+                        break
+        finally:
+            if conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed:
+                async with conn.transaction():
+                    if state.registered:
+                        await conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
+                    await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
+        async with conn.transaction():
+            rows = await self._rows(GET_TASKS, {"ids": state.ids})
+        return [TaskInfo.from_row(row) for row in rows]
