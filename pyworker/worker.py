@@ -45,14 +45,14 @@ import threading
 import time
 import traceback
 from collections import Counter, deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
 
 from pyworker import handlers, logs
-from pyworker.config import WorkerConfig
+from pyworker.config import WorkerConfig, default_worker_id
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
@@ -193,6 +193,105 @@ class Outcome:
     duration: float | None = None
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What the worker records for an attempt that ended (decide() says which):
+
+    - `released`: handed back (release_task), no retry spent: the worker is stopping;
+    - `lost`: nothing, the attempt is no longer the worker's (`message`: the abort's reason);
+    - `failed`: fail_task with `message`, `retryable`; `error`: the handler's exception, if any
+      (its traceback goes with the attempt);
+    - `snoozed`: snooze_task for `seconds`;
+    - `completed`: complete_task with `result` and `follow_ups`, JSON already written.
+    """
+
+    kind: str
+    message: str | None = None
+    retryable: bool = False
+    error: BaseException | None = None
+    seconds: Any = None
+    result: JsonText | None = None
+    follow_ups: JsonText | None = None
+
+
+def decide(task: Task, outcome: Outcome, run_timeout: float) -> Decision:
+    """How the worker records the attempt of `task` that ended with `outcome`: the one place
+    that classifies outcomes, for the worker and for pyworker.testing alike. The abort's reason
+    comes first (a cancelled attempt ends cancelled whatever its handler returned), then a
+    refusal, a Snooze, an exception (PermanentError: not retryable), and last the result, written
+    as JSON now: a value JSON cannot hold fails the attempt (retryable), saying where."""
+    reason = task.abort.reason
+    if outcome.handed_back:
+        return Decision("released")
+    if reason in ("taken_by_another_worker", "not_found"):
+        return Decision("lost", message=reason)
+    if reason == "cancelled":
+        return Decision("failed", message="cancelled by an operator while running", retryable=False)
+    if reason == "timeout":
+        return Decision("failed", message=f"timed out after {run_timeout:.0f} s", retryable=True)
+    if outcome.refused is not None:
+        return Decision("failed", message=outcome.refused, retryable=False)
+    if isinstance(outcome.error, Snooze):
+        return Decision("snoozed", seconds=outcome.error.seconds)
+    if outcome.error is not None:
+        return Decision(
+            "failed",
+            message=describe(outcome.error),
+            # A command's envelope says {"retryable": false}: CommandFailed(retryable=False).
+            retryable=not isinstance(outcome.error, PermanentError)
+            and getattr(outcome.error, "retryable", True) is not False,
+            error=outcome.error,
+        )
+    result, follow_ups = outcome.result, None
+    if isinstance(result, handlers.Completion):
+        result, follow_ups = result.result, result.follow_ups
+    try:
+        # Written now: a value JSON cannot hold fails this attempt, not a batch later.
+        result = None if result is None else JsonText(dump_json(result, name="result"))
+        if follow_ups is not None:
+            follow_ups = JsonText(dump_json(follow_ups, name="follow_ups"))
+    except NotJson as error:
+        return Decision("failed", message=f"the result is not JSON: {error}", retryable=True)
+    return Decision("completed", result=result, follow_ups=follow_ups)
+
+
+def run_attempt(registry: handlers.Registry, task: Task) -> Outcome:
+    """Run a sync handler through the middlewares, the task in handlers.current_task: what it
+    returned or raised (any exception, BaseException included)."""
+    token = handlers.current_task.set(task)
+    outcome = Outcome()
+    try:
+        outcome.result = registry.run(task)
+    except BaseException as error:  # noqa: BLE001 - every failure is recorded
+        outcome.error = error
+    finally:
+        handlers.current_task.reset(token)
+    return outcome
+
+
+async def run_attempt_async(registry: handlers.Registry, task: Task) -> Any:
+    """Run an async handler through the middlewares (on the event loop, in its own asyncio
+    task, whose context carries the task for the log lines)."""
+    handlers.current_task.set(task)
+    result = registry.run(task)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def async_outcome(task: Task, future: concurrent.futures.Future) -> Outcome:
+    """The outcome of an async handler's finished future: cancelled (its attempt was aborted),
+    raised, or returned."""
+    outcome = Outcome()
+    if future.cancelled():
+        outcome.error = handlers.Aborted(task.abort.reason)
+    elif (error := future.exception()) is not None:
+        outcome.error = error
+    else:
+        outcome.result = future.result()
+    return outcome
+
+
 # A success waiting to be recorded: the task, its result and follow-ups as JSON, its duration.
 Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
 
@@ -210,9 +309,21 @@ class Attempt:
 
 
 class Worker:
-    def __init__(self, config: WorkerConfig, registry: handlers.Registry = handlers.registry) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        registry: handlers.Registry = handlers.registry,
+        *,
+        until_empty: bool = False,
+    ) -> None:
+        """`until_empty`: drain mode (see drain()): return from run() once a claim made with
+        nothing in flight finds nothing, instead of sleeping until a signal; no signal handlers
+        and no listener, so it runs in any thread (a test's)."""
         self.config = config
         self.registry = registry
+        self.until_empty = until_empty
+        # How many tasks the worker claimed in all.
+        self.taken = 0
         self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}")
         self.host = socket.gethostname()
         self.roles = config.role_names
@@ -255,6 +366,10 @@ class Worker:
         self._idle = dict.fromkeys(self.roles, False)
         self._next_poll = dict.fromkeys(self.roles, 0.0)
         self._notified = dict.fromkeys(self.roles, False)
+        # Per role: whether the worker held tasks when it last claimed it (drain mode: their
+        # outcomes, once recorded, may have made tasks ready, so an empty claim then does not
+        # end the drain).
+        self._held_at_claim = dict.fromkeys(self.roles, False)
         # Where the next round of claims starts: each role in turn goes first.
         self._claim_turn = 0
         self._grace_over = False
@@ -272,7 +387,11 @@ class Worker:
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
         ]
         recorder = threading.Thread(target=self._recorder_loop, name="recorder", daemon=True)
-        self._install_signal_handlers()
+        if self.until_empty:
+            # Drain mode claims until nothing is ready and never waits for a notification.
+            threads.pop()
+        else:
+            self._install_signal_handlers()
         for thread in [*threads, recorder]:
             thread.start()
         try:
@@ -387,6 +506,12 @@ class Worker:
         handlers.kill_running_children()
         os._exit(1)
 
+    def request_stop(self) -> None:
+        """Stop as SIGTERM does (drain(): its timeout); from any thread."""
+        if self._stop_requested_at is None:
+            self._stop_requested_at = time.monotonic()
+        self._doorbell.ring()
+
     @property
     def stopping(self) -> bool:
         return self._stop_requested_at is not None
@@ -425,6 +550,14 @@ class Worker:
             if self._completions and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
                 continue
             self._flush_completions()
+            if self.until_empty and not self._held and not self.stopping:
+                # Drained: nothing in flight, and a claim made with nothing in flight found
+                # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
+                # snooze due now) may have made tasks ready: claim again at once.
+                if all(self._idle.values()) and not any(self._held_at_claim.values()):
+                    break
+                self._notify(self.roles)
+                continue
             self._doorbell.wait(self._sleep_time(time.monotonic()))
         self._flush_completions()
 
@@ -478,6 +611,7 @@ class Worker:
         when none of its tasks is ready."""
         config = self.config
         self._notified[role] = False
+        self._held_at_claim[role] = bool(self._held)
         # The free slots, or with a larger --prefetch as many more as it holds.
         held = self._running_by_role[role] + self._waiting_by_role[role]
         want = min(
@@ -510,6 +644,7 @@ class Worker:
 
     def _take(self, tasks: list[Task], now: float) -> None:
         """Hold the claimed tasks and begin as many as there are free slots."""
+        self.taken += len(tasks)
         for task in tasks:
             self._held[task.id] = task
             self._waiting.append(task)
@@ -570,7 +705,7 @@ class Worker:
         if self._is_async(task.role):
             if self._event_loop is None:
                 self._event_loop = EventLoopThread()
-            attempt.future = self._event_loop.submit(self._attempt_async(task))
+            attempt.future = self._event_loop.submit(run_attempt_async(self.registry, task))
             attempt.future.add_done_callback(lambda future: self._async_done(attempt, future))
         else:
             self._pool.submit(lambda: self._attempt(attempt))
@@ -583,35 +718,11 @@ class Worker:
 
     def _attempt(self, attempt: Attempt) -> None:
         """Run a sync handler through the middlewares (in a pool thread); queue its outcome."""
-        token = handlers.current_task.set(attempt.task)
-        outcome = Outcome()
-        try:
-            outcome.result = self.registry.run(attempt.task)
-        except BaseException as error:  # noqa: BLE001 - every failure is recorded
-            outcome.error = error
-        finally:
-            handlers.current_task.reset(token)
-            self._outcomes.put((attempt, outcome))
-            self._doorbell.ring()
-
-    async def _attempt_async(self, task: Task) -> Any:
-        """Run an async handler through the middlewares (on the event loop, in its own asyncio
-        task, whose context carries the task for the log lines)."""
-        handlers.current_task.set(task)
-        result = self.registry.run(task)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        self._outcomes.put((attempt, run_attempt(self.registry, attempt.task)))
+        self._doorbell.ring()
 
     def _async_done(self, attempt: Attempt, future: concurrent.futures.Future) -> None:
-        outcome = Outcome()
-        if future.cancelled():
-            outcome.error = handlers.Aborted(attempt.task.abort.reason)
-        elif (error := future.exception()) is not None:
-            outcome.error = error
-        else:
-            outcome.result = future.result()
-        self._outcomes.put((attempt, outcome))
+        self._outcomes.put((attempt, async_outcome(attempt.task, future)))
         self._doorbell.ring()
 
     def _collect(self, now: float) -> None:
@@ -729,53 +840,29 @@ class Worker:
         Whatever the handler returned or raised, this task alone gets an outcome and the worker
         goes on: one the database cannot store fails the attempt, saying why.
         """
-        reason = task.abort.reason
         duration = outcome.duration
         try:
-            if outcome.handed_back:
+            decision = decide(task, outcome, self.run_timeouts[task.role])
+            if decision.kind == "released":
                 self._release([task], duration=duration)
-            elif reason in ("taken_by_another_worker", "not_found"):
+            elif decision.kind == "lost":
                 log.warning(
                     "Task %s was lost (%s): its result is dropped",
                     task.id,
-                    reason,
+                    decision.message,
                     extra=event("task_lost", outcome="lost", duration=duration),
                 )
                 self._held.pop(task.id, None)
-            elif reason == "cancelled":
-                self._fail(task, "cancelled by an operator while running", retryable=False, duration=duration)
-            elif reason == "timeout":
+            elif decision.kind == "failed":
                 self._fail(
-                    task, f"timed out after {self.run_timeouts[task.role]:.0f} s", retryable=True, duration=duration
+                    task, decision.message, retryable=decision.retryable, error=decision.error, duration=duration
                 )
-            elif outcome.refused is not None:
-                self._fail(task, outcome.refused, retryable=False, duration=duration)
-            elif isinstance(outcome.error, Snooze):
-                self._snooze(task, outcome.error.seconds, duration=duration)
-            elif outcome.error is not None:
-                self._fail(
-                    task,
-                    describe(outcome.error),
-                    retryable=not isinstance(outcome.error, PermanentError)
-                    and getattr(outcome.error, "retryable", True) is not False,
-                    error=outcome.error,
-                    duration=duration,
-                )
+            elif decision.kind == "snoozed":
+                self._snooze(task, decision.seconds, duration=duration)
             else:
-                result, follow_ups = outcome.result, None
-                if isinstance(result, handlers.Completion):
-                    result, follow_ups = result.result, result.follow_ups
-                try:
-                    # Written now: a value JSON cannot hold fails this attempt, not a batch later.
-                    result = None if result is None else JsonText(dump_json(result, name="result"))
-                    if follow_ups is not None:
-                        follow_ups = JsonText(dump_json(follow_ups, name="follow_ups"))
-                except NotJson as error:
-                    self._fail(task, f"the result is not JSON: {error}", retryable=True, duration=duration)
-                    return
                 if not self._completions:
                     self._completions_since = time.monotonic()
-                self._completions.append((task, result, follow_ups, duration))
+                self._completions.append((task, decision.result, decision.follow_ups, duration))
         except TaskLost as lost:
             log.warning(
                 "Task %s was lost before its outcome was recorded: %s",
@@ -1142,6 +1229,69 @@ def run_worker(config: WorkerConfig) -> int:
     os.environ["WORKER_ID"] = config.worker_id
     handlers.load(config.handler_modules)
     return Worker(config).run()
+
+
+class DrainTimeout(TimeoutError):
+    """drain() stopped its worker at its timeout, the queue not empty yet."""
+
+
+def drain(
+    database_url: str,
+    roles: str | Sequence[str] | None = None,
+    registry: handlers.Registry = handlers.registry,
+    *,
+    timeout: float = 60.0,
+    worker_id: str | None = None,
+    **settings: Any,
+) -> int:
+    """Run a real worker in this thread until no task of `roles` is ready; how many attempts ran.
+
+    One worker in drain mode (Worker(until_empty=True)) serving every role of `roles` (those of
+    `registry` when None), so a role's follow-ups for another role run too. The queue is empty
+    when nothing is ready *now*: tasks scheduled for later (a retry's backoff, a snooze, a
+    scheduled_for) stay pending; move the clock (set_taskpool_clock_offset) and drain again to
+    run them. `settings` are WorkerConfig's (concurrency, prefetch, heartbeat_interval: 1 s here,
+    shutdown_grace: 0 s here). While it runs, DATABASE_URL and WORKER_ID in os.environ name the
+    worker's database and id, as for a worker process. DrainTimeout after `timeout` seconds, once
+    the worker has stopped as on SIGTERM (its running task aborted and handed back).
+    """
+    if roles is None:
+        roles = registry.roles
+        if not roles:
+            raise ConfigurationError("drain: no handler is registered, so there is no role to drain")
+    elif isinstance(roles, str):
+        roles = [roles]
+    roles = list(roles)
+    if not roles:
+        raise ConfigurationError("drain: no role given")
+    settings.setdefault("heartbeat_interval", 1.0)
+    settings.setdefault("shutdown_grace", 0.0)
+    worker_id = worker_id or f"drain-{default_worker_id()}"
+    try:
+        config = WorkerConfig(database_url=database_url, roles=tuple(roles), worker_id=worker_id, **settings)
+    except ValueError as error:
+        raise ConfigurationError(f"drain: {error}") from error
+    saved = {name: os.environ.get(name) for name in ("DATABASE_URL", "WORKER_ID")}
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["WORKER_ID"] = worker_id
+    try:
+        worker = Worker(config, registry, until_empty=True)
+        timer = threading.Timer(timeout, worker.request_stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            worker.run()
+        finally:
+            timer.cancel()
+        if worker.stopping:
+            raise DrainTimeout(f"drain: the queue was not empty after {timeout:g} s")
+        return worker.taken
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_workers(config: WorkerConfig, processes: int) -> int:

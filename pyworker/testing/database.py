@@ -1,0 +1,319 @@
+"""Throwaway taskpool databases for tests: deploy the Sqitch plan, copy it per test, drain the
+queue with a real worker, and report what happened to every task.
+
+Used by the `taskpool` pytest fixture (pyworker.testing.pytest_plugin), and usable without
+pytest. Needs a PostgreSQL server on which the connecting user may CREATE DATABASE, and Sqitch
+(`sqitch` on the PATH, with its PostgreSQL driver) for the deploy.
+
+Where:
+- the server: TASKPOOL_TEST_DATABASE_URL, else DATABASE_URL, else pyworker's default (the
+  project cluster, amended by PGPORT and the rest of the libpq environment). The databases are
+  made on that server, as that user; the database it names is only connected to, to create and
+  drop them.
+- the Sqitch project (sqitch.plan, sqitch.conf, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR,
+  else the source checkout that holds the pyworker package (an editable install, `pip install
+  -e`, of the taskpool repository).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+import pyworker
+from pyworker import handlers
+from pyworker.config import database_url_for, default_database_url
+from pyworker.db import dump_json
+from pyworker.errors import ConfigurationError, translate
+from pyworker.worker import drain
+
+SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"
+SQITCH_DIR_ENV = "TASKPOOL_SQITCH_DIR"
+DATABASE_PREFIX = "taskpool_testing_"
+
+# libpq's connection parameters and their environment variables, for Sqitch (psql) when the
+# server is given as a key=value string, which has no db:pg: URI form.
+_LIBPQ_ENV = {
+    "host": "PGHOST",
+    "hostaddr": "PGHOSTADDR",
+    "port": "PGPORT",
+    "dbname": "PGDATABASE",
+    "user": "PGUSER",
+    "password": "PGPASSWORD",
+    "passfile": "PGPASSFILE",
+    "options": "PGOPTIONS",
+    "sslmode": "PGSSLMODE",
+    "sslrootcert": "PGSSLROOTCERT",
+    "sslcert": "PGSSLCERT",
+    "sslkey": "PGSSLKEY",
+    "service": "PGSERVICE",
+    "connect_timeout": "PGCONNECT_TIMEOUT",
+}
+
+
+class TestDatabaseError(ConfigurationError):
+    """The throwaway test database cannot be made."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+
+def server_url(explicit: str | None = None) -> str:
+    """The server the test databases are made on (see the module docstring)."""
+    return explicit or os.environ.get(SERVER_ENV) or os.environ.get("DATABASE_URL") or default_database_url()
+
+
+def sqitch_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The Sqitch project that holds taskpool's schema (see the module docstring)."""
+    given = explicit or os.environ.get(SQITCH_DIR_ENV)
+    candidate = Path(given) if given else Path(pyworker.__file__).resolve().parent.parent
+    if not (candidate / "sqitch.plan").is_file():
+        where = f"{SQITCH_DIR_ENV}={given}" if given else f"the checkout that holds pyworker ({candidate})"
+        raise TestDatabaseError(
+            f"no Sqitch project (sqitch.plan) in {where}: the taskpool test databases are deployed"
+            f" with taskpool's Sqitch plan; set {SQITCH_DIR_ENV} (or --taskpool-sqitch-dir) to a"
+            " taskpool checkout"
+        )
+    return candidate
+
+
+def _connect_admin(url: str) -> psycopg.Connection:
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        raise TestDatabaseError(
+            f"cannot connect to the test server ({SERVER_ENV}, else DATABASE_URL): {str(error).strip()}"
+        ) from error
+
+
+def create_database(server: str, name: str, *, template: str | None = None) -> str:
+    """CREATE DATABASE `name` on `server` (a copy of `template`); its URL."""
+    with _connect_admin(server) as admin:
+        statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template is not None:
+            statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
+        admin.execute(statement)
+    return database_url_for(server, name)
+
+
+def drop_database(server: str, name: str) -> None:
+    """DROP DATABASE `name` on `server` if it exists, ending its sessions first."""
+    with _connect_admin(server) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def deploy(url: str, project: Path) -> None:
+    """`sqitch deploy` the plan of `project` into the database of `url`."""
+    sqitch = shutil.which("sqitch")
+    if sqitch is None:
+        raise TestDatabaseError(
+            "sqitch is not installed (or not on the PATH): the taskpool test databases are deployed"
+            " with `sqitch deploy` (Debian: apt-get install sqitch libdbd-pg-perl; in the taskpool"
+            " repository: make deps)"
+        )
+    env = {k: v for k, v in os.environ.items() if k != "SQITCH_TARGET"}
+    if url.startswith(("postgresql://", "postgres://")):
+        target = "db:pg:" + url.split(":", 1)[1]
+    else:
+        for key, value in conninfo_to_dict(url).items():
+            if key in _LIBPQ_ENV and value is not None:
+                env[_LIBPQ_ENV[key]] = str(value)
+        target = "db:pg:///" + quote(str(conninfo_to_dict(url).get("dbname", "")), safe="")
+    result = subprocess.run(
+        [sqitch, "deploy", target], cwd=project, env=env, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise TestDatabaseError(
+            f"sqitch deploy from {project} failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+        )
+
+
+class Template:
+    """A database holding the deployed plan, made once (per test session), copied per test."""
+
+    def __init__(self, server: str | None = None, project: str | os.PathLike[str] | None = None) -> None:
+        self.server = server_url(server)
+        self.project = sqitch_dir(project)
+        self.name = DATABASE_PREFIX + secrets.token_hex(4)
+        self._copies = 0
+        self._made = False
+
+    def create(self) -> None:
+        url = create_database(self.server, self.name)
+        self._made = True
+        deploy(url, self.project)
+        with _connect_admin(self.server) as admin:
+            # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the template.
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(self.name))
+            )
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (self.name,))
+
+    def copy(self) -> TaskpoolDatabase:
+        """A fresh database with the deployed plan, for one test; drop() it after."""
+        self._copies += 1
+        name = f"{self.name}_{self._copies}"
+        url = create_database(self.server, name, template=self.name)
+        return TaskpoolDatabase(url, server=self.server, name=name)
+
+    def drop(self) -> None:
+        if self._made:
+            drop_database(self.server, self.name)
+            self._made = False
+
+
+@dataclass
+class TaskReport:
+    """What happened to a task: its row, as the database has it now, and the error of each of
+    its attempts that ended without completing (worker_task_attempts), oldest first."""
+
+    id: int
+    role: str
+    status: str
+    payload: dict[str, Any]
+    result: Any
+    error: str | None
+    attempts: int
+    retry_count: int
+    dispensary_id: int | None
+    scheduled_for: datetime | None
+    attempt_errors: list[str | None] = field(default_factory=list)
+
+
+@dataclass
+class DrainResult:
+    """Every task of the database after a drain (in id order), and how many attempts it ran."""
+
+    tasks: list[TaskReport]
+    ran: int
+
+    def __iter__(self):
+        return iter(self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def task(self, task_id: int) -> TaskReport:
+        for report in self.tasks:
+            if report.id == task_id:
+                return report
+        raise KeyError(f"no task {task_id} (tasks: {', '.join(str(t.id) for t in self.tasks) or 'none'})")
+
+    def by_role(self, role: str) -> list[TaskReport]:
+        return [report for report in self.tasks if report.role == role]
+
+    @property
+    def statuses(self) -> dict[int, str]:
+        """Each task's status by id."""
+        return {report.id: report.status for report in self.tasks}
+
+
+_TASKS = """
+SELECT t.id, t.role, t.status, t.payload, t.result, t.error_message AS error, t.attempt AS attempts,
+       t.retry_count, t.dispensary_id, t.scheduled_for,
+       coalesce((SELECT array_agg(a.error_message ORDER BY a.attempt)
+                   FROM worker_task_attempts a WHERE a.task_id = t.id), '{}') AS attempt_errors
+  FROM worker_tasks t
+ ORDER BY t.id
+"""
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """The database's refusals as pyworker's errors (InvalidInput, Refused, ...), its message kept."""
+    try:
+        yield
+    except psycopg.Error as error:
+        raise translate(error) from error
+
+
+class TaskpoolDatabase:
+    """A throwaway database with taskpool deployed: enqueue, drain with a real worker, report.
+
+    `url` is the database's connection string: give it to the code under test."""
+
+    def __init__(self, url: str, *, server: str | None = None, name: str | None = None) -> None:
+        self.url = url
+        self.server = server
+        self.name = name
+        self._offset_seconds = 0.0
+
+    def connect(self, **kwargs: Any) -> psycopg.Connection:
+        """A new autocommit connection to the database (close it: `with db.connect() as conn`)."""
+        kwargs.setdefault("autocommit", True)
+        return psycopg.connect(self.url, **kwargs)
+
+    def add_role(self, role: str, **settings: Any) -> None:
+        """Insert a role into task_roles (settings: its columns, e.g. max_retries=0,
+        backoff_base="1 second"); the others take their defaults. Roles are data: a test
+        database has the seeded ones only."""
+        columns = ["role", *settings]
+        with self.connect() as conn, _translated():
+            conn.execute(
+                sql.SQL("INSERT INTO task_roles ({}) VALUES ({})").format(
+                    sql.SQL(", ").join(map(sql.Identifier, columns)),
+                    sql.SQL(", ").join([sql.Placeholder()] * len(columns)),
+                ),
+                [role, *settings.values()],
+            )
+
+    def enqueue(self, role: str, payload: Mapping[str, Any] | None = None, **fields: Any) -> int:
+        """Enqueue one task (fields as enqueue_tasks takes them: dispensary_id, priority,
+        scheduled_for, dedupe_key, max_retries, ...); its id."""
+        return self.enqueue_many([{"role": role, "payload": dict(payload or {}), **fields}])[0]
+
+    def enqueue_many(self, specs: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Enqueue tasks in one statement (specs as enqueue_tasks takes them); their ids."""
+        with self.connect() as conn, _translated():
+            rows = conn.execute(
+                "SELECT id FROM enqueue_tasks(%s::jsonb)", (Jsonb(list(map(dict, specs)), dumps=dump_json),)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def tasks(self) -> list[TaskReport]:
+        """Every task, in id order, as the database has it now."""
+        with self.connect(row_factory=dict_row) as conn:
+            return [TaskReport(**row) for row in conn.execute(_TASKS).fetchall()]
+
+    def drain(
+        self,
+        registry: handlers.Registry = handlers.registry,
+        roles: str | Sequence[str] | None = None,
+        *,
+        timeout: float = 60.0,
+        **settings: Any,
+    ) -> DrainResult:
+        """Run a real worker (pyworker.worker.drain) in this thread until no task of `roles`
+        (default: the registry's) is ready, then report every task. Tasks scheduled for later
+        (a retry's backoff, a snooze) stay pending: advance() the clock and drain again."""
+        ran = drain(self.url, roles, registry, timeout=timeout, **settings)
+        return DrainResult(self.tasks(), ran)
+
+    def advance(self, seconds: float) -> None:
+        """Move taskpool's clock `seconds` ahead (set_taskpool_clock_offset, for every session of
+        this database), so that retries, snoozes and scheduled tasks come due."""
+        self._offset_seconds += seconds
+        with self.connect() as conn:
+            conn.execute(
+                "SELECT set_taskpool_clock_offset(make_interval(secs => %s))", (self._offset_seconds,)
+            )
+
+    def drop(self) -> None:
+        """Drop the database (its sessions ended first)."""
+        if self.server is None or self.name is None:
+            raise TestDatabaseError("this TaskpoolDatabase was not made by a Template: drop it yourself")
+        drop_database(self.server, self.name)
