@@ -30,7 +30,7 @@ from typing import Any
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from pyworker import __version__, handlers
+from pyworker import __version__, client, handlers
 from pyworker.db import Task
 from pyworker.errors import PermanentError, Snooze
 
@@ -157,12 +157,19 @@ def add_trace_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     return headers
 
 
+def trace_enqueue(spec: dict[str, Any]) -> None:
+    """The pyworker.Client enqueue hook: the current trace context into the task's headers."""
+    spec["headers"] = add_trace_headers(spec.get("headers"))
+
+
 def instrument(
     registry: handlers.Registry = handlers.registry,
     tracer_provider: trace.TracerProvider | None = None,
 ) -> TracingMiddleware:
     """Trace every attempt the registry runs (once: a second call does nothing), and carry the
     current trace into every pyworker.Client enqueue. The middleware it added."""
+    if trace_enqueue not in client.enqueue_hooks:
+        client.enqueue_hooks.append(trace_enqueue)
     for existing in registry.middlewares:
         if isinstance(existing, TracingMiddleware):
             return existing

@@ -1284,7 +1284,11 @@ def drain(
         finally:
             timer.cancel()
         if worker.stopping:
-            raise DrainTimeout(f"drain: the queue was not empty after {timeout:g} s")
+            busy = ", ".join(repr(role) for role in worker.roles if not worker._idle[role])
+            raise DrainTimeout(
+                f"drain: the queue was not empty after {timeout:g} s"
+                + (f" (role {busy} still had work)" if busy else "")
+            )
         return worker.taken
     finally:
         for name, value in saved.items():

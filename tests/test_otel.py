@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from pyworker import otel
+from pyworker import Client, otel
+from pyworker import client as client_module
 from pyworker.db import Task
 from pyworker.errors import PermanentError, Snooze
 from pyworker.handlers import Completion, Registry
+from worker_support import Workers, fetch_one, wait_for, wait_for_status
 
 
 @pytest.fixture
@@ -194,3 +199,45 @@ def test_instrument_twice_traces_once(registry: Registry, provider: TracerProvid
     registry.register("traced", lambda task: None)
     registry.run(make_task())
     assert len(exporter.get_finished_spans()) == 1
+
+
+def test_a_real_worker_continues_the_trace_of_an_enqueue_made_in_a_span(
+    pool: psycopg.Connection, workers: Workers, db_url: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    """The trace goes from the application's span, through the task's headers in the database, to
+    the attempt's span in another process, and on to the follow-up the handler returned."""
+    otel.instrument(Registry(), tracer_provider=provider)
+    try:
+        spans_file = tmp_path / "spans.jsonl"
+        with psycopg.connect(db_url) as app, provider.get_tracer("the-app").start_as_current_span("sign-up") as span:
+            task_id = Client(app).enqueue("test_traced", {"first": True}).id
+            app.commit()
+        enqueue = span.get_span_context()
+    finally:
+        client_module.enqueue_hooks.remove(otel.trace_enqueue)
+
+    stored = fetch_one(pool, "SELECT headers FROM worker_tasks WHERE id = %s", (task_id,))[0]
+    assert stored == {"traceparent": f"00-{enqueue.trace_id:032x}-{enqueue.span_id:016x}-{int(enqueue.trace_flags):02x}"}
+
+    workers.start("test_traced", "traced", handlers="otel_handlers", extra_env={"OTEL_SPANS_FILE": str(spans_file)})
+    wait_for_status(pool, task_id, "completed", timeout=30)
+    follow_up = wait_for(
+        lambda: fetch_one(pool, "SELECT id FROM worker_tasks WHERE parent_id = %s AND status = 'completed'", (task_id,)),
+        30,
+        "the follow-up completed",
+    )[0]
+    spans = wait_for(
+        lambda: spans_file.exists() and [json.loads(line) for line in spans_file.read_text().splitlines()][:2],
+        10,
+        "two spans exported",
+    )
+    by_task = {span["attributes"]["taskpool.task_id"]: span for span in spans}
+    first, second = by_task[task_id], by_task[follow_up]
+    assert first["name"] == "test_traced process"
+    assert first["trace_id"] == f"{enqueue.trace_id:032x}"
+    assert first["parent_span_id"] == f"{enqueue.span_id:016x}"
+    assert first["attributes"]["taskpool.outcome"] == "completed"
+    assert first["attributes"]["taskpool.worker_id"] == "traced"
+    # The follow-up's attempt: the same trace, a child of the attempt that returned it.
+    assert second["trace_id"] == first["trace_id"]
+    assert second["parent_span_id"] == first["span_id"]

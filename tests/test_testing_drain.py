@@ -220,7 +220,7 @@ def test_a_worker_in_drain_mode_returns_when_nothing_is_ready(taskpool: Taskpool
     registry.register("noop", lambda task: {"n": task.payload["n"]})
     taskpool.enqueue_many({"role": "noop", "payload": {"n": n}} for n in range(5))
     worker = Worker(
-        WorkerConfig(database_url=taskpool.url, role="noop", heartbeat_interval=1.0), registry, until_empty=True
+        WorkerConfig(database_url=taskpool.url, roles="noop", heartbeat_interval=1.0), registry, until_empty=True
     )
     assert worker.run() == 0
     assert worker.taken == 5

@@ -60,6 +60,7 @@ ROLES = {
     "test_chain": {"max_retries": 0},
     # Served by the same handler as test_work, for workers of two roles.
     "test_other": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
+    "test_traced": {"max_retries": 0},
 }
 
 
