@@ -61,9 +61,6 @@ ABORT_REASONS = ("cancelled", "taken_by_another_worker", "not_found", "timeout",
 # The run timeout run_handler reports in a timeout's error text when none is given.
 DEFAULT_RUN_TIMEOUT = 3600.0
 
-_UNSET: Any = object()
-
-
 def make_task(
     role: str,
     payload: Mapping[str, Any] | None = None,
@@ -208,9 +205,9 @@ def run_handler(
 
     handler: a role (its handler is looked up in `registry`, the global pyworker.handlers
     registry by default) or a handler function itself (then run through `registry`'s
-    middlewares, if one is given). task: a Task (make_task), or a payload (a dict, or None for
-    {}) for a task of `role` (a role name `handler`, else the function's name) made with
-    make_task.
+    middlewares, if one is given, under `role`, else the task's role, else the function's
+    name). task: a Task (make_task), or a payload (a dict, or None for {}) for a task of that
+    role, made with make_task.
 
     The handler runs in a thread of its own (an `async def` one on an event loop of its own), as
     in a worker, with handlers.current_task set. `abort_after` seconds after it starts, the
