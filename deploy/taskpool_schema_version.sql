@@ -44,7 +44,10 @@ AS $$
     --   SELECT taskpool_schema_version();   -- '0.6.0'
     -- 0.6.0: heartbeat_tasks (a worker's held tasks in one call, an answer each); the claim
     -- without a subtransaction or per-call planning; one BEFORE trigger on worker_tasks; workers
-    -- that serve several roles (register_worker(worker_id, roles[], ...), mark_worker_waiting(worker_id, role)).
+    -- that serve several roles (register_worker(worker_id, roles[], ...), mark_worker_waiting(worker_id, role));
+    -- fail_task's error_data (a failed attempt's error as JSON); worker_tasks.parent_id (chains,
+    -- task_chain()) and .headers; waiting for a task's end (register_task_waits, notified only
+    -- when someone waits).
     -- 0.5.0: fail_task keeps the attempt's error_details (a traceback, bounded); add_store;
     -- taskpool_health() and v_workers (liveness); v_waiting_tasks; batched pruning
     -- (prune_tasks_in_batches, count_prunable_tasks); generate_resync_plan says what it skipped.
