@@ -6,9 +6,7 @@ Registry and the OpenTelemetry SDK's in-memory exporter.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from pyworker import Client, otel
+from pyworker import Client, otel, testing
 from pyworker import client as client_module
 from pyworker.db import Task
 from pyworker.errors import PermanentError, Snooze
@@ -47,21 +45,9 @@ def registry(provider: TracerProvider) -> Registry:
 
 
 def make_task(role: str = "traced", *, headers: dict[str, str] | None = None, retry_count: int = 0) -> Task:
-    now = datetime.now(timezone.utc)
-    values: dict[str, Any] = {
-        "id": 42, "role": role, "dispensary_id": None, "platform": None, "status": "running",
-        "priority": 0, "scheduled_for": now, "payload": {}, "dedupe_key": None, "worker_id": "w-otel",
-        "attempt": retry_count + 1, "claimed_at": now, "started_at": now, "last_heartbeat_at": now,
-        "cancel_requested_at": None, "completed_at": None, "result": None, "error_message": None,
-        "retry_count": retry_count, "max_retries": 3, "created_at": now, "updated_at": now,
-    }
-    fields = {field.name for field in dataclasses.fields(Task)}
-    if "headers" in fields:
-        values["headers"] = headers or {}
-    task = Task(**{name: value for name, value in values.items() if name in fields})
-    if "headers" not in fields:
-        task.headers = headers or {}
-    return task
+    return testing.make_task(
+        role, id=42, worker_id="w-otel", attempt=retry_count + 1, retry_count=retry_count, headers=headers
+    )
 
 
 def enqueued_in_a_span(provider: TracerProvider) -> tuple[dict[str, str], Any]:

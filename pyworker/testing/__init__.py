@@ -76,6 +76,8 @@ def make_task(
     max_retries: int = 3,
     scheduled_for: datetime | None = None,
     now: datetime | None = None,
+    headers: Mapping[str, str] | None = None,
+    parent_id: int | None = None,
 ) -> Task:
     """A pyworker.db.Task as a worker holds it while its handler runs (status `running`), with a
     fresh abort signal, and no database behind it.
@@ -83,7 +85,8 @@ def make_task(
     The payload goes through JSON as it would through the database, so the handler sees what it
     would see there (tuples become lists, a Decimal a number); a payload JSON cannot hold is a
     ValueError naming the place. `retry_count` defaults to `attempt - 1` (every earlier attempt
-    failed and was retried).
+    failed and was retried). `headers`: what the enqueue sent along (a traceparent, say);
+    `parent_id`: the task whose completion enqueued this one.
     """
     if not isinstance(role, str) or not role:
         raise ValueError(f"make_task: the role must be a non-empty string, not {role!r}")
@@ -125,6 +128,8 @@ def make_task(
         max_retries=max_retries,
         created_at=now,
         updated_at=now,
+        headers=dict(headers or {}),
+        parent_id=parent_id,
     )
 
 
