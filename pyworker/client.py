@@ -25,6 +25,7 @@ to its "headers" dict: how a tracing module puts a traceparent on every task.
 from __future__ import annotations
 
 import math
+import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -147,6 +148,10 @@ class TaskInfo:
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
+
+    def __index__(self) -> int:
+        """The task's id: a TaskInfo (what enqueue returns) serves wherever an id does."""
+        return self.id
 
     @property
     def attempts(self) -> int:
@@ -402,28 +407,32 @@ class Client:
 
     # Inspect and act
 
-    def get(self, task_id: int) -> TaskInfo | None:
+    def get(self, task_id: int | TaskInfo) -> TaskInfo | None:
         """The task, or None when there is no such task."""
+        task_id = operator.index(task_id)
         rows = self._rows(GET_TASKS, {"ids": [task_id]})
         return TaskInfo.from_row(rows[0]) if rows else None
 
-    def cancel(self, task_id: int) -> TaskInfo:
+    def cancel(self, task_id: int | TaskInfo) -> TaskInfo:
         """cancel_task: a pending task is cancelled, a claimed or running one asked to stop."""
+        task_id = operator.index(task_id)
         return TaskInfo.from_row(self._rows(CANCEL_TASK, {"id": task_id})[0])
 
-    def retry(self, task_id: int) -> TaskInfo:
+    def retry(self, task_id: int | TaskInfo) -> TaskInfo:
         """retry_task: a failed or cancelled task back to pending, with a fresh retry budget."""
+        task_id = operator.index(task_id)
         return TaskInfo.from_row(self._rows(RETRY_TASK, {"id": task_id})[0])
 
-    def chain(self, task_id: int) -> list[ChainMember]:
+    def chain(self, task_id: int | TaskInfo) -> list[ChainMember]:
         """task_chain: the task's ancestors, the task (depth 0) and its follow-ups, tree order."""
+        task_id = operator.index(task_id)
         return [ChainMember(**row) for row in self._rows(TASK_CHAIN, {"id": task_id})]
 
     # Wait: in short transactions of its own, on an idle connection
 
     def wait(
         self,
-        task_id: int,
+        task_id: int | TaskInfo,
         timeout: float | timedelta | None = None,
         *,
         chain: bool = False,
@@ -435,14 +444,16 @@ class Client:
         With chain=True, wait until the task and every follow-up below it have finished; then
         raise for the first failed or cancelled member (the task itself first), else return the
         task's result."""
+        task_id = operator.index(task_id)
         tasks = self._wait(task_id, timeout, poll_interval, chain)
         return _outcome(task_id, tasks)
 
     def wait_chain(
-        self, task_id: int, timeout: float | timedelta | None = None, *, poll_interval: float = DEFAULT_POLL_INTERVAL
+        self, task_id: int | TaskInfo, timeout: float | timedelta | None = None, *, poll_interval: float = DEFAULT_POLL_INTERVAL
     ) -> list[TaskInfo]:
         """Wait until the task and all its follow-ups have finished; all of them, in id order
         (the task first), whatever their outcome. WaitTimeout after timeout seconds."""
+        task_id = operator.index(task_id)
         return self._wait(task_id, timeout, poll_interval, True)
 
     def _wait(self, task_id: int, timeout: Any, poll_interval: float, chain: bool) -> list[TaskInfo]:
@@ -536,35 +547,41 @@ class AsyncClient:
         rows = await self._rows(ENQUEUE_TASKS, {"specs": Jsonb(built, dumps=dump_json)})
         return [TaskInfo.from_row(row) for row in rows]
 
-    async def get(self, task_id: int) -> TaskInfo | None:
+    async def get(self, task_id: int | TaskInfo) -> TaskInfo | None:
+        task_id = operator.index(task_id)
         rows = await self._rows(GET_TASKS, {"ids": [task_id]})
         return TaskInfo.from_row(rows[0]) if rows else None
 
-    async def cancel(self, task_id: int) -> TaskInfo:
+    async def cancel(self, task_id: int | TaskInfo) -> TaskInfo:
+        task_id = operator.index(task_id)
         return TaskInfo.from_row((await self._rows(CANCEL_TASK, {"id": task_id}))[0])
 
-    async def retry(self, task_id: int) -> TaskInfo:
+    async def retry(self, task_id: int | TaskInfo) -> TaskInfo:
+        task_id = operator.index(task_id)
         return TaskInfo.from_row((await self._rows(RETRY_TASK, {"id": task_id}))[0])
 
-    async def chain(self, task_id: int) -> list[ChainMember]:
+    async def chain(self, task_id: int | TaskInfo) -> list[ChainMember]:
+        task_id = operator.index(task_id)
         return [ChainMember(**row) for row in await self._rows(TASK_CHAIN, {"id": task_id})]
 
     async def wait(
         self,
-        task_id: int,
+        task_id: int | TaskInfo,
         timeout: float | timedelta | None = None,
         *,
         chain: bool = False,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
     ) -> Any:
         """As Client.wait."""
+        task_id = operator.index(task_id)
         tasks = await self._wait(task_id, timeout, poll_interval, chain)
         return _outcome(task_id, tasks)
 
     async def wait_chain(
-        self, task_id: int, timeout: float | timedelta | None = None, *, poll_interval: float = DEFAULT_POLL_INTERVAL
+        self, task_id: int | TaskInfo, timeout: float | timedelta | None = None, *, poll_interval: float = DEFAULT_POLL_INTERVAL
     ) -> list[TaskInfo]:
         """As Client.wait_chain."""
+        task_id = operator.index(task_id)
         return await self._wait(task_id, timeout, poll_interval, True)
 
     async def _wait(self, task_id: int, timeout: Any, poll_interval: float, chain: bool) -> list[TaskInfo]:

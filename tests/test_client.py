@@ -341,3 +341,13 @@ def test_the_docs_example_runs(db_url: str, monkeypatch: pytest.MonkeyPatch) -> 
         stop.set()
         thread.join(5)
     assert out.getvalue().strip() == "{'done': True}"
+
+
+def test_what_enqueue_returns_serves_as_the_task_id(db_url: str) -> None:
+    with Client.connect(db_url) as client:
+        task = client.enqueue("store_discovery", {"platform": "dutchie"})
+        assert client.get(task).id == task.id == int(task.__index__())
+        assert client.cancel(task).status == "cancelled"
+        assert client.get(task).status == "cancelled"
+        with pytest.raises(TypeError):
+            client.get("not an id")
