@@ -131,11 +131,14 @@ def _io_two_roles_rows(run: Run, label: str) -> list[Row]:
     plan = run.plan
     roles = ("bench_sleep", "bench_sleep_other")
     samples, error = [], None
-    try:
-        samples = [figures.drain_io_bound(run.server, plan, run.log_dir, roles)
-                   for _ in _reps(run, f"I/O-bound drain, two roles, {label}")]
-    except BenchError as failed:
-        error = str(failed)
+    if "RoleShare" not in (run.server.checkout / "pyworker" / "config.py").read_text():
+        error = "this checkout's pyworker serves one role per process"
+    else:
+        try:
+            samples = [figures.drain_io_bound(run.server, plan, run.log_dir, roles)
+                       for _ in _reps(run, f"I/O-bound drain, two roles, {label}")]
+        except BenchError as failed:
+            error = str(failed)
     return [
         Row("io_drain_two_roles", f"10 I/O-bound drain, two roles, {label}", "tasks/s",
             Stat([s.rate for s in samples]) if samples else None, target=Target(">=", 1600, "value"), error=error,

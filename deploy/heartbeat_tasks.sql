@@ -6,7 +6,8 @@ SET client_min_messages = 'warning';
 
 -- heartbeat_tasks
 -- Keeps all the tasks a worker holds alive in one call and answers, for each, what heartbeat_task
--- would: continue, cancel_requested, lost or not_found.
+-- would: continue, cancel_requested, lost or not_found; or busy: another transaction is changing
+-- the task this instant (its completion, a cancel, a recovery), so it was not beaten this time.
 CREATE FUNCTION heartbeat_tasks(worker_id text, task_ids bigint[], attempts integer[])
 RETURNS TABLE (task_id bigint, answer text)
 LANGUAGE plpgsql
@@ -24,6 +25,7 @@ AS $$
 DECLARE
     v_count integer := coalesce(cardinality(heartbeat_tasks.task_ids), 0);
     v_repeated bigint;
+    v_locked   bigint[];
 BEGIN
     IF heartbeat_tasks.worker_id IS NULL OR heartbeat_tasks.task_ids IS NULL OR heartbeat_tasks.attempts IS NULL
        OR (array_ndims(heartbeat_tasks.task_ids) = 1 AND array_position(heartbeat_tasks.task_ids, NULL) IS NOT NULL)
@@ -58,14 +60,20 @@ BEGIN
             HINT = 'Give each task once.';
     END IF;
 
-    -- The rows to keep alive, locked in id order: two callers that lock several tasks each
-    -- (this, complete_tasks) then wait on each other rather than deadlock.
-    PERFORM FROM worker_tasks t
-    WHERE t.id = ANY (heartbeat_tasks.task_ids)
-      AND t.worker_id = heartbeat_tasks.worker_id
-      AND t.status IN ('claimed', 'running')
-    ORDER BY t.id
-    FOR NO KEY UPDATE;
+    -- The rows to keep alive, those no other transaction is changing right now. Never waiting
+    -- for a row: complete_tasks locks a batch in the order its plan meets the rows, not in id
+    -- order, so a heartbeat that waited for one of them while holding others could deadlock
+    -- with it. A row skipped now is beaten at the next interval (answer busy).
+    SELECT coalesce(array_agg(l.id), '{}') INTO v_locked
+    FROM (
+        SELECT t.id
+        FROM worker_tasks t
+        WHERE t.id = ANY (heartbeat_tasks.task_ids)
+          AND t.worker_id = heartbeat_tasks.worker_id
+          AND t.status IN ('claimed', 'running')
+        ORDER BY t.id
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) l;
 
     RETURN QUERY
     WITH given AS (
@@ -77,6 +85,7 @@ BEGIN
         SET last_heartbeat_at = taskpool_now()
         FROM given
         WHERE t.id = given.id
+          AND t.id = ANY (v_locked)
           AND t.worker_id = heartbeat_tasks.worker_id
           AND t.attempt = given.attempt
           AND t.status IN ('claimed', 'running')
@@ -86,6 +95,10 @@ BEGIN
         CASE
             WHEN beaten.id IS NOT NULL AND beaten.cancel_requested_at IS NULL THEN 'continue'
             WHEN beaten.id IS NOT NULL THEN 'cancel_requested'
+            WHEN given.id <> ALL (v_locked)
+                 AND EXISTS (SELECT FROM worker_tasks t
+                             WHERE t.id = given.id AND t.worker_id = heartbeat_tasks.worker_id
+                               AND t.attempt = given.attempt AND t.status IN ('claimed', 'running')) THEN 'busy'
             WHEN EXISTS (SELECT FROM worker_tasks t WHERE t.id = given.id) THEN 'lost'
             ELSE 'not_found'
         END

@@ -711,7 +711,9 @@ class Database:
 
     def heartbeat_tasks(self, worker_id: str, tasks: Sequence[Task]) -> dict[int, str]:
         """Heartbeat several tasks of the worker in one call: each task's answer by id, as
-        heartbeat_task's (continue, cancel_requested, lost or not_found); at most 1000 tasks."""
+        heartbeat_task's (continue, cancel_requested, lost or not_found), or busy (another
+        transaction is changing the task right now: it is beaten at the next interval, and the
+        answer then says what became of it); at most 1000 tasks."""
         if not tasks:
             return {}
         rows = self._rows(

@@ -381,7 +381,14 @@ class Worker:
 
     def run(self) -> int:
         """Run until SIGTERM/SIGINT; the process exit code."""
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            # Refused to start (an unknown role, no handler): nothing left open behind it, for
+            # a drain in a test process as for a worker process.
+            self.db.close()
+            self._doorbell.close()
+            raise
         threads = [
             threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
