@@ -62,10 +62,8 @@ def test_one_process_serves_two_roles_under_one_id_on_at_most_4_connections(
     for task_id in work + other:
         row = wait_for_status(pool, task_id, "completed", timeout=30)
         assert row["worker_id"] == "two-roles"
-    # Both roles ran side by side, four at once at most.
-    intervals = executions(pool, work + other)
-    assert most_at_once(intervals) <= 4
-    assert most_at_once(executions(pool, work)) >= 1 and most_at_once(executions(pool, other)) >= 1
+    # Four at once at most, both roles together.
+    assert most_at_once(executions(pool, work + other)) <= 4
 
 
 def test_a_share_caps_its_role_and_leaves_the_other_slots_to_the_rest(
