@@ -405,11 +405,10 @@ def main(
         ctx.exit(0)
     config = settings.worker_config()
     # Imported here: the operator commands need none of the worker's machinery.
-    worker = importlib.import_module("pyworker.worker")
     if processes == 1:
-        code = worker.run_worker(config)
+        code = importlib.import_module("pyworker.worker").run_worker(config)
     else:
-        code = worker.run_workers(config, processes)
+        code = importlib.import_module("pyworker.supervisor").run_workers(config, processes)
     ctx.exit(code)
 
 

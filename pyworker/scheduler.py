@@ -14,21 +14,17 @@ wait selects on, and the handler itself only sets a plain attribute, taking no l
 from __future__ import annotations
 
 import logging
-import random
 import signal
-import threading
 import time
 from typing import Any
 
-from pyworker.db import SCHEDULES_SCHEMA_VERSION, Database
-from pyworker.errors import DatabaseUnavailable, TaskpoolError
 from pyworker import logs
+from pyworker.db import SCHEDULES_SCHEMA_VERSION, Database
+from pyworker.errors import TaskpoolError
 from pyworker.logs import event
-from pyworker.worker import BACKOFF_FIRST, BACKOFF_MAX, Doorbell
+from pyworker.runtime import BACKOFF_FIRST, BACKOFF_MAX, Doorbell, retry_while_unavailable, stop_signals
 
 log = logging.getLogger("pyworker")
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Scheduler:
@@ -49,18 +45,17 @@ class Scheduler:
 
     def run(self) -> int:
         """Tick until SIGTERM/SIGINT; the exit code (0). SchemaMissing when there is no tick."""
-        previous = self._install_signal_handlers()
         try:
-            if self._retrying("connect", self._check_schema):
-                log.info(
-                    "Starting scheduler %s: a tick every %g s",
-                    self.scheduler_id,
-                    self.interval,
-                    extra=event("scheduler_started"),
-                )
-                self._loop()
+            with stop_signals(self._doorbell, self._on_signal):
+                if self._retrying("connect", self._check_schema):
+                    log.info(
+                        "Starting scheduler %s: a tick every %g s",
+                        self.scheduler_id,
+                        self.interval,
+                        extra=event("scheduler_started"),
+                    )
+                    self._loop()
         finally:
-            self._restore_signal_handlers(previous)
             self.db.close()
             self._doorbell.close()
         if self.stopping:
@@ -89,24 +84,15 @@ class Scheduler:
             self._wait_until(started + self.interval)
 
     def _retrying(self, what: str, call: Any) -> Any:
-        """`call()`, retried with jittered backoff while the database is unreachable; None once
-        the scheduler is stopping."""
-        delay = BACKOFF_FIRST
-        failed = False
-        while not self.stopping:
-            try:
-                result = call()
-            except DatabaseUnavailable as error:
-                failed = True
-                pause = random.uniform(delay / 2, delay)
-                log.warning("%s: %s; retrying in %.1f s", what, error, pause, extra=event("database_unavailable"))
-                self._wait_until(time.monotonic() + pause)
-                delay = min(delay * 2, BACKOFF_MAX, max(self.interval, BACKOFF_FIRST))
-            else:
-                if failed:
-                    log.info("%s: the database answers again", what, extra=event("database_available"))
-                return result
-        return None
+        """`call()`, retried while the database is unreachable, never waiting longer than the
+        interval between two tries; None once the scheduler is stopping."""
+        return retry_while_unavailable(
+            what,
+            call,
+            stopping=lambda: self.stopping,
+            sleep=lambda pause: self._wait_until(time.monotonic() + pause),
+            most=min(BACKOFF_MAX, max(self.interval, BACKOFF_FIRST)),
+        )
 
     def _wait_until(self, deadline: float) -> None:
         """Sleep until `deadline` (time.monotonic()) or a stop signal, whichever comes first."""
@@ -116,28 +102,7 @@ class Scheduler:
                 return
             self._doorbell.wait(remaining)
 
-    # Signals
-
-    def _install_signal_handlers(self) -> dict[int, Any] | None:
-        """Our handlers (main thread only); what they replaced, to put back at the end."""
-        if threading.current_thread() is not threading.main_thread():
-            return None
-        previous: dict[int, Any] = {
-            0: signal.set_wakeup_fd(self._doorbell.write_fd, warn_on_full_buffer=False)
-        }
-        for signum in STOP_SIGNALS:
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    @staticmethod
-    def _restore_signal_handlers(previous: dict[int, Any] | None) -> None:
-        if previous is None:
-            return
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, previous[signum])
-        signal.set_wakeup_fd(previous[0])
-
-    def _on_signal(self, signum: int, _frame: Any) -> None:
+    def _on_signal(self, signum: int) -> None:
         self._signals += 1
         if self._signals == 1:
             self._stop_signal = signum

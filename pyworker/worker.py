@@ -27,53 +27,53 @@ code may hold; with signal.set_wakeup_fd the interpreter writes the byte itself.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import inspect
+import contextlib
 import logging
-import math
 import os
 import queue
-import random
-import select
-import shlex
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import traceback
 from collections import Counter, deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import handlers, logs
+from pyworker import command_protocol, handlers, logs
 from pyworker.config import WorkerConfig, default_worker_id
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
     JsonText,
-    NotJson,
     Task,
     UnreadableJson,
-    dump_json,
     listen_query,
 )
 from pyworker.errors import (
     ConfigurationError,
-    DatabaseUnavailable,
     InvalidInput,
     NotFound,
-    PermanentError,
-    Snooze,
     TaskLost,
     TaskpoolError,
 )
 from pyworker.logs import event
+from pyworker.attempts import (
+    EventLoopThread,
+    HandlerPool,
+    Outcome,
+    async_outcome,
+    decide,
+    describe,
+    is_async_handler,
+    run_attempt,
+    run_attempt_async,
+)
+from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals
 
 log = logging.getLogger("pyworker")
 
@@ -87,8 +87,6 @@ ABORT_REASONS = {
 }
 # The attempt history's word for how a failed attempt ended, by the task's new status.
 FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cancelled"}
-BACKOFF_FIRST = 0.1
-BACKOFF_MAX = 10.0
 ABORT_WIND_DOWN_SECONDS = 3.0
 # Successful completions wait at most this long to be recorded together (when the dispatcher has
 # nothing else to do they are recorded at once), and at most this many go in one call.
@@ -98,198 +96,6 @@ COMPLETION_BATCH_MAX = 1000
 COMPLETION_LINGER_SECONDS = 0.002
 # heartbeat_tasks takes at most this many tasks a call.
 HEARTBEAT_BATCH_MAX = 1000
-
-
-class Doorbell:
-    """A self-pipe: any thread (or the interpreter, on a signal) rings; the main thread waits."""
-
-    def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
-        os.set_blocking(self._write, False)
-
-    @property
-    def write_fd(self) -> int:
-        return self._write
-
-    def ring(self) -> None:
-        try:
-            os.write(self._write, b"\0")
-        except BlockingIOError:
-            pass  # full: it is ringing already
-
-    def drain(self) -> None:
-        try:
-            while os.read(self._read, 4096):
-                pass
-        except BlockingIOError:
-            pass
-
-    def wait(self, timeout: float | None) -> bool:
-        """Sleep until a ring or `timeout`; True when it rang."""
-        # Drained only when it rang: a ring after the timeout stays for the next wait.
-        rang = bool(select.select([self._read], [], [], timeout)[0])
-        if rang:
-            self.drain()
-        return rang
-
-    def close(self) -> None:
-        os.close(self._read)
-        os.close(self._write)
-
-
-class HandlerPool:
-    """The threads sync handlers run in, kept from task to task (starting a thread per task costs
-    more than a no-op handler): an idle one takes the next job, else a new one starts. A handler
-    that will not stop keeps its thread; the pool never waits for it."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        if start:
-            threading.Thread(target=self._serve, name="handler", daemon=True).start()
-        self._jobs.put(job)
-
-    def _serve(self) -> None:
-        while True:
-            self._jobs.get()()
-            with self._lock:
-                self._idle += 1
-
-
-class EventLoopThread:
-    """One asyncio event loop in a thread of its own, for the `async def` handlers."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="asyncio", daemon=True).start()
-
-    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-
-def is_async_handler(fn: Any) -> bool:
-    """An `async def` function, or an object whose __call__ is one."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
-
-
-@dataclass
-class Outcome:
-    """How an attempt ended, as the main thread saw it."""
-
-    result: Any = None
-    error: BaseException | None = None
-    handed_back: bool = False
-    # Why the handler was not given the task at all: the attempt fails for good, saying so.
-    refused: str | None = None
-    # Seconds from the attempt's start to its outcome (the log lines report it).
-    duration: float | None = None
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the worker records for an attempt that ended (decide() says which):
-
-    - `released`: handed back (release_task), no retry spent: the worker is stopping;
-    - `lost`: nothing, the attempt is no longer the worker's (`message`: the abort's reason);
-    - `failed`: fail_task with `message`, `retryable`; `error`: the handler's exception, if any
-      (its traceback goes with the attempt);
-    - `snoozed`: snooze_task for `seconds`;
-    - `completed`: complete_task with `result` and `follow_ups`, JSON already written.
-    """
-
-    kind: str
-    message: str | None = None
-    retryable: bool = False
-    error: BaseException | None = None
-    seconds: Any = None
-    result: JsonText | None = None
-    follow_ups: JsonText | None = None
-
-
-def decide(task: Task, outcome: Outcome, run_timeout: float) -> Decision:
-    """How the worker records the attempt of `task` that ended with `outcome`: the one place
-    that classifies outcomes, for the worker and for pyworker.testing alike. The abort's reason
-    comes first (a cancelled attempt ends cancelled whatever its handler returned), then a
-    refusal, a Snooze, an exception (PermanentError: not retryable), and last the result, written
-    as JSON now: a value JSON cannot hold fails the attempt (retryable), saying where."""
-    reason = task.abort.reason
-    if outcome.handed_back:
-        return Decision("released")
-    if reason in ("taken_by_another_worker", "not_found"):
-        return Decision("lost", message=reason)
-    if reason == "cancelled":
-        return Decision("failed", message="cancelled by an operator while running", retryable=False)
-    if reason == "timeout":
-        return Decision("failed", message=f"timed out after {run_timeout:.0f} s", retryable=True)
-    if outcome.refused is not None:
-        return Decision("failed", message=outcome.refused, retryable=False)
-    if isinstance(outcome.error, Snooze):
-        return Decision("snoozed", seconds=outcome.error.seconds)
-    if outcome.error is not None:
-        return Decision(
-            "failed",
-            message=describe(outcome.error),
-            # A command's envelope says {"retryable": false}: CommandFailed(retryable=False).
-            retryable=not isinstance(outcome.error, PermanentError)
-            and getattr(outcome.error, "retryable", True) is not False,
-            error=outcome.error,
-        )
-    result, follow_ups = outcome.result, None
-    if isinstance(result, handlers.Completion):
-        result, follow_ups = result.result, result.follow_ups
-    try:
-        # Written now: a value JSON cannot hold fails this attempt, not a batch later.
-        result = None if result is None else JsonText(dump_json(result, name="result"))
-        if follow_ups is not None:
-            follow_ups = JsonText(dump_json(follow_ups, name="follow_ups"))
-    except NotJson as error:
-        return Decision("failed", message=f"the result is not JSON: {error}", retryable=True)
-    return Decision("completed", result=result, follow_ups=follow_ups)
-
-
-def run_attempt(registry: handlers.Registry, task: Task) -> Outcome:
-    """Run a sync handler through the middlewares, the task in handlers.current_task: what it
-    returned or raised (any exception, BaseException included)."""
-    token = handlers.current_task.set(task)
-    outcome = Outcome()
-    try:
-        outcome.result = registry.run(task)
-    except BaseException as error:  # noqa: BLE001 - every failure is recorded
-        outcome.error = error
-    finally:
-        handlers.current_task.reset(token)
-    return outcome
-
-
-async def run_attempt_async(registry: handlers.Registry, task: Task) -> Any:
-    """Run an async handler through the middlewares (on the event loop, in its own asyncio
-    task, whose context carries the task for the log lines)."""
-    handlers.current_task.set(task)
-    result = registry.run(task)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def async_outcome(task: Task, future: concurrent.futures.Future) -> Outcome:
-    """The outcome of an async handler's finished future: cancelled (its attempt was aborted),
-    raised, or returned."""
-    outcome = Outcome()
-    if future.cancelled():
-        outcome.error = handlers.Aborted(task.abort.reason)
-    elif (error := future.exception()) is not None:
-        outcome.error = error
-    else:
-        outcome.result = future.result()
-    return outcome
 
 
 # A success waiting to be recorded: the task, its result and follow-ups as JSON, its duration.
@@ -394,15 +200,17 @@ class Worker:
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
         ]
         recorder = threading.Thread(target=self._recorder_loop, name="recorder", daemon=True)
+        signals: contextlib.AbstractContextManager = stop_signals(self._doorbell, self._on_signal)
         if self.until_empty:
-            # Drain mode claims until nothing is ready and never waits for a notification.
+            # Drain mode claims until nothing is ready, never waits for a notification, and
+            # leaves the signals to the test process that runs it.
             threads.pop()
-        else:
-            self._install_signal_handlers()
+            signals = contextlib.nullcontext()
         for thread in [*threads, recorder]:
             thread.start()
         try:
-            self._loop()
+            with signals:
+                self._loop()
         finally:
             # Every completion handed over is recorded before the worker deregisters.
             self._to_record.put(None)
@@ -491,14 +299,7 @@ class Worker:
                 "Could not deregister worker %s: %s", self.config.worker_id, error, extra=event("deregister_failed")
             )
 
-    def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        signal.set_wakeup_fd(self._doorbell.write_fd, warn_on_full_buffer=False)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self._on_signal)
-
-    def _on_signal(self, signum: int, _frame: Any) -> None:
+    def _on_signal(self, signum: int) -> None:
         self._signals += 1
         if self._signals == 1:
             self._stop_requested_at = time.monotonic()
@@ -510,7 +311,7 @@ class Worker:
             )
             return
         log.warning("Received %s again: exiting now", signal.Signals(signum).name, extra=event("worker_exiting"))
-        handlers.kill_running_children()
+        command_protocol.kill_running_children()
         os._exit(1)
 
     def request_stop(self) -> None:
@@ -1085,7 +886,7 @@ class Worker:
         details = data = None
         if error is not None:
             details = "".join(traceback.format_exception(error))
-            data = handlers.error_data_of(error)
+            data = command_protocol.error_data_of(error)
         try:
             status = self._retrying(
                 "fail task",
@@ -1105,23 +906,10 @@ class Worker:
         )
 
     def _retrying(self, what: str, call: Callable[[], T], *, interruptible: bool = True) -> T | None:
-        """`call()`, retried with jittered backoff while the database is unreachable.
-
-        Interruptible calls give up (None) once the worker is stopping. A retried call may
-        repeat one whose answer was lost with the connection: the fenced functions make that
-        safe (a repeated completion is a no-op; an attempt already ended answers TaskLost).
-        """
-        delay = BACKOFF_FIRST
-        while True:
-            try:
-                return call()
-            except DatabaseUnavailable as error:
-                if interruptible and self.stopping:
-                    return None
-                pause = random.uniform(delay / 2, delay)
-                log.warning("%s: %s; retrying in %.1f s", what, error, pause, extra=event("database_unavailable"))
-                time.sleep(pause)
-                delay = min(delay * 2, BACKOFF_MAX)
+        """`call()`, retried while the database is unreachable; interruptible calls give up
+        (None) once the worker is stopping. A repeated completion is a no-op, and an attempt
+        already ended answers TaskLost: the fenced functions make the retry safe."""
+        return retry_while_unavailable(what, call, stopping=(lambda: self.stopping) if interruptible else None)
 
     # Background threads
 
@@ -1172,7 +960,7 @@ class Worker:
         return attempt is not None and attempt.task is task
 
     def _listen_loop(self) -> None:
-        delay = BACKOFF_FIRST
+        backoff = Backoff()
         while not self._exiting.is_set():
             try:
                 with psycopg.connect(
@@ -1185,7 +973,7 @@ class Worker:
                     conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.
                     self._notify(self.roles)
-                    delay = BACKOFF_FIRST
+                    backoff.reset()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
                             # The payload names the role whose tasks are ready.
@@ -1194,7 +982,7 @@ class Worker:
             except psycopg.Error as error:
                 if self._exiting.is_set():
                     return
-                pause = random.uniform(delay / 2, delay)
+                pause = backoff.pause()
                 log.warning(
                     "Listener: %s; reconnecting in %.1f s",
                     str(error).strip(),
@@ -1202,29 +990,12 @@ class Worker:
                     extra=event("listener_reconnecting"),
                 )
                 self._exiting.wait(pause)
-                delay = min(delay * 2, BACKOFF_MAX)
-
 
     def _notify(self, roles: tuple[str, ...]) -> None:
         """Claim the roles' tasks again at once (called from the listener thread)."""
         for role in roles:
             self._notified[role] = True
         self._doorbell.ring()
-
-
-def describe(error: BaseException) -> str:
-    """The error text recorded for a failed attempt: its type and message. Never raises: an
-    exception whose message cannot be read is described by its type and what went wrong."""
-    name = type(error).__name__
-    try:
-        message = str(error).strip()
-    except Exception as broken:  # noqa: BLE001 - a handler's broken __str__ must not end the worker
-        try:
-            why = f"{type(broken).__name__}: {str(broken).strip()}"
-        except Exception:  # noqa: BLE001 - broken twice over: its type must do
-            why = type(broken).__name__
-        return f"{name} (its message cannot be read: {why})"
-    return f"{name}: {message}" if message else name
 
 
 def run_worker(config: WorkerConfig) -> int:
@@ -1303,263 +1074,3 @@ def drain(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def run_workers(config: WorkerConfig, processes: int) -> int:
-    """Run `processes` worker processes (ids <worker_id>-1..M), each running up to
-    config.concurrency tasks at once, under a Supervisor: a child that dies is restarted with
-    the same id, SIGTERM/SIGINT are forwarded (docs/supervisor.md)."""
-    envs = []
-    for number in range(1, processes + 1):
-        env = {
-            **os.environ,
-            "DATABASE_URL": config.database_url,
-            "WORKER_ROLE": " ".join(map(str, config.roles)),
-            "WORKER_ID": f"{config.worker_id}-{number}",
-            "POLL_INTERVAL_MS": str(round(config.poll_interval * 1000)),
-            "HEARTBEAT_INTERVAL_MS": str(round(config.heartbeat_interval * 1000)),
-            "PYWORKER_HANDLERS": " ".join(config.handler_modules),
-            "PYWORKER_COMMAND": shlex.join(config.command),
-            "LOG_FORMAT": config.log_format,
-            "LOG_LEVEL": config.log_level,
-            "SHUTDOWN_GRACE_SECONDS": str(config.shutdown_grace),
-            "WORKER_PREFETCH": str(config.prefetch),
-            "WORKER_CONCURRENCY": str(config.concurrency),
-        }
-        envs.append(env)
-    logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
-    return Supervisor(envs, SupervisorSettings.from_environ()).run()
-
-
-# The supervisor of `--processes M` (docs/supervisor.md). A child that exits without being asked
-# to waits RESTART_BACKOFF_FIRST seconds before its restart, twice as long after each further
-# crash in a row (at most RESTART_BACKOFF_MAX); a child that ran HEALTHY_AFTER_SECONDS counts as
-# healthy again and its next crash starts over. CRASH_LIMIT crashes of one child within
-# CRASH_WINDOW_SECONDS: the supervisor gives up, stops the others and exits 1. Each has an
-# environment variable (SupervisorSettings.from_environ) for tests and unusual deployments.
-RESTART_BACKOFF_FIRST = 1.0
-RESTART_BACKOFF_MAX = 30.0
-CRASH_LIMIT = 5
-CRASH_WINDOW_SECONDS = 60.0
-HEALTHY_AFTER_SECONDS = 60.0
-# A child that exits 2 could not start as configured (unknown role, no handler, bad option): every
-# restart would end the same, so the supervisor stops the others and exits 2 at once.
-EXIT_CONFIGURATION = 2
-EXIT_GAVE_UP = 1
-
-
-@dataclass(frozen=True)
-class SupervisorSettings:
-    backoff_first: float = RESTART_BACKOFF_FIRST
-    backoff_max: float = RESTART_BACKOFF_MAX
-    crash_limit: int = CRASH_LIMIT
-    crash_window: float = CRASH_WINDOW_SECONDS
-    healthy_after: float = HEALTHY_AFTER_SECONDS
-
-    ENVIRONMENT = {
-        "backoff_first": "PYWORKER_RESTART_BACKOFF_SECONDS",
-        "backoff_max": "PYWORKER_RESTART_BACKOFF_MAX_SECONDS",
-        "crash_limit": "PYWORKER_CRASH_LIMIT",
-        "crash_window": "PYWORKER_CRASH_WINDOW_SECONDS",
-        "healthy_after": "PYWORKER_HEALTHY_AFTER_SECONDS",
-    }
-
-    @classmethod
-    def from_environ(cls, environ: dict[str, str] | None = None) -> SupervisorSettings:
-        """The defaults, each replaced by its environment variable if set; ConfigurationError
-        for a value that is not a positive number (a crash limit: a whole one)."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name, variable in cls.ENVIRONMENT.items():
-            text = environ.get(variable)
-            if text is None or text == "":
-                continue
-            try:
-                value = int(text) if name == "crash_limit" else float(text)
-            except ValueError:
-                value = None
-            if value is None or not 0 < value < math.inf:
-                kind = "a whole number" if name == "crash_limit" else "a number of seconds"
-                raise ConfigurationError(f"{variable} must be {kind} above 0, not {text!r}")
-            values[name] = value
-        return cls(**values)
-
-
-def exit_status(returncode: int) -> str:
-    """How a child ended, for a log line: 'exited with code 3' or 'was killed by SIGKILL'."""
-    if returncode >= 0:
-        return f"exited with code {returncode}"
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        name = f"signal {-returncode}"
-    return f"was killed by {name}"
-
-
-def shell_code(returncode: int) -> int:
-    """A child's return code as a shell reports it: a death by signal N is 128 + N."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
-@dataclass(eq=False)
-class Child:
-    """One worker process slot: its id and environment, the process running in it (None while a
-    restart waits), when that started, its crashes in a row and their times."""
-
-    worker_id: str
-    env: dict[str, str]
-    process: subprocess.Popen | None = None
-    started: float = 0.0
-    restart_at: float | None = None
-    crashes_in_a_row: int = 0
-    crash_times: deque | None = None
-    returncode: int | None = None
-
-
-class Supervisor:
-    """Runs the worker processes of `--processes M`, restarts each that dies, forwards
-    SIGTERM/SIGINT and exits once all have exited after a signal (docs/supervisor.md)."""
-
-    def __init__(self, envs: list[dict[str, str]], settings: SupervisorSettings | None = None) -> None:
-        self.settings = settings or SupervisorSettings()
-        self.children = [Child(env["WORKER_ID"], env, crash_times=deque()) for env in envs]
-        self._doorbell = Doorbell()
-        self._signals: list[int] = []
-        self.stopping = False
-        self.exit_code: int | None = None
-
-    def run(self) -> int:
-        self._install_signal_handlers()
-        try:
-            for child in self.children:
-                self._start(child)
-            while True:
-                self._forward_signals()
-                now = time.monotonic()
-                for child in self.children:
-                    self._check(child, now)
-                if all(child.process is None and child.restart_at is None for child in self.children):
-                    break
-                self._doorbell.wait(self._sleep_time(time.monotonic()))
-        finally:
-            self._doorbell.close()
-        code = self.exit_code
-        if code is None:
-            code = max((shell_code(child.returncode or 0) for child in self.children), default=0)
-        log.info("Supervisor stopped: every worker process has exited (exit code %d)", code, extra=event("supervisor_stopped"))
-        return code
-
-    def _install_signal_handlers(self) -> None:
-        signal.set_wakeup_fd(self._doorbell.write_fd, warn_on_full_buffer=False)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self._on_signal)
-        # Only to wake the loop when a child exits (the wake-up fd is written for it).
-        signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-
-    def _on_signal(self, signum: int, _frame: Any) -> None:
-        # No locks, no logging in a signal handler: the loop forwards it.
-        self._signals.append(signum)
-
-    def _forward_signals(self) -> None:
-        while self._signals:
-            signum = self._signals.pop(0)
-            if not self.stopping:
-                log.info(
-                    "Received %s: forwarding it to the worker processes; none is restarted from now on",
-                    signal.Signals(signum).name,
-                    extra=event("supervisor_stopping"),
-                )
-            self._stop(signum)
-
-    def _stop(self, signum: int) -> None:
-        """Send `signum` to every running child and restart none from now on."""
-        self.stopping = True
-        for child in self.children:
-            child.restart_at = None
-            if child.process is not None and child.process.poll() is None:
-                child.process.send_signal(signum)
-
-    def _start(self, child: Child) -> None:
-        # Own sessions: a Ctrl-C on the terminal reaches only this process, which forwards it
-        # once; a second, direct signal would make a worker exit at once.
-        child.process = subprocess.Popen([sys.executable, "-m", "pyworker"], env=child.env, start_new_session=True)
-        child.started = time.monotonic()
-        child.restart_at = None
-        child.returncode = None
-
-    def _check(self, child: Child, now: float) -> None:
-        """Reap a child that exited, and decide: restart it later, give up, or leave it exited."""
-        if child.process is None:
-            if child.restart_at is not None and now >= child.restart_at and not self.stopping:
-                self._start(child)
-                log.info(
-                    "Worker process %s restarted (pid %d)",
-                    child.worker_id,
-                    child.process.pid,
-                    extra=event("worker_process_restarted"),
-                )
-            return
-        returncode = child.process.poll()
-        if returncode is None:
-            return
-        pid = child.process.pid
-        child.process = None
-        child.returncode = returncode
-        how = exit_status(returncode)
-        if self.stopping:
-            log.info("Worker process %s (pid %d) %s", child.worker_id, pid, how, extra=event("worker_process_exited"))
-            return
-        # Not asked to stop: a crash, even with code 0 (a worker exits only when told to).
-        if returncode == EXIT_CONFIGURATION:
-            log.error(
-                "Worker process %s (pid %d) %s: it cannot start as configured, and neither would a"
-                " restart: stopping the others",
-                child.worker_id,
-                pid,
-                how,
-                extra=event("supervisor_giving_up"),
-            )
-            self.exit_code = EXIT_CONFIGURATION
-            self._stop(signal.SIGTERM)
-            return
-        settings = self.settings
-        if now - child.started >= settings.healthy_after:
-            child.crashes_in_a_row = 0
-        child.crashes_in_a_row += 1
-        child.crash_times.append(now)
-        while child.crash_times and now - child.crash_times[0] > settings.crash_window:
-            child.crash_times.popleft()
-        if len(child.crash_times) >= settings.crash_limit:
-            log.error(
-                "Worker process %s (pid %d) %s: %d crashes within %g s, giving up: stopping the others",
-                child.worker_id,
-                pid,
-                how,
-                len(child.crash_times),
-                settings.crash_window,
-                extra=event("supervisor_giving_up"),
-            )
-            self.exit_code = EXIT_GAVE_UP
-            self._stop(signal.SIGTERM)
-            return
-        delay = min(settings.backoff_first * 2 ** (child.crashes_in_a_row - 1), settings.backoff_max)
-        child.restart_at = now + delay
-        log.warning(
-            "Worker process %s (pid %d) %s%s; restarting it in %.1f s, at %s (%d crash(es) within %g s;"
-            " the supervisor gives up at %d)",
-            child.worker_id,
-            pid,
-            how,
-            " without being asked to stop" if returncode == 0 else "",
-            delay,
-            time.strftime("%H:%M:%S", time.localtime(time.time() + delay)),
-            len(child.crash_times),
-            settings.crash_window,
-            settings.crash_limit,
-            extra=event("worker_process_crashed"),
-        )
-
-    def _sleep_time(self, now: float) -> float:
-        """Until the next restart is due, and at most a second (a missed SIGCHLD costs no more)."""
-        due = [child.restart_at for child in self.children if child.restart_at is not None]
-        return max(0.0, min([now + 1.0, *due]) - now)

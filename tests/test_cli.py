@@ -196,7 +196,7 @@ def test_global_options_are_taken_after_the_command(run: Run, db_url: str) -> No
 
 @pytest.fixture
 def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    """A pyworker.worker whose run functions record their arguments and return `code`."""
+    """pyworker.worker and pyworker.supervisor whose run functions record their arguments and return `code`."""
     calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
     module = types.ModuleType("pyworker.worker")
 
@@ -211,8 +211,10 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         return calls.code
 
     module.run_worker = run_worker
-    module.run_workers = run_workers
+    supervisor = types.ModuleType("pyworker.supervisor")
+    supervisor.run_workers = run_workers
     monkeypatch.setitem(sys.modules, "pyworker.worker", module)
+    monkeypatch.setitem(sys.modules, "pyworker.supervisor", supervisor)
     return calls
 
 

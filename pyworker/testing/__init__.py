@@ -11,7 +11,7 @@ Without a database:
 run_handler runs the handler exactly as a worker does: through the registry's middlewares, with
 handlers.current_task set, an `async def` handler awaited on an event loop (cancelled when its
 abort fires), the result written as JSON; and it says what the worker would record, with the
-worker's own classification (pyworker.worker.decide): completed, failed (retryable or not),
+worker's own classification (pyworker.attempts.decide): completed, failed (retryable or not),
 snoozed, or aborted.
 
 With a database: the `taskpool` pytest fixture (pyworker.testing.pytest_plugin, installed as a
@@ -35,17 +35,15 @@ from pyworker.db import Task
 from pyworker.db import NotJson
 from pyworker.db import dump_json as _dump_json
 from pyworker.errors import ConfigurationError
-from pyworker.worker import (
-    ABORT_WIND_DOWN_SECONDS,
+from pyworker.attempts import (
     Outcome,
     async_outcome,
     decide,
-    drain,
-    DrainTimeout,
     is_async_handler,
     run_attempt,
     run_attempt_async,
 )
+from pyworker.worker import ABORT_WIND_DOWN_SECONDS, DrainTimeout, drain
 
 __all__ = [
     "HandlerOutcome",
@@ -342,7 +340,7 @@ def _run_async(registry: handlers.Registry, task: Task, wind_down: float) -> tup
 
 
 def _outcome(task: Task, outcome: Outcome, run_timeout: float, *, stopped: bool) -> HandlerOutcome:
-    """The worker's decision (pyworker.worker.decide) about `outcome`, as a HandlerOutcome."""
+    """The worker's decision (pyworker.attempts.decide) about `outcome`, as a HandlerOutcome."""
     reason = task.abort.reason
     if reason == "shutdown":
         # The worker hands back an attempt that its shutdown stopped (Worker._end).
