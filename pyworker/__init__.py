@@ -7,18 +7,26 @@ heartbeats while it runs and records the result; the queue's logic stays in PL/p
 # The one statement of the package's version: pyproject.toml reads it (dynamic = ["version"]).
 __version__ = "0.6.0"
 
-# The application-side client (pyworker/client.py), importable from the package:
-#   from pyworker import Client, AsyncClient, TaskFailed, TaskCancelled, WaitTimeout
-# Loaded on first use, so that the worker and the CLI do not import it.
-_CLIENT_NAMES = frozenset(
-    {"Client", "AsyncClient", "TaskInfo", "ChainMember", "ClientError", "TaskFailed", "TaskCancelled",
-     "TaskNotFound", "WaitTimeout", "enqueue_hooks"}
-)
+# What an application imports, from one place, each loaded on first use (the worker and the CLI
+# need none of the client):
+#   from pyworker import handler, Completion, PermanentError, Snooze     (a handler module)
+#   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout    (enqueueing and waiting)
+_EXPORTS = {
+    "pyworker.handlers": ("handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry"),
+    "pyworker.errors": ("PermanentError", "Snooze", "TaskpoolError"),
+    "pyworker.client": (
+        "Client", "AsyncClient", "TaskInfo", "ChainMember", "ClientError", "TaskFailed", "TaskCancelled",
+        "TaskNotFound", "WaitTimeout", "enqueue_hooks",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = ["__version__", *_MODULE_OF]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562 module attribute hook
-    if name in _CLIENT_NAMES:
-        from pyworker import client
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pyworker' has no attribute {name!r}")
+    import importlib
 
-        return getattr(client, name)
-    raise AttributeError(f"module 'pyworker' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
