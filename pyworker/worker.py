@@ -4,10 +4,11 @@ One process, many tasks at once, on four connections whatever the concurrency, o
 each a short transaction per call:
 
 - the main thread is the dispatcher: it claims as many tasks as it has free slots in one call
-  (claim_and_start_tasks), hands each to a handler, collects the outcomes from a queue, records
-  failures, snoozes and hand-backs, buffers successes, and watches each attempt's run timeout,
-  its wind-down after an abort, and the shutdown grace;
-- a recorder thread records the buffered successes together with complete_tasks, while the
+  (claim_and_start_tasks), hands each to a handler (pyworker/attempts.py), collects the outcomes
+  from a queue, hands them to the OutcomeRecorder (pyworker/outcomes.py: failures, snoozes and
+  hand-backs at once, successes buffered), and watches each attempt's run timeout, its wind-down
+  after an abort, and the shutdown grace;
+- the recorder's thread records the buffered successes together with complete_tasks, while the
   dispatcher goes on claiming;
 - a heartbeat thread keeps the worker's registry row and every task it holds fresh with ONE
   heartbeat_tasks call per interval, and turns each task's answer into that task's abort signal;
@@ -20,9 +21,8 @@ natively on one asyncio event loop in a thread of its own, cancelled when their 
 
 A worker whose claim comes back empty marks itself waiting (mark_worker_waiting), and an enqueue
 wakes one waiting worker per ready task on its channel. The dispatcher sleeps on a doorbell (a
-pipe) that rings for whichever comes first: a notification, a signal, an outcome, or an abort. A
-pipe rather than an Event because a Python signal handler must not take a lock the interrupted
-code may hold; with signal.set_wakeup_fd the interpreter writes the byte itself.
+pipe, pyworker/runtime.py) that rings for whichever comes first: a notification, a signal, an
+outcome, or an abort.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import signal
 import socket
 import threading
 import time
-import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,6 @@ from pyworker.config import WorkerConfig, default_worker_id
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
-    JsonText,
     Task,
     UnreadableJson,
     listen_query,
@@ -58,7 +56,6 @@ from pyworker.errors import (
     ConfigurationError,
     InvalidInput,
     NotFound,
-    TaskLost,
     TaskpoolError,
 )
 from pyworker.logs import event
@@ -67,12 +64,11 @@ from pyworker.attempts import (
     HandlerPool,
     Outcome,
     async_outcome,
-    decide,
-    describe,
     is_async_handler,
     run_attempt,
     run_attempt_async,
 )
+from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals
 
 log = logging.getLogger("pyworker")
@@ -85,21 +81,11 @@ ABORT_REASONS = {
     "lost": "taken_by_another_worker",
     "not_found": "not_found",
 }
-# The attempt history's word for how a failed attempt ended, by the task's new status.
-FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cancelled"}
 ABORT_WIND_DOWN_SECONDS = 3.0
-# Successful completions wait at most this long to be recorded together (when the dispatcher has
-# nothing else to do they are recorded at once), and at most this many go in one call.
-COMPLETION_FLUSH_SECONDS = 0.5
-COMPLETION_BATCH_MAX = 1000
 # Before recording them, how long the dispatcher waits for one more outcome to record with them.
 COMPLETION_LINGER_SECONDS = 0.002
 # heartbeat_tasks takes at most this many tasks a call.
 HEARTBEAT_BATCH_MAX = 1000
-
-
-# A success waiting to be recorded: the task, its result and follow-ups as JSON, its duration.
-Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
 
 
 @dataclass(eq=False)
@@ -157,10 +143,7 @@ class Worker:
         # How many of those waiting and running are of each role.
         self._waiting_by_role: Counter[str] = Counter()
         self._running_by_role: Counter[str] = Counter()
-        self._completions: list[Completed] = []
-        # Batches of completions for the recorder thread; None ends it.
-        self._to_record: queue.SimpleQueue[list[Completed] | None] = queue.SimpleQueue()
-        self._completions_since = 0.0
+        self._recorder = OutcomeRecorder(config, self.db, self._held, self.run_timeouts, self._doorbell)
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
         self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
         self._aborted: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -199,22 +182,21 @@ class Worker:
             threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
         ]
-        recorder = threading.Thread(target=self._recorder_loop, name="recorder", daemon=True)
         signals: contextlib.AbstractContextManager = stop_signals(self._doorbell, self._on_signal)
         if self.until_empty:
             # Drain mode claims until nothing is ready, never waits for a notification, and
             # leaves the signals to the test process that runs it.
             threads.pop()
             signals = contextlib.nullcontext()
-        for thread in [*threads, recorder]:
+        self._recorder.start()
+        for thread in threads:
             thread.start()
         try:
             with signals:
                 self._loop()
         finally:
             # Every completion handed over is recorded before the worker deregisters.
-            self._to_record.put(None)
-            recorder.join()
+            self._recorder.stop()
             self._exiting.set()
             for thread in threads:
                 thread.join(timeout=5)
@@ -334,19 +316,16 @@ class Worker:
             now = time.monotonic()
             self._collect(now)
             self._watch(now)
-            if self._completions and (
-                len(self._completions) >= COMPLETION_BATCH_MAX
-                or now - self._completions_since >= COMPLETION_FLUSH_SECONDS
-            ):
-                self._flush_completions()
+            if self._recorder.flush_due(now):
+                self._recorder.flush()
             if self.stopping:
                 if self._waiting:
-                    self._flush_completions()
+                    self._recorder.flush()
                     waiting = list(self._waiting)
                     self._waiting.clear()
                     self._waiting_ids.clear()
                     self._waiting_by_role.clear()
-                    self._release(waiting)
+                    self._recorder.release(waiting)
                 if not self._running:
                     break
             else:
@@ -355,9 +334,9 @@ class Worker:
                     continue
             # Nothing else to do: record the buffered completions, then sleep. Unless a handler
             # finishes at once (short tasks): then go on, and record them together later.
-            if self._completions and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
+            if self._recorder.buffered and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
                 continue
-            self._flush_completions()
+            self._recorder.flush()
             if self.until_empty and not self._held and not self.stopping:
                 # Drained: nothing in flight, and a claim made with nothing in flight found
                 # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
@@ -367,7 +346,7 @@ class Worker:
                 self._notify(self.roles)
                 continue
             self._doorbell.wait(self._sleep_time(time.monotonic()))
-        self._flush_completions()
+        self._recorder.flush()
 
     def _free_slots(self, role: str) -> int:
         """The role's handler slots free, within the worker's, as long as the outcomes not
@@ -638,272 +617,9 @@ class Worker:
         """Record the outcome, in the task's context (its log lines carry its id)."""
         token = handlers.current_task.set(task)
         try:
-            self._record(task, outcome)
+            self._recorder.record(task, outcome)
         finally:
             handlers.current_task.reset(token)
-
-    def _record(self, task: Task, outcome: Outcome) -> None:
-        """Tell the database how the attempt ended; nothing for an attempt the worker lost.
-
-        Whatever the handler returned or raised, this task alone gets an outcome and the worker
-        goes on: one the database cannot store fails the attempt, saying why.
-        """
-        duration = outcome.duration
-        try:
-            decision = decide(task, outcome, self.run_timeouts[task.role])
-            if decision.kind == "released":
-                self._release([task], duration=duration)
-            elif decision.kind == "lost":
-                log.warning(
-                    "Task %s was lost (%s): its result is dropped",
-                    task.id,
-                    decision.message,
-                    extra=event("task_lost", outcome="lost", duration=duration),
-                )
-                self._held.pop(task.id, None)
-            elif decision.kind == "failed":
-                self._fail(
-                    task, decision.message, retryable=decision.retryable, error=decision.error, duration=duration
-                )
-            elif decision.kind == "snoozed":
-                self._snooze(task, decision.seconds, duration=duration)
-            else:
-                if not self._completions:
-                    self._completions_since = time.monotonic()
-                self._completions.append((task, decision.result, decision.follow_ups, duration))
-        except TaskLost as lost:
-            log.warning(
-                "Task %s was lost before its outcome was recorded: %s",
-                task.id,
-                lost,
-                extra=event("task_lost", outcome="lost", duration=duration),
-            )
-            self._held.pop(task.id, None)
-        except Exception as error:  # noqa: BLE001 - one task's outcome must not end the worker
-            self._outcome_not_stored(task, error)
-
-    def _snooze(self, task: Task, seconds: Any, *, duration: float | None) -> None:
-        try:
-            self._retrying("snooze task", lambda: self.db.snooze_task(task, seconds), interruptible=False)
-        except TaskLost:
-            raise
-        except TaskpoolError as refused:
-            self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
-            return
-        self._held.pop(task.id, None)
-        log.info(
-            "Task %s snoozed for %s s",
-            task.id,
-            seconds,
-            extra=event("task_snoozed", outcome="released", duration=duration),
-        )
-
-    def _outcome_not_stored(self, task: Task, error: BaseException | str, *, db: Database | None = None) -> None:
-        """Fail the attempt (retryable) because its outcome could not be stored; never raises."""
-        if isinstance(error, BaseException):
-            error = str(error) if isinstance(error, TaskpoolError) else describe(error)
-        message = f"the outcome could not be stored: {error}"
-        log.error("Task %s: %s", task.id, message, extra=event("outcome_not_stored"))
-        try:
-            self._fail(task, message, retryable=True, db=db)
-        except TaskLost as lost:
-            log.warning(
-                "Task %s was lost before its failure was recorded: %s",
-                task.id,
-                lost,
-                extra=event("task_lost", outcome="lost"),
-            )
-        except Exception as again:  # noqa: BLE001 - the task stays running until stale recovery
-            log.error(
-                "Task %s: recording the failure failed too: %s",
-                task.id,
-                describe(again),
-                extra=event("outcome_not_stored"),
-            )
-        finally:
-            self._held.pop(task.id, None)
-
-    def _complete(
-        self,
-        task: Task,
-        result: JsonText | None,
-        follow_ups: JsonText | None,
-        *,
-        duration: float | None = None,
-        db: Database | None = None,
-    ) -> None:
-        """Record one completion; a result or follow-up the database refuses fails the attempt."""
-        db = db or self.db
-        try:
-            self._retrying(
-                "complete task",
-                lambda: db.complete_task(task, result, follow_ups),
-                interruptible=False,
-            )
-            log.info(
-                "Task %s completed successfully",
-                task.id,
-                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
-            )
-        except TaskLost:
-            raise
-        except Exception as error:  # noqa: BLE001 - fails this task alone
-            self._outcome_not_stored(task, error, db=db)
-        finally:
-            self._held.pop(task.id, None)
-
-    def _flush_completions(self) -> None:
-        """Hand the buffered completions to the recorder thread."""
-        if self._completions:
-            self._to_record.put(self._completions)
-            self._completions = []
-
-    def _recorder_loop(self) -> None:
-        """Record the completions the dispatcher hands over, on a connection of its own, while
-        the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
-        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} recorder")
-        try:
-            done = False
-            while not done:
-                batch = self._to_record.get()
-                while batch is not None and len(batch) < COMPLETION_BATCH_MAX:
-                    try:
-                        more = self._to_record.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        done = True
-                        break
-                    batch += more
-                if batch is None:
-                    break
-                for first in range(0, len(batch), COMPLETION_BATCH_MAX):
-                    try:
-                        self._record_completions(batch[first : first + COMPLETION_BATCH_MAX], db)
-                    except Exception as error:  # noqa: BLE001 - the next batches must still be recorded
-                        log.error("Recording completions failed: %s", describe(error), extra=event("outcome_not_stored"))
-                # Room to claim again, if the unrecorded outcomes had filled it.
-                self._doorbell.ring()
-        finally:
-            db.close()
-
-    def _record_completions(self, completions: list[Completed], db: Database) -> None:
-        """Record completions in one call; one by one if the database refuses it."""
-        # In id order, the order heartbeat_tasks locks in: the two wait on each other, never deadlock.
-        completions.sort(key=lambda completion: completion[0].id)
-        entries = [
-            {"task_id": task.id, "attempt": task.attempt, "result": result, "follow_ups": follow_ups}
-            for task, result, follow_ups, _duration in completions
-        ]
-        try:
-            answers = self._retrying(
-                "complete tasks",
-                lambda: db.complete_tasks(self.config.worker_id, entries),
-                interruptible=False,
-            )
-        except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
-            # One bad result or follow-up refuses the whole batch: find it by recording each alone.
-            log.warning(
-                "Recording %d completions at once failed (%s): recording them one by one",
-                len(entries),
-                describe(error),
-                extra=event("batch_completion_refused"),
-            )
-            for task, result, follow_ups, duration in completions:
-                token = handlers.current_task.set(task)
-                try:
-                    self._complete(task, result, follow_ups, duration=duration, db=db)
-                except TaskLost as lost:
-                    log.warning(
-                        "Task %s was lost before its outcome was recorded: %s",
-                        task.id,
-                        lost,
-                        extra=event("task_lost", task_id=task.id, outcome="lost"),
-                    )
-                finally:
-                    handlers.current_task.reset(token)
-            return
-        completed = []
-        for task, _result, _follow_ups, duration in completions:
-            self._held.pop(task.id, None)
-            if answers[task.id] == "completed":
-                completed.append((task, duration))
-            else:
-                log.warning(
-                    "Task %s was lost before its outcome was recorded (%s)",
-                    task.id,
-                    answers[task.id],
-                    extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
-                )
-        if len(completed) == 1:
-            (task, duration), = completed
-            log.info(
-                "Task %s completed successfully",
-                task.id,
-                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
-            )
-        elif completed:
-            # One line a batch (as for its claim): a line a task costs a drain of short tasks dearly.
-            log.info(
-                "Completed %d tasks (%s)",
-                len(completed),
-                ", ".join(str(task.id) for task, _duration in completed),
-                extra=event("tasks_completed", outcome="completed"),
-            )
-
-    def _release(self, tasks: list[Task], *, duration: float | None = None) -> None:
-        """Hand tasks back to the pool without spending a retry: the worker is stopping.
-        `duration`: how long the one that had begun ran."""
-        for task in tasks:
-            try:
-                self._retrying("release task", lambda: self.db.release_task(task), interruptible=False)
-                log.info(
-                    "Task %s handed back: the worker is stopping",
-                    task.id,
-                    extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
-                )
-            except TaskLost as lost:
-                log.warning(
-                    "Task %s was lost before it was handed back: %s",
-                    task.id,
-                    lost,
-                    extra=event("task_lost", task_id=task.id, outcome="lost"),
-                )
-            self._held.pop(task.id, None)
-
-    def _fail(
-        self,
-        task: Task,
-        message: str,
-        *,
-        retryable: bool,
-        error: BaseException | None = None,
-        duration: float | None = None,
-        db: Database | None = None,
-    ) -> None:
-        """Record a failed attempt, with the traceback of the handler's `error` if it raised one,
-        and log it: a warning, with that traceback, unless an operator's cancel ended it."""
-        details = data = None
-        if error is not None:
-            details = "".join(traceback.format_exception(error))
-            data = command_protocol.error_data_of(error)
-        try:
-            status = self._retrying(
-                "fail task",
-                lambda: (db or self.db).fail_task(task, message, retryable=retryable, details=details, data=data),
-                interruptible=False,
-            )
-        finally:
-            self._held.pop(task.id, None)
-        log.log(
-            logging.INFO if error is None and status == "cancelled" else logging.WARNING,
-            "Task %s failed: %s (now %s)",
-            task.id,
-            message,
-            status,
-            exc_info=error,
-            extra=event("task_failed", outcome=FAILED_OUTCOMES[status], duration=duration),
-        )
 
     def _retrying(self, what: str, call: Callable[[], T], *, interruptible: bool = True) -> T | None:
         """`call()`, retried while the database is unreachable; interruptible calls give up

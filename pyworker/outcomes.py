@@ -1,0 +1,338 @@
+"""How each attempt ended, told to the database: failures, snoozes and hand-backs at once, on the
+dispatcher's connection; successes buffered and recorded in batches (complete_tasks) by a thread
+with a connection of its own, while the dispatcher claims on.
+
+Whatever a handler returned or raised, its task alone gets an outcome: one the database cannot
+store fails that attempt, saying why. Every call is retried while the database is unreachable,
+stopping or not: the fenced functions make a repeated call safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import traceback
+from typing import Any
+
+from pyworker import command_protocol, handlers
+from pyworker.attempts import Outcome, decide, describe
+from pyworker.config import WorkerConfig
+from pyworker.db import Database, JsonText, Task
+from pyworker.errors import TaskLost, TaskpoolError
+from pyworker.logs import event
+from pyworker.runtime import Doorbell, retry_while_unavailable
+
+log = logging.getLogger("pyworker")
+
+# Successful completions wait at most this long to be recorded together (when the dispatcher has
+# nothing else to do they are recorded at once), and at most this many go in one call.
+COMPLETION_FLUSH_SECONDS = 0.5
+COMPLETION_BATCH_MAX = 1000
+# The attempt history's word for how a failed attempt ended, by the task's new status.
+FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cancelled"}
+
+# A success waiting to be recorded: the task, its result and follow-ups as JSON, its duration.
+Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
+
+
+class OutcomeRecorder:
+    """Records the outcomes of one worker's attempts. `held`: the worker's tasks from claim to
+    recorded outcome, shared with the worker; each is dropped from it once its outcome is
+    recorded (or lost). `run_timeouts`: each role's, for the message of a timed-out attempt."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        db: Database,
+        held: dict[int, Task],
+        run_timeouts: dict[str, float],
+        doorbell: Doorbell,
+    ) -> None:
+        self.config = config
+        self.db = db
+        self._held = held
+        self.run_timeouts = run_timeouts
+        self._doorbell = doorbell
+        # Successes waiting to be handed to the thread, since when the first of them waits, and
+        # the batches handed over (None ends the thread).
+        self.buffered: list[Completed] = []
+        self.buffered_since = 0.0
+        self._to_record: queue.SimpleQueue[list[Completed] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._record_loop, name="recorder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Record every completion handed over, then end the thread."""
+        self.flush()
+        self._to_record.put(None)
+        self._thread.join()
+
+    def flush_due(self, now: float) -> bool:
+        """A full batch waits, or the first buffered success has waited long enough."""
+        return bool(self.buffered) and (
+            len(self.buffered) >= COMPLETION_BATCH_MAX or now - self.buffered_since >= COMPLETION_FLUSH_SECONDS
+        )
+
+    def record(self, task: Task, outcome: Outcome) -> None:
+        """Tell the database how the attempt ended; nothing for an attempt the worker lost.
+
+        Whatever the handler returned or raised, this task alone gets an outcome and the worker
+        goes on: one the database cannot store fails the attempt, saying why.
+        """
+        duration = outcome.duration
+        try:
+            decision = decide(task, outcome, self.run_timeouts[task.role])
+            if decision.kind == "released":
+                self.release([task], duration=duration)
+            elif decision.kind == "lost":
+                log.warning(
+                    "Task %s was lost (%s): its result is dropped",
+                    task.id,
+                    decision.message,
+                    extra=event("task_lost", outcome="lost", duration=duration),
+                )
+                self._held.pop(task.id, None)
+            elif decision.kind == "failed":
+                self._fail(
+                    task, decision.message, retryable=decision.retryable, error=decision.error, duration=duration
+                )
+            elif decision.kind == "snoozed":
+                self._snooze(task, decision.seconds, duration=duration)
+            else:
+                if not self.buffered:
+                    self.buffered_since = time.monotonic()
+                self.buffered.append((task, decision.result, decision.follow_ups, duration))
+        except TaskLost as lost:
+            log.warning(
+                "Task %s was lost before its outcome was recorded: %s",
+                task.id,
+                lost,
+                extra=event("task_lost", outcome="lost", duration=duration),
+            )
+            self._held.pop(task.id, None)
+        except Exception as error:  # noqa: BLE001 - one task's outcome must not end the worker
+            self._outcome_not_stored(task, error)
+
+    def _snooze(self, task: Task, seconds: Any, *, duration: float | None) -> None:
+        try:
+            retry_while_unavailable("snooze task", lambda: self.db.snooze_task(task, seconds))
+        except TaskLost:
+            raise
+        except TaskpoolError as refused:
+            self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
+            return
+        self._held.pop(task.id, None)
+        log.info(
+            "Task %s snoozed for %s s",
+            task.id,
+            seconds,
+            extra=event("task_snoozed", outcome="released", duration=duration),
+        )
+
+    def _outcome_not_stored(self, task: Task, error: BaseException | str, *, db: Database | None = None) -> None:
+        """Fail the attempt (retryable) because its outcome could not be stored; never raises."""
+        if isinstance(error, BaseException):
+            error = str(error) if isinstance(error, TaskpoolError) else describe(error)
+        message = f"the outcome could not be stored: {error}"
+        log.error("Task %s: %s", task.id, message, extra=event("outcome_not_stored"))
+        try:
+            self._fail(task, message, retryable=True, db=db)
+        except TaskLost as lost:
+            log.warning(
+                "Task %s was lost before its failure was recorded: %s",
+                task.id,
+                lost,
+                extra=event("task_lost", outcome="lost"),
+            )
+        except Exception as again:  # noqa: BLE001 - the task stays running until stale recovery
+            log.error(
+                "Task %s: recording the failure failed too: %s",
+                task.id,
+                describe(again),
+                extra=event("outcome_not_stored"),
+            )
+        finally:
+            self._held.pop(task.id, None)
+
+    def _complete(
+        self,
+        task: Task,
+        result: JsonText | None,
+        follow_ups: JsonText | None,
+        *,
+        duration: float | None = None,
+        db: Database | None = None,
+    ) -> None:
+        """Record one completion; a result or follow-up the database refuses fails the attempt."""
+        db = db or self.db
+        try:
+            retry_while_unavailable(
+                "complete task",
+                lambda: db.complete_task(task, result, follow_ups),
+            )
+            log.info(
+                "Task %s completed successfully",
+                task.id,
+                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
+            )
+        except TaskLost:
+            raise
+        except Exception as error:  # noqa: BLE001 - fails this task alone
+            self._outcome_not_stored(task, error, db=db)
+        finally:
+            self._held.pop(task.id, None)
+
+    def flush(self) -> None:
+        """Hand the buffered completions to the recorder thread."""
+        if self.buffered:
+            self._to_record.put(self.buffered)
+            self.buffered = []
+
+    def _record_loop(self) -> None:
+        """Record the completions the dispatcher hands over, on a connection of its own, while
+        the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
+        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} recorder")
+        try:
+            done = False
+            while not done:
+                batch = self._to_record.get()
+                while batch is not None and len(batch) < COMPLETION_BATCH_MAX:
+                    try:
+                        more = self._to_record.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        done = True
+                        break
+                    batch += more
+                if batch is None:
+                    break
+                for first in range(0, len(batch), COMPLETION_BATCH_MAX):
+                    try:
+                        self._record_completions(batch[first : first + COMPLETION_BATCH_MAX], db)
+                    except Exception as error:  # noqa: BLE001 - the next batches must still be recorded
+                        log.error("Recording completions failed: %s", describe(error), extra=event("outcome_not_stored"))
+                # Room to claim again, if the unrecorded outcomes had filled it.
+                self._doorbell.ring()
+        finally:
+            db.close()
+
+    def _record_completions(self, completions: list[Completed], db: Database) -> None:
+        """Record completions in one call; one by one if the database refuses it."""
+        # In id order, the order heartbeat_tasks locks in: the two wait on each other, never deadlock.
+        completions.sort(key=lambda completion: completion[0].id)
+        entries = [
+            {"task_id": task.id, "attempt": task.attempt, "result": result, "follow_ups": follow_ups}
+            for task, result, follow_ups, _duration in completions
+        ]
+        try:
+            answers = retry_while_unavailable(
+                "complete tasks",
+                lambda: db.complete_tasks(self.config.worker_id, entries),
+            )
+        except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
+            # One bad result or follow-up refuses the whole batch: find it by recording each alone.
+            log.warning(
+                "Recording %d completions at once failed (%s): recording them one by one",
+                len(entries),
+                describe(error),
+                extra=event("batch_completion_refused"),
+            )
+            for task, result, follow_ups, duration in completions:
+                token = handlers.current_task.set(task)
+                try:
+                    self._complete(task, result, follow_ups, duration=duration, db=db)
+                except TaskLost as lost:
+                    log.warning(
+                        "Task %s was lost before its outcome was recorded: %s",
+                        task.id,
+                        lost,
+                        extra=event("task_lost", task_id=task.id, outcome="lost"),
+                    )
+                finally:
+                    handlers.current_task.reset(token)
+            return
+        completed = []
+        for task, _result, _follow_ups, duration in completions:
+            self._held.pop(task.id, None)
+            if answers[task.id] == "completed":
+                completed.append((task, duration))
+            else:
+                log.warning(
+                    "Task %s was lost before its outcome was recorded (%s)",
+                    task.id,
+                    answers[task.id],
+                    extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
+                )
+        if len(completed) == 1:
+            (task, duration), = completed
+            log.info(
+                "Task %s completed successfully",
+                task.id,
+                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
+            )
+        elif completed:
+            # One line a batch (as for its claim): a line a task costs a drain of short tasks dearly.
+            log.info(
+                "Completed %d tasks (%s)",
+                len(completed),
+                ", ".join(str(task.id) for task, _duration in completed),
+                extra=event("tasks_completed", outcome="completed"),
+            )
+
+    def release(self, tasks: list[Task], *, duration: float | None = None) -> None:
+        """Hand tasks back to the pool without spending a retry: the worker is stopping.
+        `duration`: how long the one that had begun ran."""
+        for task in tasks:
+            try:
+                retry_while_unavailable("release task", lambda: self.db.release_task(task))
+                log.info(
+                    "Task %s handed back: the worker is stopping",
+                    task.id,
+                    extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
+                )
+            except TaskLost as lost:
+                log.warning(
+                    "Task %s was lost before it was handed back: %s",
+                    task.id,
+                    lost,
+                    extra=event("task_lost", task_id=task.id, outcome="lost"),
+                )
+            self._held.pop(task.id, None)
+
+    def _fail(
+        self,
+        task: Task,
+        message: str,
+        *,
+        retryable: bool,
+        error: BaseException | None = None,
+        duration: float | None = None,
+        db: Database | None = None,
+    ) -> None:
+        """Record a failed attempt, with the traceback of the handler's `error` if it raised one,
+        and log it: a warning, with that traceback, unless an operator's cancel ended it."""
+        details = data = None
+        if error is not None:
+            details = "".join(traceback.format_exception(error))
+            data = command_protocol.error_data_of(error)
+        try:
+            status = retry_while_unavailable(
+                "fail task",
+                lambda: (db or self.db).fail_task(task, message, retryable=retryable, details=details, data=data),
+            )
+        finally:
+            self._held.pop(task.id, None)
+        log.log(
+            logging.INFO if error is None and status == "cancelled" else logging.WARNING,
+            "Task %s failed: %s (now %s)",
+            task.id,
+            message,
+            status,
+            exc_info=error,
+            extra=event("task_failed", outcome=FAILED_OUTCOMES[status], duration=duration),
+        )
