@@ -107,13 +107,7 @@ class OutcomeRecorder:
                     self.buffered_since = time.monotonic()
                 self.buffered.append((task, decision.result, decision.follow_ups, duration))
         except TaskLost as lost:
-            log.warning(
-                "Task %s was lost before its outcome was recorded: %s",
-                task.id,
-                lost,
-                extra=event("task_lost", outcome="lost", duration=duration),
-            )
-            self._held.pop(task.id, None)
+            self._lost(task, "its outcome was recorded", lost, duration)
         except Exception as error:  # noqa: BLE001 - one task's outcome must not end the worker
             self._outcome_not_stored(task, error)
 
@@ -142,12 +136,7 @@ class OutcomeRecorder:
         try:
             self._fail(task, message, retryable=True, db=db)
         except TaskLost as lost:
-            log.warning(
-                "Task %s was lost before its failure was recorded: %s",
-                task.id,
-                lost,
-                extra=event("task_lost", outcome="lost"),
-            )
+            self._lost(task, "its failure was recorded", lost)
         except Exception as again:  # noqa: BLE001 - the task stays running until stale recovery
             log.error(
                 "Task %s: recording the failure failed too: %s",
@@ -247,27 +236,17 @@ class OutcomeRecorder:
                 try:
                     self._complete(task, result, follow_ups, duration=duration, db=db)
                 except TaskLost as lost:
-                    log.warning(
-                        "Task %s was lost before its outcome was recorded: %s",
-                        task.id,
-                        lost,
-                        extra=event("task_lost", task_id=task.id, outcome="lost"),
-                    )
+                    self._lost(task, "its outcome was recorded", lost, duration)
                 finally:
                     handlers.current_task.reset(token)
             return
         completed = []
         for task, _result, _follow_ups, duration in completions:
-            self._held.pop(task.id, None)
             if answers[task.id] == "completed":
+                self._held.pop(task.id, None)
                 completed.append((task, duration))
             else:
-                log.warning(
-                    "Task %s was lost before its outcome was recorded (%s)",
-                    task.id,
-                    answers[task.id],
-                    extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
-                )
+                self._lost(task, "its outcome was recorded", f"complete_tasks answered {answers[task.id]}", duration)
         if len(completed) == 1:
             (task, duration), = completed
             log.info(
@@ -284,6 +263,17 @@ class OutcomeRecorder:
                 extra=event("tasks_completed", outcome="completed"),
             )
 
+    def _lost(self, task: Task, before: str, why: object, duration: float | None = None) -> None:
+        """The attempt was no longer the worker's by the time `before`: say so, drop the task."""
+        log.warning(
+            "Task %s was lost before %s: %s",
+            task.id,
+            before,
+            why,
+            extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
+        )
+        self._held.pop(task.id, None)
+
     def release(self, tasks: list[Task], *, duration: float | None = None) -> None:
         """Hand tasks back to the pool without spending a retry: the worker is stopping.
         `duration`: how long the one that had begun ran."""
@@ -296,12 +286,7 @@ class OutcomeRecorder:
                     extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
                 )
             except TaskLost as lost:
-                log.warning(
-                    "Task %s was lost before it was handed back: %s",
-                    task.id,
-                    lost,
-                    extra=event("task_lost", task_id=task.id, outcome="lost"),
-                )
+                self._lost(task, "it was handed back", lost, duration)
             self._held.pop(task.id, None)
 
     def _fail(
