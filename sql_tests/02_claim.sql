@@ -1,6 +1,7 @@
 -- claim_task and claim_tasks: what a claim returns, its order, readiness, the role filter,
 -- per-store exclusion across roles, the batch, bad arguments, and the attempt counter.
--- Single-session behaviour only: races between claimers are tested across sessions (isolation specs).
+-- Single-session behaviour only: races between claimers are tested across sessions, many
+-- connections claiming at once, in tests/test_claim_concurrency.py.
 BEGIN;
 SELECT plan(56);
 

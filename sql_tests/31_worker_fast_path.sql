@@ -2,7 +2,8 @@
 -- one call (pending -> running, no committed claimed state); complete_tasks records a batch of
 -- successes in one call and answers each completion completed, lost or not_found. claim_tasks,
 -- now a wrapper over the same _claim_tasks, keeps its behaviour. Single-session behaviour only:
--- races between claimers are tested across sessions (isolation specs).
+-- races between claimers are tested across sessions in tests/test_claim_concurrency.py (through
+-- claim_tasks, whose _claim_tasks claim_and_start_tasks shares).
 BEGIN;
 SELECT plan(81);
 
