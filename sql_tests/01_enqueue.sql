@@ -15,35 +15,6 @@ VALUES ('enqueue_store_role', true, 7, 65536),
 SELECT tests.make_store(name := 'Enqueue Store', platform := 'dutchie') AS store_id \gset
 SELECT tests.make_store(name := 'Enqueue Store Without Platform', platform := NULL) AS bare_store_id \gset
 
--- pg_temp.rejects: throws_ok, then checks that the failed call left worker_tasks as it was.
-CREATE FUNCTION pg_temp.rejects(sql text, errcode text, message text, description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_before bigint := (SELECT count(*) FROM worker_tasks);
-BEGIN
-    RETURN NEXT throws_ok(sql, errcode, message, 'Should reject ' || description);
-    RETURN NEXT is((SELECT count(*) FROM worker_tasks), v_before, 'Should write no task for ' || description);
-END;
-$$;
-
--- pg_temp.error_hint: the HINT of the error a statement raises (NULL when it raises none).
-CREATE FUNCTION pg_temp.error_hint(sql text)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_hint text;
-BEGIN
-    EXECUTE sql;
-    RETURN NULL;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
-    RETURN v_hint;
-END;
-$$;
-
 /****************************************************************************/
 -- enqueue_task: the new task
 
@@ -206,172 +177,172 @@ SELECT results_eq(
 -- bad input: a precise error, and nothing written
 
 -- roles
-SELECT pg_temp.rejects($$SELECT enqueue_task('no_such_role')$$,
+SELECT tests.rejects($$SELECT enqueue_task('no_such_role')$$,
     '22023', 'unknown role ''no_such_role''', 'an unknown role');
-SELECT is(pg_temp.error_hint($$SELECT enqueue_task('no_such_role')$$),
+SELECT is(tests.error_hint($$SELECT enqueue_task('no_such_role')$$),
           'Known roles: ' || (SELECT string_agg(role, ', ' ORDER BY role) FROM task_roles) || '.',
           'Should list the known roles, sorted, in the hint for an unknown role');
-SELECT ok(pg_temp.error_hint($$SELECT enqueue_task('no_such_role')$$)
+SELECT ok(tests.error_hint($$SELECT enqueue_task('no_such_role')$$)
           LIKE 'Known roles: %product_resync, %store_discovery%',
           'Should name the seeded roles in the hint for an unknown role');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "no_such_role"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "no_such_role"}]')$$,
     '22023', 'tasks[0]: unknown role ''no_such_role''', 'an unknown role in a batch');
-SELECT pg_temp.rejects($$SELECT enqueue_task(NULL)$$,
+SELECT tests.rejects($$SELECT enqueue_task(NULL)$$,
     '22023', 'role is required and must be a string', 'a NULL role');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"payload": {}}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"payload": {}}]')$$,
     '22023', 'tasks[0]: role is required and must be a string', 'a spec without a role');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": 5}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": 5}]')$$,
     '22023', 'tasks[0]: role is required and must be a string', 'a role that is not a string');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": null}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": null}]')$$,
     '22023', 'tasks[0]: role is required and must be a string', 'a JSON null role');
-SELECT pg_temp.rejects($$SELECT enqueue_task('')$$,
+SELECT tests.rejects($$SELECT enqueue_task('')$$,
     '22023', 'unknown role ''''', 'an empty role');
-SELECT pg_temp.rejects($$SELECT enqueue_task('Store_Discovery')$$,
+SELECT tests.rejects($$SELECT enqueue_task('Store_Discovery')$$,
     '22023', 'unknown role ''Store_Discovery''', 'a role in the wrong case');
 
 -- hostile strings are only ever unknown roles, quoted in the message
-SELECT pg_temp.rejects($$SELECT enqueue_task('x''; DROP TABLE worker_tasks; --')$$,
+SELECT tests.rejects($$SELECT enqueue_task('x''; DROP TABLE worker_tasks; --')$$,
     '22023', 'unknown role ''x''''; DROP TABLE worker_tasks; --''', 'a role carrying SQL');
-SELECT pg_temp.rejects($$SELECT enqueue_task('%s %L %I')$$,
+SELECT tests.rejects($$SELECT enqueue_task('%s %L %I')$$,
     '22023', 'unknown role ''%s %L %I''', 'a role carrying format specifiers');
-SELECT pg_temp.rejects($$SELECT enqueue_task('🚀 émoji')$$,
+SELECT tests.rejects($$SELECT enqueue_task('🚀 émoji')$$,
     '22023', 'unknown role ''🚀 émoji''', 'a role of emoji and accents');
-SELECT pg_temp.rejects($$SELECT enqueue_task('a\b')$$,
+SELECT tests.rejects($$SELECT enqueue_task('a\b')$$,
     '22023', 'unknown role E''a\\b''', 'a role with a backslash');
-SELECT pg_temp.rejects($$SELECT enqueue_task('"store_discovery"')$$,
+SELECT tests.rejects($$SELECT enqueue_task('"store_discovery"')$$,
     '22023', 'unknown role ''"store_discovery"''', 'a role in double quotes');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "line\nbreak"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "line\nbreak"}]')$$,
     '22023', E'tasks[0]: unknown role ''line\nbreak''', 'a role with a line break');
 SELECT is((SELECT count(*) FROM pg_class WHERE relname = 'worker_tasks' AND relkind = 'r'), 1::bigint,
           'Should still have worker_tasks after the hostile roles');
 
 -- specs
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[5]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[5]')$$,
     '22023', 'tasks[0]: a task must be a JSON object, not number', 'a spec that is a number');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('["store_discovery"]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('["store_discovery"]')$$,
     '22023', 'tasks[0]: a task must be a JSON object, not string', 'a spec that is a string');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[null]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[null]')$$,
     '22023', 'tasks[0]: a task must be a JSON object, not null', 'a spec that is null');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "prio": 1}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "prio": 1}]')$$,
     '22023', 'tasks[0]: unknown field ''prio''', 'an unknown field');
-SELECT is(pg_temp.error_hint($$SELECT enqueue_tasks('[{"role": "store_discovery", "prio": 1}]')$$),
+SELECT is(tests.error_hint($$SELECT enqueue_tasks('[{"role": "store_discovery", "prio": 1}]')$$),
           'Allowed fields: role, payload, dispensary_id, platform, priority, scheduled_for, dedupe_key, max_retries, headers.',
           'Should list the allowed fields in the hint for an unknown field');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "zeta": 1, "alpha": 2}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "zeta": 1, "alpha": 2}]')$$,
     '22023', 'tasks[0]: unknown fields ''alpha'', ''zeta''', 'two unknown fields, named in order');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "status": "completed"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "status": "completed"}]')$$,
     '22023', 'tasks[0]: unknown field ''status''', 'a spec that tries to set the status');
 
 -- tasks itself
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('{"role": "store_discovery"}')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('{"role": "store_discovery"}')$$,
     '22023', 'tasks must be a JSON array of task objects, not object', 'tasks that is an object');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('"store_discovery"')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('"store_discovery"')$$,
     '22023', 'tasks must be a JSON array of task objects, not string', 'tasks that is a string');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks(NULL)$$,
+SELECT tests.rejects($$SELECT enqueue_tasks(NULL)$$,
     '22023', 'tasks must be a JSON array of task objects, not NULL', 'NULL tasks');
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     $$SELECT enqueue_tasks((SELECT jsonb_agg(jsonb_build_object('role', 'enqueue_free_role')) FROM generate_series(1, 10001)))$$,
     '54000', 'tasks has 10001 tasks; at most 10000 go in one call', 'a batch of 10001 tasks');
 
 -- payload
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', '[1, 2]')$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', '[1, 2]')$$,
     '22023', 'payload must be a JSON object, not array', 'an array payload');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', '"text"')$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', '"text"')$$,
     '22023', 'payload must be a JSON object, not string', 'a string payload');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', '42')$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', '42')$$,
     '22023', 'payload must be a JSON object, not number', 'a number payload');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "payload": [1]}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "payload": [1]}]')$$,
     '22023', 'tasks[0]: payload must be a JSON object, not array', 'an array payload in a batch');
-SELECT pg_temp.rejects($$SELECT enqueue_task('enqueue_free_role', jsonb_build_object('x', repeat('a', 92)))$$,
+SELECT tests.rejects($$SELECT enqueue_task('enqueue_free_role', jsonb_build_object('x', repeat('a', 92)))$$,
     '54000', 'payload is 101 bytes; role enqueue_free_role allows at most 100',
     'a payload one byte over the role''s max_payload_bytes');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', jsonb_build_object('x', repeat('a', 70000)))$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', jsonb_build_object('x', repeat('a', 70000)))$$,
     '54000', 'payload is 70009 bytes; role store_discovery allows at most 65536',
     'a 70 kB payload for a seeded role');
-SELECT pg_temp.rejects($$SELECT enqueue_task('enqueue_free_role', jsonb_build_object('x', repeat('é', 46)))$$,
+SELECT tests.rejects($$SELECT enqueue_task('enqueue_free_role', jsonb_build_object('x', repeat('é', 46)))$$,
     '54000', 'payload is 101 bytes; role enqueue_free_role allows at most 100',
     'a payload over the limit in bytes though not in characters');
 
 -- dispensary_id
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "product_resync", "dispensary_id": "7"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "product_resync", "dispensary_id": "7"}]')$$,
     '22023', 'tasks[0]: dispensary_id must be an integer, not "7"', 'a dispensary_id that is a string');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "product_resync", "dispensary_id": 1.5}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "product_resync", "dispensary_id": 1.5}]')$$,
     '22023', 'tasks[0]: dispensary_id must be an integer, not 1.5', 'a fractional dispensary_id');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "product_resync", "dispensary_id": 99999999999}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "product_resync", "dispensary_id": 99999999999}]')$$,
     '22023', 'tasks[0]: dispensary_id must be an integer, not 99999999999', 'a dispensary_id beyond integer range');
 SELECT coalesce(max(id), 0) + 1 AS missing_store_id FROM dispensaries \gset
-SELECT pg_temp.rejects(format($$SELECT enqueue_task('product_resync', dispensary_id := %s)$$, :missing_store_id),
+SELECT tests.rejects(format($$SELECT enqueue_task('product_resync', dispensary_id := %s)$$, :missing_store_id),
     '23503', format('dispensary %s does not exist', :missing_store_id), 'a store that does not exist');
-SELECT pg_temp.rejects(format($$SELECT enqueue_tasks('[{"role": "store_discovery", "dispensary_id": %s}]')$$, :missing_store_id),
+SELECT tests.rejects(format($$SELECT enqueue_tasks('[{"role": "store_discovery", "dispensary_id": %s}]')$$, :missing_store_id),
     '23503', format('tasks[0]: dispensary %s does not exist', :missing_store_id),
     'a store that does not exist, for a role that needs none');
-SELECT pg_temp.rejects($$SELECT enqueue_task('product_resync')$$,
+SELECT tests.rejects($$SELECT enqueue_task('product_resync')$$,
     '22023', 'role product_resync needs a dispensary_id', 'a store role without a store');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "product_refresh", "dispensary_id": null}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "product_refresh", "dispensary_id": null}]')$$,
     '22023', 'tasks[0]: role product_refresh needs a dispensary_id', 'a store role with a JSON null store');
 
 -- priority
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', priority := 101)$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', priority := 101)$$,
     '22003', 'priority 101 is out of range', 'priority 101');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', priority := -101)$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', priority := -101)$$,
     '22003', 'priority -101 is out of range', 'priority -101');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": "high"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": "high"}]')$$,
     '22023', 'tasks[0]: priority must be an integer, not "high"', 'a priority that is a string');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": 2.5}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": 2.5}]')$$,
     '22023', 'tasks[0]: priority must be an integer, not 2.5', 'a fractional priority');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": true}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": true}]')$$,
     '22023', 'tasks[0]: priority must be an integer, not true', 'a boolean priority');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": 3000000000}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "priority": 3000000000}]')$$,
     '22003', 'tasks[0]: priority 3000000000 is out of range', 'a priority beyond the integer range');
 
 -- max_retries
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', max_retries := -1)$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', max_retries := -1)$$,
     '22023', 'max_retries -1 is out of range', 'max_retries -1');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', max_retries := 1001)$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', max_retries := 1001)$$,
     '22023', 'max_retries 1001 is out of range', 'max_retries 1001');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "max_retries": "3"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "max_retries": "3"}]')$$,
     '22023', 'tasks[0]: max_retries must be an integer, not "3"', 'a max_retries that is a string');
 
 -- scheduled_for
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "tomorrow"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "tomorrow"}]')$$,
     '22007', 'tasks[0]: scheduled_for "tomorrow" is not a timestamp', 'a scheduled_for that is not a timestamp');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-13-45T00:00:00Z"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-13-45T00:00:00Z"}]')$$,
     '22007', 'tasks[0]: scheduled_for "2026-13-45T00:00:00Z" is not a timestamp', 'a scheduled_for with month 13');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": 1700000000}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": 1700000000}]')$$,
     '22007', 'tasks[0]: scheduled_for 1700000000 is not a timestamp', 'a scheduled_for given as a number');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-01-01 +99:99"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-01-01 +99:99"}]')$$,
     '22007', 'tasks[0]: scheduled_for "2026-01-01 +99:99" is not a timestamp',
     'a scheduled_for with a UTC offset out of range');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-01-01 12:00 Mars/Olympus"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-01-01 12:00 Mars/Olympus"}]')$$,
     '22007', 'tasks[0]: scheduled_for "2026-01-01 12:00 Mars/Olympus" is not a timestamp',
     'a scheduled_for in an unknown time zone');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-01-01 BC"}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "scheduled_for": "2026-01-01 BC"}]')$$,
     '22007', 'tasks[0]: scheduled_for "2026-01-01 BC" is not a timestamp', 'a scheduled_for before Christ');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', scheduled_for := 'infinity')$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', scheduled_for := 'infinity')$$,
     '22007', 'scheduled_for "infinity" is not a timestamp', 'an infinite scheduled_for');
 
 -- dedupe_key and platform
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', dedupe_key := '')$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', dedupe_key := '')$$,
     '22023', 'dedupe_key must be a string of 1 to 255 characters, not ""', 'an empty dedupe_key');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', dedupe_key := repeat('k', 256))$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', dedupe_key := repeat('k', 256))$$,
     '22023', 'dedupe_key must be a string of 1 to 255 characters, not "' || repeat('k', 59),
     'a dedupe_key of 256 characters');
 SELECT lives_ok($$SELECT enqueue_task('enqueue_free_role', dedupe_key := repeat('k', 255))$$,
     'Should accept a dedupe_key of 255 characters');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "dedupe_key": 5}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "dedupe_key": 5}]')$$,
     '22023', 'tasks[0]: dedupe_key must be a string of 1 to 255 characters, not 5', 'a dedupe_key that is a number');
-SELECT pg_temp.rejects($$SELECT enqueue_task('store_discovery', platform := '')$$,
+SELECT tests.rejects($$SELECT enqueue_task('store_discovery', platform := '')$$,
     '22023', 'platform must be a string of 1 to 100 characters, not ""', 'an empty platform');
 
 -- a batch with one bad spec writes none of them
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     $$SELECT enqueue_tasks('[{"role": "enqueue_free_role", "payload": {"partial": 0}},
                              {"role": "enqueue_free_role", "payload": {"partial": 1}, "dedupe_key": "enqueue:partial"},
                              {"role": "enqueue_free_role", "payload": {"partial": 2}, "priority": 500}]')$$,
     '22003', 'tasks[2]: priority 500 is out of range', 'a batch whose third spec is bad');
 SELECT is((SELECT count(*) FROM worker_tasks WHERE payload ? 'partial' OR dedupe_key = 'enqueue:partial'), 0::bigint,
           'Should write neither good spec of a batch whose third spec is bad');
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     $$SELECT enqueue_tasks('[{"role": "enqueue_free_role"}, {"role": "no_such_role"}, {"role": "also_unknown"}]')$$,
     '22023', 'tasks[1]: unknown role ''no_such_role''', 'a batch with two bad specs, naming the first');
 
@@ -396,15 +367,15 @@ SELECT results_eq(
     'Should record the result of the task that enqueued follow-ups');
 
 SELECT (tests.make_claimed_task(worker_id := 'w-badfollow', role := 'enqueue_claim_role')).id AS bad_parent_id \gset
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     format($$SELECT complete_task(%s, 'w-badfollow', 1, '{}', '[{"role": "no_such_role"}]')$$, :bad_parent_id),
     '22023', 'follow_ups[0]: unknown role ''no_such_role''', 'a completion with an unknown follow-up role');
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     format($$SELECT complete_task(%s, 'w-badfollow', 1, '{}',
                                   '[{"role": "enqueue_free_role", "payload": {"orphan": 1}}, {"role": "product_resync"}]')$$,
            :bad_parent_id),
     '22023', 'follow_ups[1]: role product_resync needs a dispensary_id', 'a completion whose second follow-up is bad');
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     format($$SELECT complete_task(%s, 'w-badfollow', 1, '{}', '{"role": "enqueue_free_role"}')$$, :bad_parent_id),
     '22023', 'follow_ups must be a JSON array of task objects, not object', 'follow_ups that is not an array');
 SELECT results_eq(

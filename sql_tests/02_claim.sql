@@ -1,6 +1,7 @@
 -- claim_task and claim_tasks: what a claim returns, its order, readiness, the role filter,
 -- per-store exclusion across roles, the batch, bad arguments, and the attempt counter.
--- Single-session behaviour only: races between claimers are tested across sessions (isolation specs).
+-- Single-session behaviour only: races between claimers are tested across sessions, many
+-- connections claiming at once, in tests/test_claim_concurrency.py.
 BEGIN;
 SELECT plan(56);
 
@@ -17,26 +18,9 @@ INSERT INTO task_roles (role, requires_store, max_retries, backoff_base, backoff
     ('test_claim_limit', false, 3, '10 seconds', '5 minutes'),
     ('test_claim_attempt', false, 3, '10 seconds', '5 minutes');
 
--- fx: fixture name -> id (sequences are not rolled back, so ids are never literals).
+-- Fixtures are named in tests.fx (sequences are not rolled back, so ids are never literals).
 -- claims: every row a claim returned, in the order the claims were made.
-CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL);
 CREATE TEMP TABLE claims (n serial PRIMARY KEY, label text NOT NULL, t worker_tasks NOT NULL);
-CREATE FUNCTION pg_temp.fx(name text) RETURNS bigint LANGUAGE sql STABLE
-AS $$ SELECT f.id FROM fx f WHERE f.name = fx.name $$;
-
--- The hint of the error a statement raises (pgTAP's throws_ok checks only code and message).
-CREATE FUNCTION pg_temp.error_hint(sql text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_hint text;
-BEGIN
-    EXECUTE error_hint.sql;
-    RETURN NULL;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
-    RETURN v_hint;
-END;
-$$;
 
 /****************************************************************************/
 -- Structure
@@ -57,7 +41,7 @@ SELECT is_definer('public', 'claim_tasks', ARRAY['text', 'text', 'integer'],
 /****************************************************************************/
 -- The claimed row
 
-INSERT INTO fx VALUES ('basic', tests.make_task(role := 'test_claim_basic', payload := '{"k": "v"}'));
+INSERT INTO tests.fx VALUES ('basic', tests.make_task(role := 'test_claim_basic', payload := '{"k": "v"}'));
 INSERT INTO claims (label, t) SELECT 'basic', c FROM claim_task('test_claim_basic', 'w-basic') AS c;
 
 SELECT is((SELECT count(*) FROM claims WHERE label = 'basic'), 1::bigint,
@@ -66,12 +50,12 @@ SELECT results_eq(
     $$SELECT (t).id, (t).role, (t).status, (t).worker_id, (t).attempt, (t).claimed_at,
              (t).last_heartbeat_at, (t).started_at, (t).payload
       FROM claims WHERE label = 'basic'$$,
-    $$VALUES (pg_temp.fx('basic'), 'test_claim_basic'::text, 'claimed'::text, 'w-basic'::text, 1,
+    $$VALUES (tests.fx('basic'), 'test_claim_basic'::text, 'claimed'::text, 'w-basic'::text, 1,
               now(), now(), NULL::timestamptz, '{"k": "v"}'::jsonb)$$,
     'claim_task should return the task claimed by the worker at attempt 1, claimed and heartbeating now');
 SELECT results_eq(
     $$SELECT status, worker_id, attempt, claimed_at, last_heartbeat_at
-      FROM worker_tasks WHERE id = pg_temp.fx('basic')$$,
+      FROM worker_tasks WHERE id = tests.fx('basic')$$,
     $$VALUES ('claimed'::text, 'w-basic'::text, 1, now(), now())$$,
     'claim_task should store the claim in the task row');
 SELECT is((SELECT count(*) FROM claim_task('test_claim_basic', 'w-basic-2')), 0::bigint,
@@ -83,7 +67,7 @@ SELECT is((SELECT count(*) FROM claim_tasks('test_claim_basic', 'w-basic-2', 10)
 -- Order: priority DESC, then created_at ASC, then id
 
 -- Created out of order, so that neither id order nor insertion order can pass for claim order.
-INSERT INTO fx VALUES
+INSERT INTO tests.fx VALUES
     ('o_pm5',    tests.make_task(role := 'test_claim_order', priority := -5, created_at := now() - interval '5 hours')),
     ('o_p0_new', tests.make_task(role := 'test_claim_order', priority := 0,  created_at := now() - interval '1 hour')),
     ('o_p5_new', tests.make_task(role := 'test_claim_order', priority := 5,  created_at := now() - interval '1 hour')),
@@ -104,7 +88,7 @@ $$;
 
 SELECT results_eq(
     $$SELECT (t).id, (t).worker_id FROM claims WHERE label = 'order' ORDER BY n$$,
-    $$SELECT pg_temp.fx(e.name), 'w-order-' || e.pos
+    $$SELECT tests.fx(e.name), 'w-order-' || e.pos
       FROM (VALUES ('o_p10', 1), ('o_p5_old', 2), ('o_p5_new', 3), ('o_p0_old', 4), ('o_tie_1', 5),
                    ('o_tie_2', 6), ('o_p0_new', 7), ('o_pm5', 8)) AS e(name, pos)
       ORDER BY e.pos$$,
@@ -113,7 +97,7 @@ SELECT results_eq(
 /****************************************************************************/
 -- scheduled_for
 
-INSERT INTO fx VALUES
+INSERT INTO tests.fx VALUES
     ('s_future', tests.make_task(role := 'test_claim_sched', priority := 10, scheduled_for := now() + interval '1 minute')),
     ('s_past',   tests.make_task(role := 'test_claim_sched', priority := 0,  scheduled_for := now() - interval '1 minute')),
     ('s_now',    tests.make_task(role := 'test_claim_sched', priority := -1, scheduled_for := now()));
@@ -129,73 +113,73 @@ $$;
 
 SELECT results_eq(
     $$SELECT (t).id FROM claims WHERE label = 'sched' ORDER BY n$$,
-    $$VALUES (pg_temp.fx('s_past')), (pg_temp.fx('s_now'))$$,
+    $$VALUES (tests.fx('s_past')), (tests.fx('s_now'))$$,
     'Claims should take tasks scheduled in the past or for now, and skip one scheduled in the future');
-SELECT is((SELECT status FROM worker_tasks WHERE id = pg_temp.fx('s_future')), 'pending',
+SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('s_future')), 'pending',
     'A task scheduled in the future should stay pending');
 
 /****************************************************************************/
 -- Role filter
 
-INSERT INTO fx VALUES
+INSERT INTO tests.fx VALUES
     ('r_a', tests.make_task(role := 'test_claim_role_a', priority := 100, created_at := now() - interval '1 day'));
 
 SELECT is((SELECT count(*) FROM claim_task('test_claim_role_b', 'w-role-b')), 0::bigint,
     'claim_task should never return a task of another role');
-SELECT is((SELECT status FROM worker_tasks WHERE id = pg_temp.fx('r_a')), 'pending',
+SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('r_a')), 'pending',
     'A claim of another role should leave the task pending');
 
-INSERT INTO fx VALUES ('r_b', tests.make_task(role := 'test_claim_role_b', priority := -100));
+INSERT INTO tests.fx VALUES ('r_b', tests.make_task(role := 'test_claim_role_b', priority := -100));
 SELECT results_eq(
     $$SELECT id, role FROM claim_task('test_claim_role_b', 'w-role-b')$$,
-    $$VALUES (pg_temp.fx('r_b'), 'test_claim_role_b'::text)$$,
+    $$VALUES (tests.fx('r_b'), 'test_claim_role_b'::text)$$,
     'claim_task should take the task of its own role, even one of lower priority than another role''s');
 
 /****************************************************************************/
 -- Per-store exclusion across roles
 
-INSERT INTO fx VALUES
+INSERT INTO tests.fx VALUES
     ('store_1', tests.make_store(name := 'Claim store 1')),
     ('store_2', tests.make_store(name := 'Claim store 2')),
     ('store_3', tests.make_store(name := 'Claim store 3'));
 
-INSERT INTO fx SELECT 'x_a_s1', (tests.make_claimed_task(worker_id := 'w-x-a', role := 'test_claim_store_a',
-                                                          dispensary_id := pg_temp.fx('store_1')::integer)).id;
-INSERT INTO fx VALUES
-    ('x_b_s1', tests.make_task(role := 'test_claim_store_b', dispensary_id := pg_temp.fx('store_1')::integer,
+INSERT INTO tests.fx SELECT 'x_a_s1', (tests.make_claimed_task(worker_id := 'w-x-a', role := 'test_claim_store_a',
+                                                          dispensary_id := tests.fx('store_1')::integer)).id;
+INSERT INTO tests.fx VALUES
+    ('x_b_s1', tests.make_task(role := 'test_claim_store_b', dispensary_id := tests.fx('store_1')::integer,
                                priority := 10)),
-    ('x_b_s2', tests.make_task(role := 'test_claim_store_b', dispensary_id := pg_temp.fx('store_2')::integer,
+    ('x_b_s2', tests.make_task(role := 'test_claim_store_b', dispensary_id := tests.fx('store_2')::integer,
                                priority := 0));
 
 SELECT results_eq(
     $$SELECT id FROM claim_task('test_claim_store_b', 'w-x-b1')$$,
-    $$VALUES (pg_temp.fx('x_b_s2'))$$,
+    $$VALUES (tests.fx('x_b_s2'))$$,
     'A claim should skip a task whose store has a claimed task of another role, and take another store''s task');
 SELECT is((SELECT count(*) FROM claim_task('test_claim_store_b', 'w-x-b2')), 0::bigint,
     'A claim should return no row when the only ready task''s store is busy');
-SELECT is((SELECT status FROM worker_tasks WHERE id = pg_temp.fx('x_b_s1')), 'pending',
+SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('x_b_s1')), 'pending',
     'The task of the busy store should stay pending');
 
-SELECT is((SELECT status FROM complete_task(pg_temp.fx('x_a_s1'), 'w-x-a', 1, '{}')), 'completed',
+SELECT is((SELECT status FROM complete_task(tests.fx('x_a_s1'), 'w-x-a', 1, '{}')), 'completed',
     'The task holding the store should complete');
 SELECT results_eq(
     $$SELECT id, worker_id FROM claim_task('test_claim_store_b', 'w-x-b3')$$,
-    $$VALUES (pg_temp.fx('x_b_s1'), 'w-x-b3'::text)$$,
+    $$VALUES (tests.fx('x_b_s1'), 'w-x-b3'::text)$$,
     'Once the store''s task completes, its skipped task should be claimable');
 
 -- A running task holds its store too; tasks without a store are never blocked.
-INSERT INTO fx SELECT 'y_a_s3', (tests.make_claimed_task(worker_id := 'w-y-a', role := 'test_claim_store_a',
-                                                          dispensary_id := pg_temp.fx('store_3')::integer,
+INSERT INTO tests.fx SELECT 'y_a_s3', (tests.make_claimed_task(worker_id := 'w-y-a', role := 'test_claim_store_a',
+                                                          dispensary_id := tests.fx('store_3')::integer,
                                                           started := true)).id;
-INSERT INTO fx VALUES
-    ('y_b_s3',     tests.make_task(role := 'test_claim_store_b', dispensary_id := pg_temp.fx('store_3')::integer,
+INSERT INTO tests.fx VALUES
+    ('y_b_s3',     tests.make_task(role := 'test_claim_store_b', dispensary_id := tests.fx('store_3')::integer,
                                    priority := 10)),
     ('y_b_none_1', tests.make_task(role := 'test_claim_store_b', priority := 0,
                                    created_at := now() - interval '2 minutes')),
     ('y_b_none_2', tests.make_task(role := 'test_claim_store_b', priority := 0,
                                    created_at := now() - interval '1 minute'));
 
-SELECT is((SELECT status FROM worker_tasks WHERE id = pg_temp.fx('y_a_s3')), 'running',
+SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('y_a_s3')), 'running',
     'The store 3 task of role A should be running');
 
 DO $$
@@ -209,27 +193,27 @@ $$;
 
 SELECT results_eq(
     $$SELECT (t).id FROM claims WHERE label = 'nostore' ORDER BY n$$,
-    $$VALUES (pg_temp.fx('y_b_none_1')), (pg_temp.fx('y_b_none_2'))$$,
+    $$VALUES (tests.fx('y_b_none_1')), (tests.fx('y_b_none_2'))$$,
     'A claim should skip a task whose store has a running task, and never block tasks without a store');
-SELECT is((SELECT status FROM worker_tasks WHERE id = pg_temp.fx('y_b_s3')), 'pending',
+SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('y_b_s3')), 'pending',
     'The task of the store with a running task should stay pending');
 
 /****************************************************************************/
 -- claim_tasks: a batch
 
-INSERT INTO fx VALUES
+INSERT INTO tests.fx VALUES
     ('store_4', tests.make_store(name := 'Claim store 4')),
     ('store_5', tests.make_store(name := 'Claim store 5'));
-INSERT INTO fx VALUES
-    ('b_s4_p5',   tests.make_task(role := 'test_claim_batch', dispensary_id := pg_temp.fx('store_4')::integer, priority := 5)),
-    ('b_s4_p3',   tests.make_task(role := 'test_claim_batch', dispensary_id := pg_temp.fx('store_4')::integer, priority := 3)),
-    ('b_s4_p1',   tests.make_task(role := 'test_claim_batch', dispensary_id := pg_temp.fx('store_4')::integer, priority := 1)),
-    ('b_s5_p4',   tests.make_task(role := 'test_claim_batch', dispensary_id := pg_temp.fx('store_5')::integer, priority := 4)),
+INSERT INTO tests.fx VALUES
+    ('b_s4_p5',   tests.make_task(role := 'test_claim_batch', dispensary_id := tests.fx('store_4')::integer, priority := 5)),
+    ('b_s4_p3',   tests.make_task(role := 'test_claim_batch', dispensary_id := tests.fx('store_4')::integer, priority := 3)),
+    ('b_s4_p1',   tests.make_task(role := 'test_claim_batch', dispensary_id := tests.fx('store_4')::integer, priority := 1)),
+    ('b_s5_p4',   tests.make_task(role := 'test_claim_batch', dispensary_id := tests.fx('store_5')::integer, priority := 4)),
     ('b_none_p2', tests.make_task(role := 'test_claim_batch', priority := 2));
 
 SELECT results_eq(
     $$SELECT id, status, worker_id, attempt, claimed_at FROM claim_tasks('test_claim_batch', 'w-batch', 10)$$,
-    $$SELECT pg_temp.fx(e.name), 'claimed'::text, 'w-batch'::text, 1, now()
+    $$SELECT tests.fx(e.name), 'claimed'::text, 'w-batch'::text, 1, now()
       FROM (VALUES ('b_s4_p5', 1), ('b_s5_p4', 2), ('b_none_p2', 3)) AS e(name, pos)
       ORDER BY e.pos$$,
     'claim_tasks should claim at most one task per store, the best of each, returned in claim order');
@@ -240,23 +224,23 @@ SELECT is(
     'The batch should hold two distinct stores');
 SELECT set_eq(
     $$SELECT id FROM worker_tasks WHERE role = 'test_claim_batch' AND status = 'pending'$$,
-    ARRAY[pg_temp.fx('b_s4_p3'), pg_temp.fx('b_s4_p1')],
+    ARRAY[tests.fx('b_s4_p3'), tests.fx('b_s4_p1')],
     'The other tasks of the batch''s busy store should stay pending');
 SELECT is((SELECT count(*) FROM claim_tasks('test_claim_batch', 'w-batch-2', 10)), 0::bigint,
     'A second batch should claim nothing while the store of the remaining tasks is busy');
 
-INSERT INTO fx VALUES
+INSERT INTO tests.fx VALUES
     ('l_1', tests.make_task(role := 'test_claim_limit', created_at := now() - interval '3 minutes')),
     ('l_2', tests.make_task(role := 'test_claim_limit', created_at := now() - interval '2 minutes')),
     ('l_3', tests.make_task(role := 'test_claim_limit', created_at := now() - interval '1 minute'));
 
 SELECT results_eq(
     $$SELECT id FROM claim_tasks('test_claim_limit', 'w-limit', 2)$$,
-    $$VALUES (pg_temp.fx('l_1')), (pg_temp.fx('l_2'))$$,
+    $$VALUES (tests.fx('l_1')), (tests.fx('l_2'))$$,
     'claim_tasks should claim no more than max_tasks, the first ones in claim order');
 SELECT results_eq(
     $$SELECT id FROM claim_tasks('test_claim_limit', 'w-limit', 1000)$$,
-    $$VALUES (pg_temp.fx('l_3'))$$,
+    $$VALUES (tests.fx('l_3'))$$,
     'claim_tasks should accept max_tasks 1000 and claim what is left');
 
 /****************************************************************************/
@@ -274,7 +258,7 @@ SELECT throws_ok(
     $$SELECT * FROM claim_tasks('test_claim_limit', 'w-bad', -1)$$,
     '22023', 'max_tasks -1 is out of range',
     'claim_tasks should reject a negative max_tasks');
-SELECT is(pg_temp.error_hint($$SELECT * FROM claim_tasks('test_claim_limit', 'w-bad', 0)$$),
+SELECT is(tests.error_hint($$SELECT * FROM claim_tasks('test_claim_limit', 'w-bad', 0)$$),
     'Claim from 1 to 1000 tasks at a time.',
     'The max_tasks error should hint at the allowed range');
 
@@ -324,11 +308,11 @@ SELECT throws_ok(
     '22023', 'unknown role ''nope''',
     'claim_tasks should reject an unknown role');
 SELECT is(
-    pg_temp.error_hint($$SELECT * FROM claim_task('nope', 'w-bad')$$),
+    tests.error_hint($$SELECT * FROM claim_task('nope', 'w-bad')$$),
     'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.',
     'The unknown role error should hint at every known role');
 SELECT matches(
-    pg_temp.error_hint($$SELECT * FROM claim_task('nope', 'w-bad')$$),
+    tests.error_hint($$SELECT * FROM claim_task('nope', 'w-bad')$$),
     '^Known roles: .*\mproduct_resync\M.*\mstore_discovery\M.*\.$',
     'The known roles in the hint should include the crawler roles, sorted');
 SELECT is((SELECT count(*) FROM worker_tasks WHERE worker_id = 'w-bad'), 0::bigint,
@@ -337,36 +321,36 @@ SELECT is((SELECT count(*) FROM worker_tasks WHERE worker_id = 'w-bad'), 0::bigi
 /****************************************************************************/
 -- The attempt counter
 
-INSERT INTO fx VALUES ('a', tests.make_task(role := 'test_claim_attempt'));
+INSERT INTO tests.fx VALUES ('a', tests.make_task(role := 'test_claim_attempt'));
 INSERT INTO claims (label, t) SELECT 'attempt', c FROM claim_task('test_claim_attempt', 'w-att-1') AS c;
 SELECT is((SELECT (t).attempt FROM claims WHERE label = 'attempt' AND (t).worker_id = 'w-att-1'), 1,
     'The first claim should be attempt 1');
 
-SELECT is((SELECT status FROM release_task(pg_temp.fx('a'), 'w-att-1', 1)), 'pending',
+SELECT is((SELECT status FROM release_task(tests.fx('a'), 'w-att-1', 1)), 'pending',
     'A released task should be pending again');
 INSERT INTO claims (label, t) SELECT 'attempt', c FROM claim_task('test_claim_attempt', 'w-att-2') AS c;
 SELECT results_eq(
     $$SELECT (t).id, (t).attempt, (t).status FROM claims WHERE label = 'attempt' AND (t).worker_id = 'w-att-2'$$,
-    $$VALUES (pg_temp.fx('a'), 2, 'claimed'::text)$$,
+    $$VALUES (tests.fx('a'), 2, 'claimed'::text)$$,
     'Claiming the released task again should be attempt 2');
 
 SELECT results_eq(
     $$SELECT status, error_message, retry_count
-      FROM fail_task(pg_temp.fx('a'), 'w-att-2', 2, 'boom', retry_at := now())$$,
+      FROM fail_task(tests.fx('a'), 'w-att-2', 2, 'boom', retry_at := now())$$,
     $$VALUES ('pending'::text, 'boom'::text, 1)$$,
     'A failed attempt should leave the task pending with its error');
 INSERT INTO claims (label, t) SELECT 'attempt', c FROM claim_task('test_claim_attempt', 'w-att-3') AS c;
 SELECT results_eq(
     $$SELECT (t).id, (t).attempt, (t).error_message FROM claims WHERE label = 'attempt' AND (t).worker_id = 'w-att-3'$$,
-    $$VALUES (pg_temp.fx('a'), 3, NULL::text)$$,
+    $$VALUES (tests.fx('a'), 3, NULL::text)$$,
     'The next claim should be attempt 3 and clear the previous attempt''s error_message');
 SELECT results_eq(
-    $$SELECT attempt, error_message FROM worker_tasks WHERE id = pg_temp.fx('a')$$,
+    $$SELECT attempt, error_message FROM worker_tasks WHERE id = tests.fx('a')$$,
     $$VALUES (3, NULL::text)$$,
     'The task row should hold attempt 3 without an error_message');
 SELECT results_eq(
     $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts
-      WHERE task_id = pg_temp.fx('a') ORDER BY attempt$$,
+      WHERE task_id = tests.fx('a') ORDER BY attempt$$,
     $$VALUES (1, 'w-att-1'::text, 'released'::text, NULL::text),
              (2, 'w-att-2'::text, 'retried'::text, 'boom'::text)$$,
     'The earlier attempts and their error should stay in worker_task_attempts');

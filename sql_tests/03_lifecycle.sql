@@ -16,12 +16,9 @@ INSERT INTO task_roles (role, requires_store, max_retries, backoff_base, backoff
     ('test_release',     false, 3, '10 seconds', '5 minutes'),
     ('test_rounds',      false, 3, '10 seconds', '5 minutes');
 
--- fx: fixture name -> id (sequences are not rolled back, so ids are never literals).
+-- Fixtures are named in tests.fx (sequences are not rolled back, so ids are never literals).
 -- calls: the rows the worker-side calls returned, in call order.
-CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL);
 CREATE TEMP TABLE calls (n serial PRIMARY KEY, label text NOT NULL, t worker_tasks NOT NULL);
-CREATE FUNCTION pg_temp.fx(name text) RETURNS bigint LANGUAGE sql STABLE
-AS $$ SELECT f.id FROM fx f WHERE f.name = fx.name $$;
 
 /****************************************************************************/
 -- Structure
@@ -60,94 +57,94 @@ SELECT function_returns('public', '_retry_delay', ARRAY['text', 'integer'], 'int
 /****************************************************************************/
 -- start_task
 
-INSERT INTO fx SELECT 'start', (tests.make_claimed_task(worker_id := 'w-start', role := 'test_life')).id;
-DO $$ BEGIN PERFORM tests.age_heartbeat(pg_temp.fx('start'), interval '5 minutes'); END $$;
-INSERT INTO calls (label, t) SELECT 'start', s FROM start_task(pg_temp.fx('start'), 'w-start', 1) AS s;
+INSERT INTO tests.fx SELECT 'start', (tests.make_claimed_task(worker_id := 'w-start', role := 'test_life')).id;
+DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('start'), interval '5 minutes'); END $$;
+INSERT INTO calls (label, t) SELECT 'start', s FROM start_task(tests.fx('start'), 'w-start', 1) AS s;
 
 SELECT results_eq(
     $$SELECT (t).id, (t).status, (t).worker_id, (t).attempt, (t).started_at, (t).last_heartbeat_at
       FROM calls WHERE label = 'start'$$,
-    $$VALUES (pg_temp.fx('start'), 'running'::text, 'w-start'::text, 1, now(), now())$$,
+    $$VALUES (tests.fx('start'), 'running'::text, 'w-start'::text, 1, now(), now())$$,
     'start_task should make a claimed task running, started and heartbeating now');
 SELECT results_eq(
-    $$SELECT status, started_at, last_heartbeat_at FROM worker_tasks WHERE id = pg_temp.fx('start')$$,
+    $$SELECT status, started_at, last_heartbeat_at FROM worker_tasks WHERE id = tests.fx('start')$$,
     $$VALUES ('running'::text, now(), now())$$,
     'start_task should store the start in the task row');
 
 -- Backdated, so that a second start that wrote anything would show.
-UPDATE worker_tasks SET started_at = now() - interval '1 minute' WHERE id = pg_temp.fx('start');
-DO $$ BEGIN PERFORM tests.age_heartbeat(pg_temp.fx('start'), interval '1 minute'); END $$;
+UPDATE worker_tasks SET started_at = now() - interval '1 minute' WHERE id = tests.fx('start');
+DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('start'), interval '1 minute'); END $$;
 SELECT results_eq(
-    $$SELECT * FROM start_task(pg_temp.fx('start'), 'w-start', 1)$$,
-    $$SELECT * FROM worker_tasks WHERE id = pg_temp.fx('start')$$,
+    $$SELECT * FROM start_task(tests.fx('start'), 'w-start', 1)$$,
+    $$SELECT * FROM worker_tasks WHERE id = tests.fx('start')$$,
     'A repeated start_task should return the running task');
 SELECT results_eq(
-    $$SELECT status, started_at, last_heartbeat_at FROM worker_tasks WHERE id = pg_temp.fx('start')$$,
+    $$SELECT status, started_at, last_heartbeat_at FROM worker_tasks WHERE id = tests.fx('start')$$,
     $$VALUES ('running'::text, now() - interval '1 minute', now() - interval '1 minute')$$,
     'A repeated start_task should change nothing');
 
-INSERT INTO fx VALUES ('start_pending', tests.make_task(role := 'test_life', scheduled_for := now() + interval '1 day'));
+INSERT INTO tests.fx VALUES ('start_pending', tests.make_task(role := 'test_life', scheduled_for := now() + interval '1 day'));
 SELECT throws_ok(
-    format('SELECT * FROM start_task(%s, %L, 0)', pg_temp.fx('start_pending'), 'w-start'),
-    '55000', format('task %s attempt 0 is not owned by worker ''w-start''', pg_temp.fx('start_pending')),
+    format('SELECT * FROM start_task(%s, %L, 0)', tests.fx('start_pending'), 'w-start'),
+    '55000', format('task %s attempt 0 is not owned by worker ''w-start''', tests.fx('start_pending')),
     'start_task should refuse a pending task');
 SELECT results_eq(
-    $$SELECT status, attempt, started_at FROM worker_tasks WHERE id = pg_temp.fx('start_pending')$$,
+    $$SELECT status, attempt, started_at FROM worker_tasks WHERE id = tests.fx('start_pending')$$,
     $$VALUES ('pending'::text, 0, NULL::timestamptz)$$,
     'A refused start_task should leave the pending task untouched');
 
 /****************************************************************************/
 -- heartbeat_task
 
-INSERT INTO fx SELECT 'hb', (tests.make_claimed_task(worker_id := 'w-hb', role := 'test_life')).id;
-DO $$ BEGIN PERFORM tests.age_heartbeat(pg_temp.fx('hb'), interval '5 minutes'); END $$;
-SELECT is((SELECT last_heartbeat_at FROM worker_tasks WHERE id = pg_temp.fx('hb')), now() - interval '5 minutes',
+INSERT INTO tests.fx SELECT 'hb', (tests.make_claimed_task(worker_id := 'w-hb', role := 'test_life')).id;
+DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('hb'), interval '5 minutes'); END $$;
+SELECT is((SELECT last_heartbeat_at FROM worker_tasks WHERE id = tests.fx('hb')), now() - interval '5 minutes',
     'The heartbeat fixture should backdate the last heartbeat');
-SELECT is(heartbeat_task(pg_temp.fx('hb'), 'w-hb', 1), 'continue',
+SELECT is(heartbeat_task(tests.fx('hb'), 'w-hb', 1), 'continue',
     'heartbeat_task should answer continue to the worker that owns the attempt');
 SELECT results_eq(
-    $$SELECT status, last_heartbeat_at FROM worker_tasks WHERE id = pg_temp.fx('hb')$$,
+    $$SELECT status, last_heartbeat_at FROM worker_tasks WHERE id = tests.fx('hb')$$,
     $$VALUES ('claimed'::text, now())$$,
     'heartbeat_task should refresh last_heartbeat_at and leave the status alone');
 
 /****************************************************************************/
 -- complete_task
 
-INSERT INTO fx SELECT 'done_running',
+INSERT INTO tests.fx SELECT 'done_running',
     (tests.make_claimed_task(worker_id := 'w-done-1', role := 'test_life', started := true)).id;
 INSERT INTO calls (label, t)
-SELECT 'done_running', c FROM complete_task(pg_temp.fx('done_running'), 'w-done-1', 1, '{"products": 118}') AS c;
+SELECT 'done_running', c FROM complete_task(tests.fx('done_running'), 'w-done-1', 1, '{"products": 118}') AS c;
 SELECT results_eq(
     $$SELECT (t).id, (t).status, (t).result, (t).completed_at, (t).started_at, (t).worker_id, (t).attempt
       FROM calls WHERE label = 'done_running'$$,
-    $$VALUES (pg_temp.fx('done_running'), 'completed'::text, '{"products": 118}'::jsonb, now(), now(),
+    $$VALUES (tests.fx('done_running'), 'completed'::text, '{"products": 118}'::jsonb, now(), now(),
               'w-done-1'::text, 1)$$,
     'complete_task should complete a running task with its result, completed now');
 SELECT results_eq(
-    $$SELECT status, result, completed_at FROM worker_tasks WHERE id = pg_temp.fx('done_running')$$,
+    $$SELECT status, result, completed_at FROM worker_tasks WHERE id = tests.fx('done_running')$$,
     $$VALUES ('completed'::text, '{"products": 118}'::jsonb, now())$$,
     'complete_task should store the completion in the task row');
-SELECT is((SELECT count(*) FROM worker_task_attempts WHERE task_id = pg_temp.fx('done_running')), 0::bigint,
+SELECT is((SELECT count(*) FROM worker_task_attempts WHERE task_id = tests.fx('done_running')), 0::bigint,
     'A completion should add no attempt row: the task row is that attempt''s record');
 
-INSERT INTO fx SELECT 'done_claimed', (tests.make_claimed_task(worker_id := 'w-done-2', role := 'test_life')).id;
+INSERT INTO tests.fx SELECT 'done_claimed', (tests.make_claimed_task(worker_id := 'w-done-2', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT id, status, result, completed_at, started_at
-      FROM complete_task(pg_temp.fx('done_claimed'), 'w-done-2', 1, '{"products": 7}')$$,
-    $$VALUES (pg_temp.fx('done_claimed'), 'completed'::text, '{"products": 7}'::jsonb, now(), NULL::timestamptz)$$,
+      FROM complete_task(tests.fx('done_claimed'), 'w-done-2', 1, '{"products": 7}')$$,
+    $$VALUES (tests.fx('done_claimed'), 'completed'::text, '{"products": 7}'::jsonb, now(), NULL::timestamptz)$$,
     'complete_task should complete a claimed task that was never started');
 
 -- Follow-ups, and a repeated completion.
-INSERT INTO fx VALUES ('store_1', tests.make_store(name := 'Lifecycle store 1'));
-INSERT INTO fx SELECT 'done_fu', (tests.make_claimed_task(worker_id := 'w-fu', role := 'test_life', started := true)).id;
+INSERT INTO tests.fx VALUES ('store_1', tests.make_store(name := 'Lifecycle store 1'));
+INSERT INTO tests.fx SELECT 'done_fu', (tests.make_claimed_task(worker_id := 'w-fu', role := 'test_life', started := true)).id;
 CREATE TEMP TABLE follow_ups AS
 SELECT jsonb_build_array(
            jsonb_build_object('role', 'test_follow_a', 'payload', '{"payload_id": 9}'::jsonb),
-           jsonb_build_object('role', 'test_follow_b', 'dispensary_id', pg_temp.fx('store_1'), 'priority', 7)) AS specs;
+           jsonb_build_object('role', 'test_follow_b', 'dispensary_id', tests.fx('store_1'), 'priority', 7)) AS specs;
 
 INSERT INTO calls (label, t)
 SELECT 'done_fu', c
-FROM follow_ups f, complete_task(pg_temp.fx('done_fu'), 'w-fu', 1, '{"ok": true}', f.specs) AS c;
+FROM follow_ups f, complete_task(tests.fx('done_fu'), 'w-fu', 1, '{"ok": true}', f.specs) AS c;
 SELECT results_eq(
     $$SELECT (t).status, (t).result FROM calls WHERE label = 'done_fu'$$,
     $$VALUES ('completed'::text, '{"ok": true}'::jsonb)$$,
@@ -156,15 +153,15 @@ SELECT bag_eq(
     $$SELECT role, status, payload, dispensary_id, priority, scheduled_for
       FROM worker_tasks WHERE role IN ('test_follow_a', 'test_follow_b')$$,
     $$VALUES ('test_follow_a'::text, 'pending'::text, '{"payload_id": 9}'::jsonb, NULL::integer, 0, now()),
-             ('test_follow_b'::text, 'pending'::text, '{}'::jsonb, pg_temp.fx('store_1')::integer, 7, now())$$,
+             ('test_follow_b'::text, 'pending'::text, '{}'::jsonb, tests.fx('store_1')::integer, 7, now())$$,
     'complete_task should enqueue each follow-up, pending and ready now');
 
 SELECT results_eq(
-    $$SELECT * FROM follow_ups f, complete_task(pg_temp.fx('done_fu'), 'w-fu', 1, '{"ok": false}', f.specs)$$,
-    $$SELECT f.*, t.* FROM follow_ups f, worker_tasks t WHERE t.id = pg_temp.fx('done_fu')$$,
+    $$SELECT * FROM follow_ups f, complete_task(tests.fx('done_fu'), 'w-fu', 1, '{"ok": false}', f.specs)$$,
+    $$SELECT f.*, t.* FROM follow_ups f, worker_tasks t WHERE t.id = tests.fx('done_fu')$$,
     'A repeated complete_task by the same owner should return the completed task');
 SELECT results_eq(
-    $$SELECT status, result, completed_at FROM worker_tasks WHERE id = pg_temp.fx('done_fu')$$,
+    $$SELECT status, result, completed_at FROM worker_tasks WHERE id = tests.fx('done_fu')$$,
     $$VALUES ('completed'::text, '{"ok": true}'::jsonb, now())$$,
     'A repeated complete_task should keep the first result');
 SELECT is(
@@ -174,10 +171,10 @@ SELECT is(
 /****************************************************************************/
 -- fail_task: retry with backoff
 
-INSERT INTO fx SELECT 'retry',
+INSERT INTO tests.fx SELECT 'retry',
     (tests.make_claimed_task(worker_id := 'w-fail', role := 'test_backoff', started := true)).id;
-DO $$ BEGIN PERFORM tests.age_heartbeat(pg_temp.fx('retry'), interval '1 minute'); END $$;
-INSERT INTO calls (label, t) SELECT 'retry', f FROM fail_task(pg_temp.fx('retry'), 'w-fail', 1, 'HTTP 503') AS f;
+DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('retry'), interval '1 minute'); END $$;
+INSERT INTO calls (label, t) SELECT 'retry', f FROM fail_task(tests.fx('retry'), 'w-fail', 1, 'HTTP 503') AS f;
 
 SELECT results_eq(
     $$SELECT (t).status, (t).retry_count, (t).attempt, (t).error_message, (t).scheduled_for, (t).completed_at
@@ -191,12 +188,12 @@ SELECT results_eq(
     'A retried task should belong to nobody: worker_id, claimed_at, started_at, last_heartbeat_at cleared');
 SELECT results_eq(
     $$SELECT status, retry_count, worker_id, error_message, scheduled_for
-      FROM worker_tasks WHERE id = pg_temp.fx('retry')$$,
+      FROM worker_tasks WHERE id = tests.fx('retry')$$,
     $$VALUES ('pending'::text, 1, NULL::text, 'HTTP 503'::text, now() + interval '10 seconds')$$,
     'fail_task should store the retry in the task row');
 SELECT results_eq(
     $$SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome, error_message
-      FROM worker_task_attempts WHERE task_id = pg_temp.fx('retry')$$,
+      FROM worker_task_attempts WHERE task_id = tests.fx('retry')$$,
     $$VALUES (1, 'w-fail'::text, now(), now(), now() - interval '1 minute', now(), 'retried'::text, 'HTTP 503'::text)$$,
     'A retried failure should record its attempt: worker, times, outcome retried and the error');
 
@@ -212,44 +209,44 @@ SELECT results_eq(
 /****************************************************************************/
 -- fail_task: permanent failure
 
-INSERT INTO fx SELECT 'spent',
+INSERT INTO tests.fx SELECT 'spent',
     (tests.make_claimed_task(worker_id := 'w-spent', role := 'test_life', max_retries := 0)).id;
 SELECT results_eq(
     $$SELECT status, retry_count, error_message, completed_at
-      FROM fail_task(pg_temp.fx('spent'), 'w-spent', 1, 'HTTP 500')$$,
+      FROM fail_task(tests.fx('spent'), 'w-spent', 1, 'HTTP 500')$$,
     $$VALUES ('failed'::text, 0, 'HTTP 500'::text, now())$$,
     'A failure with no retry left (retry_count = max_retries) should fail the task, completed now');
 SELECT results_eq(
-    $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = pg_temp.fx('spent')$$,
+    $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = tests.fx('spent')$$,
     $$VALUES (1, 'w-spent'::text, 'failed'::text, 'HTTP 500'::text)$$,
     'The final failure should record its attempt with outcome failed');
 
-INSERT INTO fx SELECT 'permanent', (tests.make_claimed_task(worker_id := 'w-perm', role := 'test_life')).id;
+INSERT INTO tests.fx SELECT 'permanent', (tests.make_claimed_task(worker_id := 'w-perm', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT status, retry_count, max_retries, error_message, completed_at
-      FROM fail_task(pg_temp.fx('permanent'), 'w-perm', 1, 'store closed', retryable := false)$$,
+      FROM fail_task(tests.fx('permanent'), 'w-perm', 1, 'store closed', retryable := false)$$,
     $$VALUES ('failed'::text, 0, 3, 'store closed'::text, now())$$,
     'A failure with retryable := false should fail the task at once, even with retries left');
 SELECT results_eq(
-    $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = pg_temp.fx('permanent')$$,
+    $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = tests.fx('permanent')$$,
     $$VALUES (1, 'w-perm'::text, 'failed'::text, 'store closed'::text)$$,
     'A permanent failure should record its attempt with outcome failed');
 
 /****************************************************************************/
 -- fail_task: explicit retry_at
 
-INSERT INTO fx SELECT 'retry_at_future', (tests.make_claimed_task(worker_id := 'w-later', role := 'test_life')).id;
+INSERT INTO tests.fx SELECT 'retry_at_future', (tests.make_claimed_task(worker_id := 'w-later', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT status, retry_count, scheduled_for
-      FROM fail_task(pg_temp.fx('retry_at_future'), 'w-later', 1, 'rate limited',
+      FROM fail_task(tests.fx('retry_at_future'), 'w-later', 1, 'rate limited',
                      retry_at := now() + interval '2 hours')$$,
     $$VALUES ('pending'::text, 1, now() + interval '2 hours')$$,
     'fail_task should schedule the retry at an explicit retry_at in the future');
 
-INSERT INTO fx SELECT 'retry_at_past', (tests.make_claimed_task(worker_id := 'w-past', role := 'test_retry_past')).id;
+INSERT INTO tests.fx SELECT 'retry_at_past', (tests.make_claimed_task(worker_id := 'w-past', role := 'test_retry_past')).id;
 SELECT results_eq(
     $$SELECT status, retry_count, scheduled_for
-      FROM fail_task(pg_temp.fx('retry_at_past'), 'w-past', 1, 'flaky',
+      FROM fail_task(tests.fx('retry_at_past'), 'w-past', 1, 'flaky',
                      retry_at := now() - interval '1 hour')$$,
     $$VALUES ('pending'::text, 1, now())$$,
     'fail_task should clamp a retry_at in the past to now');
@@ -257,82 +254,82 @@ SELECT results_eq(
 /****************************************************************************/
 -- fail_task: bad arguments
 
-INSERT INTO fx SELECT 'null_error', (tests.make_claimed_task(worker_id := 'w-null', role := 'test_life')).id;
+INSERT INTO tests.fx SELECT 'null_error', (tests.make_claimed_task(worker_id := 'w-null', role := 'test_life')).id;
 SELECT throws_ok(
-    format('SELECT * FROM fail_task(%s, %L, 1, NULL)', pg_temp.fx('null_error'), 'w-null'),
+    format('SELECT * FROM fail_task(%s, %L, 1, NULL)', tests.fx('null_error'), 'w-null'),
     '22004', 'error_message is required: say why the attempt failed',
     'fail_task should reject a NULL error_message');
 SELECT results_eq(
     $$SELECT t.status, t.worker_id, t.retry_count, (SELECT count(*) FROM worker_task_attempts a WHERE a.task_id = t.id)
-      FROM worker_tasks t WHERE t.id = pg_temp.fx('null_error')$$,
+      FROM worker_tasks t WHERE t.id = tests.fx('null_error')$$,
     $$VALUES ('claimed'::text, 'w-null'::text, 0, 0::bigint)$$,
     'A rejected fail_task should change nothing');
 
 /****************************************************************************/
 -- snooze_task and release_task
 
-INSERT INTO fx SELECT 'snooze', (tests.make_claimed_task(worker_id := 'w-snooze', role := 'test_life')).id;
+INSERT INTO tests.fx SELECT 'snooze', (tests.make_claimed_task(worker_id := 'w-snooze', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT status, scheduled_for, retry_count, worker_id, claimed_at, error_message
-      FROM snooze_task(pg_temp.fx('snooze'), 'w-snooze', 1, now() + interval '15 minutes')$$,
+      FROM snooze_task(tests.fx('snooze'), 'w-snooze', 1, now() + interval '15 minutes')$$,
     $$VALUES ('pending'::text, now() + interval '15 minutes', 0, NULL::text, NULL::timestamptz, NULL::text)$$,
     'snooze_task should put the task back to pending at the given time without spending a retry');
 SELECT results_eq(
-    $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = pg_temp.fx('snooze')$$,
+    $$SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = tests.fx('snooze')$$,
     $$VALUES (1, 'w-snooze'::text, 'released'::text, NULL::text)$$,
     'A snooze should record its attempt with outcome released');
 
-INSERT INTO fx SELECT 'snooze_past', (tests.make_claimed_task(worker_id := 'w-snooze-2', role := 'test_snooze_past')).id;
+INSERT INTO tests.fx SELECT 'snooze_past', (tests.make_claimed_task(worker_id := 'w-snooze-2', role := 'test_snooze_past')).id;
 SELECT results_eq(
     $$SELECT status, scheduled_for, retry_count
-      FROM snooze_task(pg_temp.fx('snooze_past'), 'w-snooze-2', 1, now() - interval '1 hour')$$,
+      FROM snooze_task(tests.fx('snooze_past'), 'w-snooze-2', 1, now() - interval '1 hour')$$,
     $$VALUES ('pending'::text, now(), 0)$$,
     'snooze_task should clamp a time in the past to now');
 
 -- A task that already spent a retry, so that "unchanged" is not just zero.
-INSERT INTO fx SELECT 'release', (tests.make_claimed_task(worker_id := 'w-rel-1', role := 'test_release')).id;
+INSERT INTO tests.fx SELECT 'release', (tests.make_claimed_task(worker_id := 'w-rel-1', role := 'test_release')).id;
 SELECT results_eq(
-    $$SELECT status, retry_count FROM fail_task(pg_temp.fx('release'), 'w-rel-1', 1, 'timeout', retry_at := now())$$,
+    $$SELECT status, retry_count FROM fail_task(tests.fx('release'), 'w-rel-1', 1, 'timeout', retry_at := now())$$,
     $$VALUES ('pending'::text, 1)$$,
     'The release fixture should first spend one retry');
 SELECT results_eq(
     $$SELECT id, attempt FROM claim_task('test_release', 'w-rel-2')$$,
-    $$VALUES (pg_temp.fx('release'), 2)$$,
+    $$VALUES (tests.fx('release'), 2)$$,
     'The release fixture should be claimed again at attempt 2');
 SELECT results_eq(
     $$SELECT status, scheduled_for, retry_count, worker_id, error_message
-      FROM release_task(pg_temp.fx('release'), 'w-rel-2', 2)$$,
+      FROM release_task(tests.fx('release'), 'w-rel-2', 2)$$,
     $$VALUES ('pending'::text, now(), 1, NULL::text, NULL::text)$$,
     'release_task should put the task back to pending, ready now, with retry_count unchanged');
 SELECT results_eq(
-    $$SELECT attempt, worker_id, outcome FROM worker_task_attempts WHERE task_id = pg_temp.fx('release') ORDER BY attempt$$,
+    $$SELECT attempt, worker_id, outcome FROM worker_task_attempts WHERE task_id = tests.fx('release') ORDER BY attempt$$,
     $$VALUES (1, 'w-rel-1'::text, 'retried'::text), (2, 'w-rel-2'::text, 'released'::text)$$,
     'A release should record its attempt with outcome released');
 SELECT results_eq(
     $$SELECT id, attempt, retry_count FROM claim_task('test_release', 'w-rel-3')$$,
-    $$VALUES (pg_temp.fx('release'), 3, 1)$$,
+    $$VALUES (tests.fx('release'), 3, 1)$$,
     'A released task should be claimable at once');
 
 /****************************************************************************/
 -- max_retries + 1 attempts, then failed
 
-INSERT INTO fx VALUES ('rounds', tests.make_task(role := 'test_rounds', max_retries := 2));
+INSERT INTO tests.fx VALUES ('rounds', tests.make_task(role := 'test_rounds', max_retries := 2));
 
 INSERT INTO calls (label, t) SELECT 'round_claim', c FROM claim_task('test_rounds', 'w-r1') AS c;
-INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(pg_temp.fx('rounds'), 'w-r1', 1, 'e1') AS f;
-UPDATE worker_tasks SET scheduled_for = now() WHERE id = pg_temp.fx('rounds');
+INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r1', 1, 'e1') AS f;
+UPDATE worker_tasks SET scheduled_for = now() WHERE id = tests.fx('rounds');
 
 INSERT INTO calls (label, t) SELECT 'round_claim', c FROM claim_task('test_rounds', 'w-r2') AS c;
-INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(pg_temp.fx('rounds'), 'w-r2', 2, 'e2') AS f;
-UPDATE worker_tasks SET scheduled_for = now() WHERE id = pg_temp.fx('rounds');
+INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r2', 2, 'e2') AS f;
+UPDATE worker_tasks SET scheduled_for = now() WHERE id = tests.fx('rounds');
 
 INSERT INTO calls (label, t) SELECT 'round_claim', c FROM claim_task('test_rounds', 'w-r3') AS c;
-INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(pg_temp.fx('rounds'), 'w-r3', 3, 'e3') AS f;
+INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r3', 3, 'e3') AS f;
 
 SELECT results_eq(
     $$SELECT (t).id, (t).attempt, (t).worker_id, (t).retry_count FROM calls WHERE label = 'round_claim' ORDER BY n$$,
-    $$VALUES (pg_temp.fx('rounds'), 1, 'w-r1'::text, 0), (pg_temp.fx('rounds'), 2, 'w-r2'::text, 1),
-             (pg_temp.fx('rounds'), 3, 'w-r3'::text, 2)$$,
+    $$VALUES (tests.fx('rounds'), 1, 'w-r1'::text, 0), (tests.fx('rounds'), 2, 'w-r2'::text, 1),
+             (tests.fx('rounds'), 3, 'w-r3'::text, 2)$$,
     'A task with max_retries 2 should be claimed three times, one attempt each');
 SELECT results_eq(
     $$SELECT (t).status, (t).retry_count, (t).scheduled_for, (t).completed_at, (t).error_message
@@ -343,7 +340,7 @@ SELECT results_eq(
     'The first two failures should retry with doubling backoff, and the third should fail the task');
 SELECT results_eq(
     $$SELECT attempt, worker_id, outcome, error_message
-      FROM worker_task_attempts WHERE task_id = pg_temp.fx('rounds') ORDER BY attempt$$,
+      FROM worker_task_attempts WHERE task_id = tests.fx('rounds') ORDER BY attempt$$,
     $$VALUES (1, 'w-r1'::text, 'retried'::text, 'e1'::text), (2, 'w-r2'::text, 'retried'::text, 'e2'::text),
              (3, 'w-r3'::text, 'failed'::text, 'e3'::text)$$,
     'Each of the max_retries + 1 attempts should keep its worker, outcome and error');

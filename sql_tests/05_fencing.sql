@@ -13,14 +13,6 @@ INSERT INTO task_roles (role, description) VALUES
     ('t05_gone',   'pgTAP 05_fencing: deleted'),
     ('t05_null',   'pgTAP 05_fencing: NULL arguments');
 
--- The whole task row, to compare before and after a refused call.
-CREATE FUNCTION pg_temp.task_row(task_id bigint)
-RETURNS jsonb
-LANGUAGE sql
-AS $$
-    SELECT to_jsonb(t) FROM worker_tasks t WHERE t.id = task_row.task_id;
-$$;
-
 -- The five raising worker-side calls, as SQL templates of (task_id, worker_id, attempt).
 CREATE TEMP TABLE worker_call (ord integer PRIMARY KEY, name text NOT NULL, template text NOT NULL);
 INSERT INTO worker_call (ord, name, template) VALUES
@@ -39,7 +31,7 @@ RETURNS SETOF text
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_before jsonb := pg_temp.task_row(refuses_every_call.task_id);
+    v_before jsonb := tests.task_row(refuses_every_call.task_id);
     c        record;
 BEGIN
     FOR c IN SELECT * FROM worker_call ORDER BY ord LOOP
@@ -51,7 +43,7 @@ BEGIN
                    coalesce(refuses_every_call.worker_id, 'NULL'),
                    coalesce(refuses_every_call.attempt::text, 'NULL'), refuses_every_call.why));
         IF refuses_every_call.check_row THEN
-            RETURN NEXT is(pg_temp.task_row(refuses_every_call.task_id), v_before,
+            RETURN NEXT is(tests.task_row(refuses_every_call.task_id), v_before,
                 format('Should leave the task row unchanged after the refused %s', c.name));
         END IF;
     END LOOP;
@@ -79,10 +71,10 @@ SELECT is((SELECT status FROM worker_tasks WHERE id = :a_id), 'pending',
 SELECT * FROM pg_temp.refuses_every_call(:a_id, 'w1', 1, '55000', pg_temp.not_owned(:a_id, 'w1', 1),
     'after the task was recovered as stale');
 
-SELECT pg_temp.task_row(:a_id) AS a_row \gset
+SELECT tests.task_row(:a_id) AS a_row \gset
 SELECT is(heartbeat_task(:a_id, 'w1', 1), 'lost',
     'Should answer lost to the heartbeat of the old owner of a recovered task');
-SELECT is(pg_temp.task_row(:a_id), :'a_row'::jsonb,
+SELECT is(tests.task_row(:a_id), :'a_row'::jsonb,
     'Should leave the recovered task row unchanged after a lost heartbeat');
 
 /****************************************************************************/
@@ -99,10 +91,10 @@ SELECT is(ARRAY[:b2_id::text, :'b2_worker', :b2_attempt::text], ARRAY[:b_id::tex
 SELECT * FROM pg_temp.refuses_every_call(:b_id, 'w1', 1, '55000', pg_temp.not_owned(:b_id, 'w1', 1),
     'after w2 re-claimed the task');
 
-SELECT pg_temp.task_row(:b_id) AS b_row \gset
+SELECT tests.task_row(:b_id) AS b_row \gset
 SELECT is(heartbeat_task(:b_id, 'w1', 1), 'lost',
     'Should answer lost to the heartbeat of the old owner after w2 re-claimed the task');
-SELECT is(pg_temp.task_row(:b_id), :'b_row'::jsonb,
+SELECT is(tests.task_row(:b_id), :'b_row'::jsonb,
     'Should leave the re-claimed task row unchanged after the old owner''s heartbeat');
 
 SELECT throws_ok(
@@ -130,10 +122,10 @@ SELECT is(ARRAY[:c2_id::text, :'c2_worker', :c2_attempt::text], ARRAY[:c_id::tex
 SELECT * FROM pg_temp.refuses_every_call(:c_id, 'w1', 1, '55000', pg_temp.not_owned(:c_id, 'w1', 1),
     'after w1 re-claimed the task as attempt 2');
 
-SELECT pg_temp.task_row(:c_id) AS c_row \gset
+SELECT tests.task_row(:c_id) AS c_row \gset
 SELECT is(heartbeat_task(:c_id, 'w1', 1), 'lost',
     'Should answer lost to a heartbeat for attempt 1 once the same worker holds attempt 2');
-SELECT is(pg_temp.task_row(:c_id), :'c_row'::jsonb,
+SELECT is(tests.task_row(:c_id), :'c_row'::jsonb,
     'Should leave the task row unchanged after the heartbeat for attempt 1');
 
 SELECT is(heartbeat_task(:c_id, 'w1', 2), 'continue', 'Should answer continue to the heartbeat for attempt 2');
@@ -157,9 +149,9 @@ SELECT is((SELECT status FROM cancel_task(:d1_id)), 'cancelled', 'Should cancel 
 SELECT * FROM pg_temp.refuses_every_call(:d1_id, 'w1', 1, '55000', pg_temp.not_owned(:d1_id, 'w1', 1),
     'after the task was cancelled while pending');
 
-SELECT pg_temp.task_row(:d1_id) AS d1_row \gset
+SELECT tests.task_row(:d1_id) AS d1_row \gset
 SELECT is(heartbeat_task(:d1_id, 'w1', 1), 'lost', 'Should answer lost to a heartbeat for a cancelled task');
-SELECT is(pg_temp.task_row(:d1_id), :'d1_row'::jsonb,
+SELECT is(tests.task_row(:d1_id), :'d1_row'::jsonb,
     'Should leave the cancelled task row unchanged after the heartbeat');
 SELECT is((SELECT count(*) FROM claim_task('t05_cancel', 'w2')), 0::bigint,
     'Should never hand out a cancelled task');
@@ -212,7 +204,7 @@ SELECT is(heartbeat_task(:e_id, 'w1', 1), 'not_found', 'Should answer not_found 
 -- (f) NULL arguments
 
 SELECT id AS f_id FROM tests.make_claimed_task(worker_id := 'w1', role := 't05_null') \gset
-SELECT pg_temp.task_row(:f_id) AS f_row \gset
+SELECT tests.task_row(:f_id) AS f_row \gset
 
 SELECT * FROM pg_temp.refuses_every_call(:f_id, NULL, 1, '22004', 'task_id, worker_id and attempt are all required',
     'with a NULL worker_id', check_row := false);
@@ -228,7 +220,7 @@ SELECT throws_ok(format('SELECT heartbeat_task(%s, ''w1'', NULL)', :f_id), '2200
     'task_id, worker_id and attempt are all required', 'Should refuse a heartbeat with a NULL attempt');
 SELECT throws_ok($$SELECT heartbeat_task(NULL, 'w1', 1)$$, '22004',
     'task_id, worker_id and attempt are all required', 'Should refuse a heartbeat with a NULL task_id');
-SELECT is(pg_temp.task_row(:f_id), :'f_row'::jsonb, 'Should leave the task row unchanged after the NULL calls');
+SELECT is(tests.task_row(:f_id), :'f_row'::jsonb, 'Should leave the task row unchanged after the NULL calls');
 SELECT is(heartbeat_task(:f_id, 'w1', 1), 'continue', 'Should still answer continue to the owner');
 
 SELECT * FROM finish();

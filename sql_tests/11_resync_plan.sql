@@ -47,37 +47,8 @@ AS $$
     ORDER BY s.n;
 $$;
 
--- pg_temp.rejects: throws_ok, then checks that the failed call wrote no task and no plan entry.
-CREATE FUNCTION pg_temp.rejects(sql text, errcode text, message text, description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_tasks   bigint := (SELECT count(*) FROM worker_tasks);
-    v_entries bigint := (SELECT count(*) FROM resync_plan_entries);
-BEGIN
-    RETURN NEXT throws_ok(sql, errcode, message, 'Should reject ' || description);
-    RETURN NEXT ok((SELECT count(*) FROM worker_tasks) = v_tasks
-                   AND (SELECT count(*) FROM resync_plan_entries) = v_entries,
-                   'Should write no task and no plan entry for ' || description);
-END;
-$$;
-
--- pg_temp.error_hint: the HINT of the error a statement raises (NULL when it raises none).
-CREATE FUNCTION pg_temp.error_hint(sql text)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_hint text;
-BEGIN
-    EXECUTE sql;
-    RETURN NULL;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
-    RETURN v_hint;
-END;
-$$;
+-- What a rejected call must leave as it was (tests.rejects' tables).
+\set written_tables '''{worker_tasks, resync_plan_entries}'''
 
 /****************************************************************************/
 -- Structure
@@ -347,21 +318,27 @@ SELECT is_empty(
 -- Bad input: a precise error, and nothing written
 
 SELECT pg_temp.new_stores('bad', 2) AS made \gset
-SELECT pg_temp.rejects($$SELECT generate_resync_tasks(0, '2026-02-01', 'UTC')$$,
-    '22023', 'batches 0 is out of range', '0 batches');
-SELECT pg_temp.rejects($$SELECT generate_resync_tasks(1441, '2026-02-01', 'UTC')$$,
-    '22023', 'batches 1441 is out of range', '1441 batches');
-SELECT pg_temp.rejects($$SELECT generate_resync_tasks(6, '2026-02-01', 'UTC', priority := 101)$$,
-    '22003', 'priority 101 is out of range', 'priority 101');
-SELECT pg_temp.rejects($$SELECT generate_resync_tasks(6, '2026-02-01', 'Mars/Base')$$,
-    '22023', 'unknown time zone ''Mars/Base''', 'an unknown time zone');
-SELECT is(pg_temp.error_hint($$SELECT generate_resync_tasks(6, '2026-02-01', 'Mars/Base')$$),
+SELECT tests.rejects($$SELECT generate_resync_tasks(0, '2026-02-01', 'UTC')$$,
+    '22023', 'batches 0 is out of range', '0 batches',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT generate_resync_tasks(1441, '2026-02-01', 'UTC')$$,
+    '22023', 'batches 1441 is out of range', '1441 batches',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT generate_resync_tasks(6, '2026-02-01', 'UTC', priority := 101)$$,
+    '22003', 'priority 101 is out of range', 'priority 101',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT generate_resync_tasks(6, '2026-02-01', 'Mars/Base')$$,
+    '22023', 'unknown time zone ''Mars/Base''', 'an unknown time zone',
+    tables := :written_tables);
+SELECT is(tests.error_hint($$SELECT generate_resync_tasks(6, '2026-02-01', 'Mars/Base')$$),
     'Use a name from pg_timezone_names, e.g. UTC or America/New_York.',
     'Should suggest pg_timezone_names in the hint for an unknown time zone');
-SELECT pg_temp.rejects($$SELECT generate_resync_tasks(6, NULL, 'UTC')$$,
-    '22004', 'batches, day and priority are required', 'a NULL day');
-SELECT pg_temp.rejects($$SELECT generate_resync_tasks(NULL, '2026-02-01', 'UTC')$$,
-    '22004', 'batches, day and priority are required', 'NULL batches');
+SELECT tests.rejects($$SELECT generate_resync_tasks(6, NULL, 'UTC')$$,
+    '22004', 'batches, day and priority are required', 'a NULL day',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT generate_resync_tasks(NULL, '2026-02-01', 'UTC')$$,
+    '22004', 'batches, day and priority are required', 'NULL batches',
+    tables := :written_tables);
 SELECT is_empty(
     $$SELECT e.dispensary_id FROM resync_plan_entries e WHERE e.day = '2026-02-01'$$,
     'Should have planned nothing for the day of the bad calls');

@@ -4,37 +4,8 @@
 BEGIN;
 SELECT plan(71);
 
--- pg_temp.schedules_rejects: throws_ok, then checks that the failed call changed no schedule and wrote no task.
-CREATE FUNCTION pg_temp.schedules_rejects(sql text, errcode text, message text, description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_schedules jsonb := (SELECT jsonb_agg(to_jsonb(s) ORDER BY s.id) FROM task_schedules s);
-    v_tasks     bigint := (SELECT count(*) FROM worker_tasks);
-BEGIN
-    RETURN NEXT throws_ok(sql, errcode, message, 'Should reject ' || description);
-    RETURN NEXT ok((SELECT jsonb_agg(to_jsonb(s) ORDER BY s.id) FROM task_schedules s) = v_schedules
-                   AND (SELECT count(*) FROM worker_tasks) = v_tasks,
-                   'Should change no schedule and write no task for ' || description);
-END;
-$$;
-
--- pg_temp.error_hint: the HINT of the error a statement raises (NULL when it raises none).
-CREATE FUNCTION pg_temp.error_hint(sql text)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_hint text;
-BEGIN
-    EXECUTE sql;
-    RETURN NULL;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
-    RETURN v_hint;
-END;
-$$;
+-- What a rejected call must leave as it was (tests.rejects' tables).
+\set written_tables '''{task_schedules, worker_tasks}'''
 
 /****************************************************************************/
 -- Structure
@@ -126,20 +97,19 @@ INSERT INTO task_roles (role, description, requires_store, max_payload_bytes, st
     ('t12_tiny',   'pgTAP 12_schedules: refuses payloads over 10 bytes', false, 10, '10 minutes'),
     ('t12_stale',  'pgTAP 12_schedules: a task gone stale', false, 65536, '10 minutes');
 
-CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL);
-INSERT INTO fx (name, id) VALUES
+INSERT INTO tests.fx (name, id) VALUES
     ('az_1', tests.make_store(name := 't12 AZ 1')),
     ('az_2', tests.make_store(name := 't12 AZ 2')),
     ('az_busy', tests.make_store(name := 't12 AZ busy')),
     ('az_off', tests.make_store(name := 't12 AZ inactive', active := false)),
     ('ca_1', tests.make_store(name := 't12 CA 1'));
-UPDATE dispensaries SET state_code = CASE WHEN id = (SELECT id FROM fx WHERE name = 'ca_1') THEN 'CA' ELSE 'AZ' END
-WHERE id IN (SELECT id FROM fx);
-INSERT INTO fx (name, id)
-SELECT 'az_busy_task', tests.make_task(role := 't12_store', dispensary_id := id::integer) FROM fx WHERE name = 'az_busy';
-INSERT INTO fx (name, id)
+UPDATE dispensaries SET state_code = CASE WHEN id = (SELECT id FROM tests.fx WHERE name = 'ca_1') THEN 'CA' ELSE 'AZ' END
+WHERE id IN (SELECT id FROM tests.fx);
+INSERT INTO tests.fx (name, id)
+SELECT 'az_busy_task', tests.make_task(role := 't12_store', dispensary_id := id::integer) FROM tests.fx WHERE name = 'az_busy';
+INSERT INTO tests.fx (name, id)
 SELECT 'stale_task', id FROM tests.make_claimed_task(worker_id := 't12-w1', role := 't12_stale');
-SELECT tests.age_heartbeat((SELECT id FROM fx WHERE name = 'stale_task'), interval '1 hour') AS aged \gset
+SELECT tests.age_heartbeat((SELECT id FROM tests.fx WHERE name = 'stale_task'), interval '1 hour') AS aged \gset
 
 -- Due in the order listed (next_run_at), then not due, then disabled.
 INSERT INTO task_schedules (name, role, kind, interval_hours, priority, state_code, payload, enabled, next_run_at) VALUES
@@ -169,7 +139,7 @@ SELECT is(:'report'::jsonb,
                     {"schedule": "t12_fails",     "tasks": 0, "error": "payload is 19 bytes; role t12_tiny allows at most 10"},
                     {"schedule": "t12_due",       "tasks": 1, "error": null}]}'::jsonb,
     'Should report the recovered count and each due schedule in due order, with its task count and error');
-SELECT is((SELECT status FROM worker_tasks WHERE id = (SELECT id FROM fx WHERE name = 'stale_task')), 'pending',
+SELECT is((SELECT status FROM worker_tasks WHERE id = (SELECT id FROM tests.fx WHERE name = 'stale_task')), 'pending',
     'Should recover a stale task before running the schedules');
 
 SELECT results_eq(
@@ -193,7 +163,7 @@ SELECT results_eq(
     'Should make one task per single schedule, with its payload (plus state_code when set) and priority, and no backlog');
 SELECT results_eq(
     $$SELECT f.name, t.priority, t.payload
-      FROM worker_tasks t JOIN fx f ON f.id = t.dispensary_id AND f.name IN ('az_1', 'az_2', 'az_busy', 'az_off', 'ca_1')
+      FROM worker_tasks t JOIN tests.fx f ON f.id = t.dispensary_id AND f.name IN ('az_1', 'az_2', 'az_busy', 'az_off', 'ca_1')
       WHERE t.role = 't12_store'
       ORDER BY f.name$$,
     $$VALUES ('az_1'::text, 3, '{"s": "per_store"}'::jsonb),
@@ -248,8 +218,9 @@ SELECT results_eq(
     $$VALUES (1, NULL::text, now() + interval '10 minutes')$$,
     'Should clear last_error when a triggered run succeeds');
 
-SELECT pg_temp.schedules_rejects($$SELECT trigger_schedule('t12_broken')$$,
-    '54000', 'payload is 19 bytes; role t12_tiny allows at most 10', 'a triggered run that fails, raising its error');
+SELECT tests.rejects($$SELECT trigger_schedule('t12_broken')$$,
+    '54000', 'payload is 19 bytes; role t12_tiny allows at most 10', 'a triggered run that fails, raising its error',
+    tables := :written_tables);
 SELECT results_eq(
     $$SELECT last_run_at, last_task_count, last_error FROM task_schedules WHERE name = 't12_broken'$$,
     $$VALUES (NULL::timestamptz, NULL::integer, NULL::text)$$,
@@ -257,7 +228,7 @@ SELECT results_eq(
 
 -- A resync_plan schedule: today in its time zone, its batches and priority.
 UPDATE dispensaries SET active = false WHERE active;
-INSERT INTO fx (name, id) VALUES
+INSERT INTO tests.fx (name, id) VALUES
     ('plan_1', tests.make_store(name := 't12 plan 1')),
     ('plan_2', tests.make_store(name := 't12 plan 2'));
 SELECT is((SELECT last_task_count FROM trigger_schedule('t12_plan')), 2,
@@ -265,7 +236,7 @@ SELECT is((SELECT last_task_count FROM trigger_schedule('t12_plan')), 2,
 SELECT results_eq(
     $$SELECT f.name, e.day, e.slot, e.scheduled_for, t.priority
       FROM resync_plan_entries e
-      JOIN fx f ON f.id = e.dispensary_id
+      JOIN tests.fx f ON f.id = e.dispensary_id
       JOIN worker_tasks t ON t.id = e.task_id
       ORDER BY f.name$$,
     $$SELECT v.name, (now() AT TIME ZONE 'America/New_York')::date, v.slot,
@@ -275,14 +246,16 @@ SELECT results_eq(
       ORDER BY v.name$$,
     'Should plan today in the schedule''s time zone, in its batches (4: every 6 hours) at its priority');
 
-SELECT pg_temp.schedules_rejects($$SELECT trigger_schedule('t12_nope')$$,
-    'P0002', 'schedule ''t12_nope'' does not exist', 'triggering an unknown schedule');
-SELECT is(pg_temp.error_hint($$SELECT trigger_schedule('t12_nope')$$),
+SELECT tests.rejects($$SELECT trigger_schedule('t12_nope')$$,
+    'P0002', 'schedule ''t12_nope'' does not exist', 'triggering an unknown schedule',
+    tables := :written_tables);
+SELECT is(tests.error_hint($$SELECT trigger_schedule('t12_nope')$$),
     'Schedules: analytics_refresh, daily_resync_plan, store_discovery, t12_boundary, t12_broken, t12_disabled, '
     't12_due, t12_fails, t12_future, t12_late, t12_per_store, t12_plan, t12_state.',
     'Should list the schedules, sorted, in the hint for an unknown schedule');
-SELECT pg_temp.schedules_rejects($$SELECT trigger_schedule(NULL)$$,
-    '22004', 'a schedule name is required', 'triggering a NULL schedule name');
+SELECT tests.rejects($$SELECT trigger_schedule(NULL)$$,
+    '22004', 'a schedule name is required', 'triggering a NULL schedule name',
+    tables := :written_tables);
 
 /****************************************************************************/
 -- update_schedule
@@ -336,14 +309,18 @@ SELECT is((SELECT updated_at FROM update_schedule('t12_per_store', priority := 9
     'Should stamp updated_at with taskpool_now() on a change');
 SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
-SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', interval_hours := 0)$$,
-    '22023', 'interval_hours 0 is out of range', 'an interval of 0 hours');
-SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', interval_hours := 8761)$$,
-    '22023', 'interval_hours 8761 is out of range', 'an interval of 8761 hours');
-SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_due', priority := 101)$$,
-    '22003', 'priority 101 is out of range', 'priority 101');
-SELECT pg_temp.schedules_rejects($$SELECT update_schedule('t12_nope', enabled := false)$$,
-    'P0002', 'schedule ''t12_nope'' does not exist', 'updating an unknown schedule');
+SELECT tests.rejects($$SELECT update_schedule('t12_due', interval_hours := 0)$$,
+    '22023', 'interval_hours 0 is out of range', 'an interval of 0 hours',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT update_schedule('t12_due', interval_hours := 8761)$$,
+    '22023', 'interval_hours 8761 is out of range', 'an interval of 8761 hours',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT update_schedule('t12_due', priority := 101)$$,
+    '22003', 'priority 101 is out of range', 'priority 101',
+    tables := :written_tables);
+SELECT tests.rejects($$SELECT update_schedule('t12_nope', enabled := false)$$,
+    'P0002', 'schedule ''t12_nope'' does not exist', 'updating an unknown schedule',
+    tables := :written_tables);
 
 -- A per_store schedule inserts its tasks as a set, yet refuses a payload its role would refuse.
 INSERT INTO task_roles (role, description, requires_store, max_payload_bytes)

@@ -14,9 +14,6 @@ INSERT INTO task_roles (role, description, requires_store, max_retries, stale_th
 SELECT r, 'pgTAP 13_capacity', false, 3, '10 minutes', '30 seconds', '1 hour'
 FROM unnest(ARRAY['t13_a', 't13_b', 't13_c', 't13_d', 't13_e']) AS r;
 
--- fx: fixture name -> task id (sequences are not rolled back, so ids are never literals).
-CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL);
-
 -- pg_temp.claimed: enqueues a task of the role and claims exactly it for worker_id; returns the row.
 CREATE FUNCTION pg_temp.claimed(role text, worker_id text)
 RETURNS worker_tasks
@@ -72,40 +69,40 @@ $$;
 -- after the newest task created over an hour ago.
 
 -- Older than the last hour: a t13_a completion and failure, a t13_c completion.
-INSERT INTO fx VALUES ('a_done_old', pg_temp.completed('t13_a', interval '3 hours', interval '3 hours', interval '2 hours'));
-INSERT INTO fx VALUES ('a_failed_old', pg_temp.failed('t13_a', false));
+INSERT INTO tests.fx VALUES ('a_done_old', pg_temp.completed('t13_a', interval '3 hours', interval '3 hours', interval '2 hours'));
+INSERT INTO tests.fx VALUES ('a_failed_old', pg_temp.failed('t13_a', false));
 UPDATE worker_tasks SET created_at = now() - interval '3 hours', claimed_at = now() - interval '3 hours',
                         completed_at = now() - interval '2 hours'
-WHERE id = (SELECT id FROM fx WHERE name = 'a_failed_old');
+WHERE id = (SELECT id FROM tests.fx WHERE name = 'a_failed_old');
 UPDATE worker_task_attempts SET claimed_at = now() - interval '3 hours', ended_at = now() - interval '2 hours'
-WHERE task_id = (SELECT id FROM fx WHERE name = 'a_failed_old');
-INSERT INTO fx VALUES ('c_done_old', pg_temp.completed('t13_c', interval '3 hours', interval '150 minutes', interval '2 hours'));
+WHERE task_id = (SELECT id FROM tests.fx WHERE name = 'a_failed_old');
+INSERT INTO tests.fx VALUES ('c_done_old', pg_temp.completed('t13_c', interval '3 hours', interval '150 minutes', interval '2 hours'));
 
 -- t13_a in the last hour: completions of 1200 s and 2400 s (mean 1800 s: 2.0 tasks an hour), a
 -- failed attempt and a retried one, a claimed and a running task, 21 pending (18 ready).
-INSERT INTO fx VALUES ('a_done_1', pg_temp.completed('t13_a', interval '50 minutes', interval '45 minutes', interval '25 minutes'));
-INSERT INTO fx VALUES ('a_done_2', pg_temp.completed('t13_a', interval '55 minutes', interval '50 minutes', interval '10 minutes'));
-INSERT INTO fx VALUES ('a_failed', pg_temp.failed('t13_a', false));
-INSERT INTO fx VALUES ('a_retried', pg_temp.failed('t13_a', true));
-INSERT INTO fx SELECT 'a_claimed', id FROM pg_temp.claimed('t13_a', 't13-a-w1');
-INSERT INTO fx SELECT 'a_running', id FROM pg_temp.claimed('t13_a', 't13-a-w3');
-SELECT start_task(t.id, t.worker_id, t.attempt) AS started FROM worker_tasks t WHERE t.id = (SELECT id FROM fx WHERE name = 'a_running') \gset
-SELECT tests.age_heartbeat((SELECT id FROM fx WHERE name = 'a_claimed'), interval '9 minutes') AS aged \gset
-SELECT tests.age_heartbeat((SELECT id FROM fx WHERE name = 'a_running'), interval '11 minutes') AS aged \gset
-INSERT INTO fx VALUES ('a_oldest_ready', tests.make_task(role := 't13_a', scheduled_for := now() - interval '15 minutes'));
+INSERT INTO tests.fx VALUES ('a_done_1', pg_temp.completed('t13_a', interval '50 minutes', interval '45 minutes', interval '25 minutes'));
+INSERT INTO tests.fx VALUES ('a_done_2', pg_temp.completed('t13_a', interval '55 minutes', interval '50 minutes', interval '10 minutes'));
+INSERT INTO tests.fx VALUES ('a_failed', pg_temp.failed('t13_a', false));
+INSERT INTO tests.fx VALUES ('a_retried', pg_temp.failed('t13_a', true));
+INSERT INTO tests.fx SELECT 'a_claimed', id FROM pg_temp.claimed('t13_a', 't13-a-w1');
+INSERT INTO tests.fx SELECT 'a_running', id FROM pg_temp.claimed('t13_a', 't13-a-w3');
+SELECT start_task(t.id, t.worker_id, t.attempt) AS started FROM worker_tasks t WHERE t.id = (SELECT id FROM tests.fx WHERE name = 'a_running') \gset
+SELECT tests.age_heartbeat((SELECT id FROM tests.fx WHERE name = 'a_claimed'), interval '9 minutes') AS aged \gset
+SELECT tests.age_heartbeat((SELECT id FROM tests.fx WHERE name = 'a_running'), interval '11 minutes') AS aged \gset
+INSERT INTO tests.fx VALUES ('a_oldest_ready', tests.make_task(role := 't13_a', scheduled_for := now() - interval '15 minutes'));
 SELECT count(tests.make_task(role := 't13_a')) AS made FROM generate_series(1, 17) \gset
 SELECT count(tests.make_task(role := 't13_a', scheduled_for := now() + interval '1 hour')) AS made FROM generate_series(1, 3) \gset
 
 -- t13_b: 10 s and 30 s (mean 20 s: 180.0 tasks an hour), nothing pending.
-INSERT INTO fx VALUES ('b_done_1', pg_temp.completed('t13_b', interval '11 minutes', interval '10 minutes', interval '590 seconds'));
-INSERT INTO fx VALUES ('b_done_2', pg_temp.completed('t13_b', interval '6 minutes', interval '5 minutes', interval '270 seconds'));
+INSERT INTO tests.fx VALUES ('b_done_1', pg_temp.completed('t13_b', interval '11 minutes', interval '10 minutes', interval '590 seconds'));
+INSERT INTO tests.fx VALUES ('b_done_2', pg_temp.completed('t13_b', interval '6 minutes', interval '5 minutes', interval '270 seconds'));
 
 -- t13_c: 3 pending, no completion in the last hour.
 SELECT count(tests.make_task(role := 't13_c')) AS made FROM generate_series(1, 3) \gset
 
 -- t13_d: 600 s and 1200 s (mean 900 s: 4.0 tasks an hour), 10 pending.
-INSERT INTO fx VALUES ('d_done_1', pg_temp.completed('t13_d', interval '45 minutes', interval '40 minutes', interval '30 minutes'));
-INSERT INTO fx VALUES ('d_done_2', pg_temp.completed('t13_d', interval '50 minutes', interval '45 minutes', interval '25 minutes'));
+INSERT INTO tests.fx VALUES ('d_done_1', pg_temp.completed('t13_d', interval '45 minutes', interval '40 minutes', interval '30 minutes'));
+INSERT INTO tests.fx VALUES ('d_done_2', pg_temp.completed('t13_d', interval '50 minutes', interval '45 minutes', interval '25 minutes'));
 SELECT count(tests.make_task(role := 't13_d')) AS made FROM generate_series(1, 10) \gset
 
 -- Workers: t13_a has two seen now, one 3 minutes ago and one exactly 2 minutes ago; t13_c one
@@ -247,7 +244,7 @@ SELECT results_eq(
     $$SELECT a.worker_id, a.role, a.host, a.pid, a.last_seen_at, a.task_id, a.task_status, a.dispensary_id
       FROM v_active_workers a WHERE a.worker_id LIKE 't13-%' ORDER BY a.worker_id$$,
     $$VALUES ('t13-a-w1'::text, 't13_a'::text, 'host-t13-a-w1'::text, 4001, now(),
-              (SELECT id FROM fx WHERE name = 'a_claimed'), 'claimed'::text, NULL::integer),
+              (SELECT id FROM tests.fx WHERE name = 'a_claimed'), 'claimed'::text, NULL::integer),
              ('t13-a-w2', 't13_a', 'host-t13-a-w2', 4002, now(), NULL, NULL, NULL),
              ('t13-c-w1', 't13_c', 'host-t13-c-w1', 4005, now(), NULL, NULL, NULL)$$,
     'Should list the workers seen in the last 2 minutes, busy with their task or idle, and not the silent ones');
@@ -255,7 +252,7 @@ SELECT results_eq(
 SELECT results_eq(
     $$SELECT s.id, s.role, s.status, s.worker_id, s.attempt, s.silent_for, s.stale_threshold
       FROM v_stuck_tasks s WHERE s.role LIKE 't13\_%' ORDER BY s.id$$,
-    $$VALUES ((SELECT id FROM fx WHERE name = 'a_running'), 't13_a'::text, 'running'::text, 't13-a-w3'::text, 1,
+    $$VALUES ((SELECT id FROM tests.fx WHERE name = 'a_running'), 't13_a'::text, 'running'::text, 't13-a-w3'::text, 1,
               interval '11 minutes', interval '10 minutes')$$,
     'Should list a task silent past its role''s stale threshold, and not one silent for less');
 

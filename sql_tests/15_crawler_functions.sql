@@ -35,31 +35,9 @@ AS $$
                                 1000, encode(sha256(convert_to(payload.tag, 'UTF8')), 'hex'));
 $$;
 
--- pg_temp.fingerprint: everything the crawler functions write, as one hash.
-CREATE FUNCTION pg_temp.fingerprint()
-RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT md5(string_agg(r, E'\n' ORDER BY r))
-    FROM (SELECT d::text AS r FROM dispensaries d
-          UNION ALL SELECT p::text FROM raw_crawl_payloads p
-          UNION ALL SELECT c::text FROM crawl_payload_products c
-          UNION ALL SELECT s::text FROM store_products s
-          UNION ALL SELECT n::text FROM store_product_snapshots n) AS everything;
-$$;
-
--- pg_temp.rejects: throws_ok, then checks that the failed call wrote nothing.
-CREATE FUNCTION pg_temp.rejects(sql text, errcode text, message text, description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_before text := pg_temp.fingerprint();
-BEGIN
-    RETURN NEXT throws_ok(sql, errcode, message, 'Should reject ' || description);
-    RETURN NEXT is(pg_temp.fingerprint(), v_before, 'Should have written nothing for ' || description);
-END;
-$$;
+-- What a rejected call must leave as it was (tests.rejects' tables): every table the crawler
+-- functions write.
+\set written_tables '''{dispensaries, raw_crawl_payloads, crawl_payload_products, store_products, store_product_snapshots}'''
 
 /****************************************************************************/
 -- upsert_discovered_stores
@@ -108,39 +86,48 @@ SELECT is(upsert_discovered_stores('t15-platform', '[]'), '{}'::integer[],
 SELECT is(upsert_discovered_stores('t15-other-platform', '[{"platform_store_id": "s-1", "name": "Namesake"}]')
           = '{}'::integer[], false, 'Should key stores by platform too: the same id on another platform is new');
 
-SELECT * FROM pg_temp.rejects(
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform', '{"platform_store_id": "s-9", "name": "N"}')$$,
-    '22023', 'stores must be a JSON array of store objects, not object', 'stores that are not an array');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores must be a JSON array of store objects, not object', 'stores that are not an array',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform',
           '[{"platform_store_id": "s-9", "name": "Good"}, {"name": "No Id"}]')$$,
-    '22023', 'stores[1]: platform_store_id is required', 'a store without platform_store_id, after a good one');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores[1]: platform_store_id is required', 'a store without platform_store_id, after a good one',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform', '[{"platform_store_id": "s-9", "name": "  "}]')$$,
-    '22023', 'stores[0]: name must be a non-empty string, not "  "', 'a blank store name');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores[0]: name must be a non-empty string, not "  "', 'a blank store name',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform', '[{"platform_store_id": "s-9"}]')$$,
-    '22023', 'stores[0]: name is required', 'a store without a name');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores[0]: name is required', 'a store without a name',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform',
           '[{"platform_store_id": "s-9", "name": "A"}, {"platform_store_id": "s-10", "name": "B"},
             {"platform_store_id": "s-11", "name": "C", "state": "ca"}]')$$,
-    '22023', 'stores[2]: state must be a two-letter upper-case code, not "ca"', 'a bad state code');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores[2]: state must be a two-letter upper-case code, not "ca"', 'a bad state code',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform', '[{"platform_store_id": "s-9", "name": "A", "zip": "94612"}]')$$,
-    '22023', 'stores[0]: unknown field ''zip''', 'an unknown store field');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores[0]: unknown field ''zip''', 'an unknown store field',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform',
           '[{"platform_store_id": "s-9", "name": "A"}, {"platform_store_id": "s-9", "name": "B"}]')$$,
-    '22023', 'stores[1]: platform_store_id "s-9" appears twice (also stores[0])', 'a store listed twice');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'stores[1]: platform_store_id "s-9" appears twice (also stores[0])', 'a store listed twice',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('t15-platform',
           '[{"platform_store_id": "s-9", "name": "A", "menu_url": "http://127.0.0.1:1/t15/s-1"}]')$$,
     '23505', format('stores[0]: menu_url "http://127.0.0.1:1/t15/s-1" belongs to dispensary %s already', :green_id),
-    'a menu URL another store has');
-SELECT * FROM pg_temp.rejects(
+    'a menu URL another store has',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     $$SELECT upsert_discovered_stores('  ', '[]')$$,
-    '22023', 'platform must be a name of 1 to 100 characters, not ''  ''', 'a blank platform');
+    '22023', 'platform must be a name of 1 to 100 characters, not ''  ''', 'a blank platform',
+    tables := :written_tables);
 
 /****************************************************************************/
 -- record_crawl_payload, get_crawl_payload, get_dispensary
@@ -175,21 +162,25 @@ SELECT throws_ok(format('SELECT get_crawl_payload(%s)', :missing_payload_id),
 SELECT throws_ok(format('SELECT get_dispensary(%s)', :missing_store_id),
     'P0002', format('dispensary %s does not exist', :missing_store_id), 'Should say so when a store is unknown');
 
-SELECT * FROM pg_temp.rejects(
+SELECT * FROM tests.rejects(
     format($$SELECT record_crawl_payload(%s, %L, %L, 1000, repeat('cd', 32))$$, :store_id, :t1, :'p1_path'),
     '23505', format('storage_path %L is recorded already, as payload %s of dispensary %s',
                     :'p1_path', :p1, :store_id),
-    'another file at a recorded path');
-SELECT * FROM pg_temp.rejects(
+    'another file at a recorded path',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT record_crawl_payload(%s, %L, pg_temp.path(%s, %L, 'x'), 1000, repeat('ab', 32))$$,
            :missing_store_id, :t1, :missing_store_id, :t1),
-    'P0002', format('dispensary %s does not exist', :missing_store_id), 'a payload of an unknown store');
-SELECT * FROM pg_temp.rejects(
+    'P0002', format('dispensary %s does not exist', :missing_store_id), 'a payload of an unknown store',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT record_crawl_payload(%s, %L, pg_temp.path(%s, %L, 'x'), 1000, 'xyz')$$, :store_id, :t1, :store_id, :t1),
-    '22023', 'sha256 must be 64 hex digits, not ''xyz''', 'a checksum that is not sha256 hex');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'sha256 must be 64 hex digits, not ''xyz''', 'a checksum that is not sha256 hex',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT record_crawl_payload(%s, %L, pg_temp.path(%s, %L, 'x'), 0, repeat('ab', 32))$$, :store_id, :t1, :store_id, :t1),
-    '22023', 'size_bytes must be positive, not 0', 'an empty file');
+    '22023', 'size_bytes must be positive, not 0', 'an empty file',
+    tables := :written_tables);
 
 /****************************************************************************/
 -- mark_payload_corrupt
@@ -201,44 +192,55 @@ SELECT results_eq(
     format('SELECT status, error_message, applied_at FROM raw_crawl_payloads WHERE id = %s', :corrupt_id),
     $$VALUES ('corrupt'::text, 'gzip: unexpected end of file'::text, NULL::timestamptz)$$,
     'Should keep the corrupt payload with its error');
-SELECT * FROM pg_temp.rejects(
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[]')$$, :corrupt_id),
-    '55000', format('payload %s is corrupt: gzip: unexpected end of file', :corrupt_id), 'applying a corrupt payload');
-SELECT * FROM pg_temp.rejects(
+    '55000', format('payload %s is corrupt: gzip: unexpected end of file', :corrupt_id), 'applying a corrupt payload',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT mark_payload_corrupt(%s, 'x')$$, :missing_payload_id),
-    'P0002', format('payload %s does not exist', :missing_payload_id), 'marking an unknown payload');
-SELECT * FROM pg_temp.rejects(
+    'P0002', format('payload %s does not exist', :missing_payload_id), 'marking an unknown payload',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT mark_payload_corrupt(%s, '  ')$$, :p2),
-    '22023', 'error_message must say what is wrong with the payload, not be empty', 'marking without an error');
+    '22023', 'error_message must say what is wrong with the payload, not be empty', 'marking without an error',
+    tables := :written_tables);
 
 /****************************************************************************/
 -- apply_menu_payload: bad input first, on p1 (saved), then the payloads in order
 
-SELECT * FROM pg_temp.rejects(
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '{"id": "a"}')$$, :p1),
-    '22023', 'products must be a JSON array of product objects, not object', 'products that are not an array');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products must be a JSON array of product objects, not object', 'products that are not an array',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A"}, {"name": "No Id"}]')$$, :p1),
-    '22023', 'products[1]: id is required', 'a product without an id');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products[1]: id is required', 'a product without an id',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A", "price": -1}]')$$, :p1),
-    '22023', 'products[0]: price must be a number from 0 to 99999999.99 or null, not -1', 'a negative price');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products[0]: price must be a number from 0 to 99999999.99 or null, not -1', 'a negative price',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A"}, {"id": "b", "name": "B"},
                                              {"id": "c", "name": "C", "stock": 1.5}]')$$, :p1),
-    '22023', 'products[2]: stock must be a whole number from 0 up or null, not 1.5', 'a fractional stock');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products[2]: stock must be a whole number from 0 up or null, not 1.5', 'a fractional stock',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A"}, {"id": "a", "name": "A again"}]')$$, :p1),
-    '22023', 'products[1]: id "a" appears twice (also products[0])', 'a product listed twice');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products[1]: id "a" appears twice (also products[0])', 'a product listed twice',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A", "thc": 21.5}]')$$, :p1),
-    '22023', 'products[0]: unknown field ''thc''', 'an unknown product field');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products[0]: unknown field ''thc''', 'an unknown product field',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A", "price": "12.50"}]')$$, :p1),
-    '22023', 'products[0]: price must be a number from 0 to 99999999.99 or null, not "12.50"', 'a price as a string');
-SELECT * FROM pg_temp.rejects(
+    '22023', 'products[0]: price must be a number from 0 to 99999999.99 or null, not "12.50"', 'a price as a string',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[]')$$, :missing_payload_id),
-    'P0002', format('payload %s does not exist', :missing_payload_id), 'applying an unknown payload');
+    'P0002', format('payload %s does not exist', :missing_payload_id), 'applying an unknown payload',
+    tables := :written_tables);
 
 -- p1 (t1): a, b, c, d on the menu
 SELECT is(apply_menu_payload(:p1, $$[
@@ -276,13 +278,15 @@ SELECT is(apply_menu_payload(:p1, $$[
     'Should answer a payload applied twice with the first result');
 SELECT is((SELECT count(*) FROM store_product_snapshots WHERE dispensary_id = :store_id), 4::bigint,
           'Should add no snapshot when a payload is applied twice');
-SELECT * FROM pg_temp.rejects(
+SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "Alpha 3.5g", "price": 11}]')$$, :p1),
     '55000', format('payload %s was applied already, with other products', :p1),
-    'applying an applied payload with other products');
-SELECT * FROM pg_temp.rejects(
+    'applying an applied payload with other products',
+    tables := :written_tables);
+SELECT * FROM tests.rejects(
     format($$SELECT mark_payload_corrupt(%s, 'too late')$$, :p1),
-    '55000', format('payload %s is applied; it cannot be marked corrupt', :p1), 'marking an applied payload corrupt');
+    '55000', format('payload %s is applied; it cannot be marked corrupt', :p1), 'marking an applied payload corrupt',
+    tables := :written_tables);
 
 -- p2 (t2, same day): a's stock and b's price change, c is gone, d stays, e is new
 SELECT is(apply_menu_payload(:p2, $$[

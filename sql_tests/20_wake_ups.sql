@@ -13,9 +13,6 @@ INSERT INTO task_roles (role, requires_store, description) VALUES
     ('t20w_a', false, 'pgTAP 20_wake_ups: the role enqueued'),
     ('t20w_b', false, 'pgTAP 20_wake_ups: another role');
 
-CREATE FUNCTION pg_temp.waiting() RETURNS text[] LANGUAGE sql STABLE
-AS $$ SELECT coalesce(array_agg(w.worker_id ORDER BY w.worker_id), '{}') FROM task_worker_waits w $$;
-
 /****************************************************************************/
 -- Structure
 
@@ -43,7 +40,7 @@ SELECT is(mark_worker_waiting('t20w-1'), true, 'A first mark should say it is ne
 SELECT is(mark_worker_waiting('t20w-1'), false, 'A second mark should say the worker waits already');
 SELECT throws_ok($$SELECT mark_worker_waiting('t20w-nobody')$$, 'P0002', 'worker ''t20w-nobody'' is not registered',
     'An unregistered worker should not be able to wait');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-1'], 'Only the marked worker should be waiting');
+SELECT is(tests.waiting_workers(), ARRAY['t20w-1'], 'Only the marked worker should be waiting');
 
 /****************************************************************************/
 -- Waking
@@ -53,13 +50,13 @@ SELECT mark_worker_waiting(w) FROM unnest(ARRAY['t20w-2', 't20w-3', 't20w-b']) A
 UPDATE task_workers SET last_seen_at = taskpool_now() - interval '1 minute' WHERE worker_id = 't20w-1';
 UPDATE task_workers SET last_seen_at = taskpool_now() - interval '30 seconds' WHERE worker_id = 't20w-2';
 SELECT enqueue_task('t20w_a', scheduled_for := taskpool_now() + interval '1 hour');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-1', 't20w-2', 't20w-3', 't20w-b'],
+SELECT is(tests.waiting_workers(), ARRAY['t20w-1', 't20w-2', 't20w-3', 't20w-b'],
     'A task scheduled later should wake nobody');
 SELECT enqueue_task('t20w_a');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-1', 't20w-2', 't20w-b'],
+SELECT is(tests.waiting_workers(), ARRAY['t20w-1', 't20w-2', 't20w-b'],
     'One ready task should wake one waiting worker of its role, the freshest heartbeat first');
 SELECT count(*) FROM enqueue_tasks('[{"role": "t20w_a"}, {"role": "t20w_a"}, {"role": "t20w_a"}]');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-b'],
+SELECT is(tests.waiting_workers(), ARRAY['t20w-b'],
     'Three ready tasks should wake the two workers left, and no worker of another role');
 SELECT is((SELECT count(*) FROM task_worker_waits WHERE worker_id = 't20w-b'), 1::bigint,
     'The worker of another role should still wait');
@@ -70,19 +67,19 @@ SELECT is((SELECT count(*) FROM task_worker_waits WHERE worker_id = 't20w-b'), 1
 SELECT mark_worker_waiting('t20w-1');
 SELECT is((SELECT count(*) FROM claim_and_start_tasks('t20w_a', 't20w-2')), 1::bigint,
     'A worker that was woken should claim a task');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-1', 't20w-b'], 'A claim by a worker not waiting should change no mark');
+SELECT is(tests.waiting_workers(), ARRAY['t20w-1', 't20w-b'], 'A claim by a worker not waiting should change no mark');
 SELECT release_task(t.id, 't20w-2', t.attempt) FROM worker_tasks t WHERE t.worker_id = 't20w-2';
-SELECT is(pg_temp.waiting(), ARRAY['t20w-b'], 'A released task should wake a waiting worker of its role');
+SELECT is(tests.waiting_workers(), ARRAY['t20w-b'], 'A released task should wake a waiting worker of its role');
 SELECT mark_worker_waiting('t20w-1');
 SELECT is((SELECT count(*) FROM claim_and_start_tasks('t20w_a', 't20w-1')), 1::bigint,
     'A waiting worker should be able to claim without being woken');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-b'], 'A successful claim should take the claimer out of the waiting');
+SELECT is(tests.waiting_workers(), ARRAY['t20w-b'], 'A successful claim should take the claimer out of the waiting');
 SELECT mark_worker_waiting('t20w-3');
 SELECT is((SELECT count(*) FROM claim_and_start_tasks('t20w_b', 't20w-3')), 0::bigint,
     'A claim that finds nothing ...');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-3', 't20w-b'], '... should leave the worker waiting');
+SELECT is(tests.waiting_workers(), ARRAY['t20w-3', 't20w-b'], '... should leave the worker waiting');
 SELECT deregister_worker('t20w-b');
-SELECT is(pg_temp.waiting(), ARRAY['t20w-3'], 'A deregistered worker should wait no more');
+SELECT is(tests.waiting_workers(), ARRAY['t20w-3'], 'A deregistered worker should wait no more');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -89,9 +89,6 @@ SELECT is((SELECT status FROM worker_tasks WHERE id = :parent_id), 'claimed',
 /****************************************************************************/
 -- A store that frees up wakes a worker for its next ready task
 
-CREATE FUNCTION pg_temp.waiting() RETURNS text[] LANGUAGE sql STABLE
-AS $$ SELECT coalesce(array_agg(w.worker_id ORDER BY w.worker_id), '{}') FROM task_worker_waits w $$;
-
 -- Runs `outcome` on a running product_refresh of a store while a product_resync of the store
 -- waits, and a product_resync worker and a worker of another role sleep: who is still asleep?
 CREATE FUNCTION pg_temp.asleep_after(outcome text) RETURNS text[] LANGUAGE plpgsql
@@ -110,7 +107,7 @@ BEGIN
     PERFORM mark_worker_waiting('t25-resync');
     PERFORM mark_worker_waiting('t25-other');
     EXECUTE format(outcome, v_running.id, v_running.worker_id, v_running.attempt);
-    RETURN pg_temp.waiting();
+    RETURN tests.waiting_workers();
 END;
 $$;
 

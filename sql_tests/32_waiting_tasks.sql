@@ -10,35 +10,32 @@ VALUES ('t32_role', 'pgTAP 32_waiting_tasks', false, 3, '30 seconds', '1 hour');
 INSERT INTO platform_governance (platform, consecutive_failures, open_until)
 VALUES ('t32_down', 5, now() + interval '5 minutes');
 
--- fx: fixture name -> task id (sequences are not rolled back, so ids are never literals).
-CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL);
-
 /****************************************************************************/
 -- Fixture: one task per reason. The claimed ones first: a claim takes the highest priority.
 
 SELECT tests.make_store() AS busy_store \gset
-INSERT INTO fx SELECT 'running', id
+INSERT INTO tests.fx SELECT 'running', id
 FROM tests.make_claimed_task(worker_id := 't32-w1', role := 't32_role', dispensary_id := :busy_store, started := true);
-INSERT INTO fx SELECT 'retry', id FROM tests.make_claimed_task(worker_id := 't32-w2', role := 't32_role');
-SELECT status AS failed FROM fail_task((SELECT id FROM fx WHERE name = 'retry'), 't32-w2', 1, 'HTTP 503') \gset
-INSERT INTO fx SELECT 'retry_at', id FROM tests.make_claimed_task(worker_id := 't32-w3', role := 't32_role');
-SELECT status AS failed FROM fail_task((SELECT id FROM fx WHERE name = 'retry_at'), 't32-w3', 1, 'rate limited',
+INSERT INTO tests.fx SELECT 'retry', id FROM tests.make_claimed_task(worker_id := 't32-w2', role := 't32_role');
+SELECT status AS failed FROM fail_task((SELECT id FROM tests.fx WHERE name = 'retry'), 't32-w2', 1, 'HTTP 503') \gset
+INSERT INTO tests.fx SELECT 'retry_at', id FROM tests.make_claimed_task(worker_id := 't32-w3', role := 't32_role');
+SELECT status AS failed FROM fail_task((SELECT id FROM tests.fx WHERE name = 'retry_at'), 't32-w3', 1, 'rate limited',
                                        retry_at := now() + interval '7 minutes') \gset
-INSERT INTO fx SELECT 'snooze', id FROM tests.make_claimed_task(worker_id := 't32-w4', role := 't32_role');
-SELECT status AS snoozed FROM snooze_task((SELECT id FROM fx WHERE name = 'snooze'), 't32-w4', 1,
+INSERT INTO tests.fx SELECT 'snooze', id FROM tests.make_claimed_task(worker_id := 't32-w4', role := 't32_role');
+SELECT status AS snoozed FROM snooze_task((SELECT id FROM tests.fx WHERE name = 'snooze'), 't32-w4', 1,
                                           now() + interval '15 minutes') \gset
-INSERT INTO fx SELECT 'done', id FROM tests.make_claimed_task(worker_id := 't32-w5', role := 't32_role');
-SELECT status AS completed FROM complete_task((SELECT id FROM fx WHERE name = 'done'), 't32-w5', 1) \gset
+INSERT INTO tests.fx SELECT 'done', id FROM tests.make_claimed_task(worker_id := 't32-w5', role := 't32_role');
+SELECT status AS completed FROM complete_task((SELECT id FROM tests.fx WHERE name = 'done'), 't32-w5', 1) \gset
 
-INSERT INTO fx VALUES ('worker', tests.make_task(role := 't32_role', scheduled_for := now() - interval '2 minutes'));
-INSERT INTO fx VALUES ('schedule', tests.make_task(role := 't32_role', scheduled_for := now() + interval '1 hour'));
-INSERT INTO fx VALUES ('store', tests.make_task(role := 't32_role', dispensary_id := :busy_store));
-INSERT INTO fx SELECT 'circuit', id FROM enqueue_task('t32_role', platform := 't32_down');
+INSERT INTO tests.fx VALUES ('worker', tests.make_task(role := 't32_role', scheduled_for := now() - interval '2 minutes'));
+INSERT INTO tests.fx VALUES ('schedule', tests.make_task(role := 't32_role', scheduled_for := now() + interval '1 hour'));
+INSERT INTO tests.fx VALUES ('store', tests.make_task(role := 't32_role', dispensary_id := :busy_store));
+INSERT INTO tests.fx SELECT 'circuit', id FROM enqueue_task('t32_role', platform := 't32_down');
 -- Scheduled after the circuit reopens: the schedule is what it waits for.
-INSERT INTO fx SELECT 'circuit_then_schedule', id
+INSERT INTO tests.fx SELECT 'circuit_then_schedule', id
 FROM enqueue_task('t32_role', platform := 't32_down', scheduled_for := now() + interval '1 hour');
-INSERT INTO fx SELECT 'cancelled', id FROM enqueue_task('t32_role');
-SELECT status AS cancelled FROM cancel_task((SELECT id FROM fx WHERE name = 'cancelled')) \gset
+INSERT INTO tests.fx SELECT 'cancelled', id FROM enqueue_task('t32_role');
+SELECT status AS cancelled FROM cancel_task((SELECT id FROM tests.fx WHERE name = 'cancelled')) \gset
 
 /****************************************************************************/
 -- Structure
@@ -54,7 +51,7 @@ SELECT columns_are('v_waiting_tasks', ARRAY[
 
 SELECT results_eq(
     $$SELECT fx.name, w.waiting_for, w.ready_at
-      FROM v_waiting_tasks w JOIN fx ON fx.id = w.id ORDER BY fx.name$$,
+      FROM v_waiting_tasks w JOIN tests.fx ON fx.id = w.id ORDER BY fx.name$$,
     $$VALUES ('circuit', 'circuit', now() + interval '5 minutes'),
              ('circuit_then_schedule', 'schedule', now() + interval '1 hour'),
              ('retry', 'retry', now() + interval '30 seconds'),
@@ -67,22 +64,22 @@ SELECT results_eq(
     'Should say what each active task waits for and from when it can be claimed, and list no finished task');
 SELECT results_eq(
     $$SELECT w.status, w.worker_id, w.attempt, w.retry_count, w.error_message
-      FROM v_waiting_tasks w JOIN fx ON fx.id = w.id WHERE fx.name IN ('running', 'retry') ORDER BY fx.name$$,
+      FROM v_waiting_tasks w JOIN tests.fx ON fx.id = w.id WHERE fx.name IN ('running', 'retry') ORDER BY fx.name$$,
     $$VALUES ('pending', NULL::text, 1, 1, 'HTTP 503'), ('running', 't32-w1', 1, 0, NULL)$$,
     'Should give a retry its failure and a running task its worker');
 
 -- The claim agrees: of all these, it takes only the one waiting for a worker.
 SELECT is(ARRAY(SELECT id FROM claim_tasks('t32_role', 't32-w6', 10)),
-          ARRAY[(SELECT id FROM fx WHERE name = 'worker')],
+          ARRAY[(SELECT id FROM tests.fx WHERE name = 'worker')],
           'Should claim exactly the task the view says waits for a worker');
-SELECT is((SELECT waiting_for FROM v_waiting_tasks WHERE id = (SELECT id FROM fx WHERE name = 'worker')), 'handler',
+SELECT is((SELECT waiting_for FROM v_waiting_tasks WHERE id = (SELECT id FROM tests.fx WHERE name = 'worker')), 'handler',
     'Should say a task just claimed waits for its handler');
 
 -- Time moves on: retries and the circuit pass, the store's task ends.
-SELECT status AS completed FROM complete_task((SELECT id FROM fx WHERE name = 'running'), 't32-w1', 1) \gset
+SELECT status AS completed FROM complete_task((SELECT id FROM tests.fx WHERE name = 'running'), 't32-w1', 1) \gset
 SELECT set_taskpool_clock_offset('10 minutes') AS shifted \gset
 SELECT results_eq(
-    $$SELECT fx.name, w.waiting_for FROM v_waiting_tasks w JOIN fx ON fx.id = w.id
+    $$SELECT fx.name, w.waiting_for FROM v_waiting_tasks w JOIN tests.fx ON fx.id = w.id
       WHERE fx.name IN ('circuit', 'retry', 'retry_at', 'store') ORDER BY fx.name$$,
     $$VALUES ('circuit', 'worker'), ('retry', 'worker'), ('retry_at', 'worker'), ('store', 'worker')$$,
     'Should say a task waits for a worker once its backoff, its circuit and its store''s other task are over');

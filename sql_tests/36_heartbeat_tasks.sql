@@ -21,18 +21,6 @@ INSERT INTO task_roles (role, description) VALUES
 CREATE ROLE t36_worker_login LOGIN IN ROLE taskpool_worker;
 CREATE ROLE t36_nobody NOLOGIN;
 
-CREATE TEMP TABLE fx (name text PRIMARY KEY, id bigint NOT NULL, attempt integer NOT NULL);
-CREATE TEMP TABLE snap (name text PRIMARY KEY, row_before jsonb NOT NULL);
-CREATE FUNCTION pg_temp.fx(name text) RETURNS bigint LANGUAGE sql STABLE
-AS $$ SELECT f.id FROM fx f WHERE f.name = fx.name $$;
-CREATE FUNCTION pg_temp.task_row(name text) RETURNS jsonb LANGUAGE sql STABLE
-AS $$ SELECT to_jsonb(t) FROM worker_tasks t WHERE t.id = pg_temp.fx(task_row.name) $$;
-CREATE FUNCTION pg_temp.snapshot_all() RETURNS void LANGUAGE sql
-AS $$ DELETE FROM snap; INSERT INTO snap SELECT f.name, pg_temp.task_row(f.name) FROM fx f WHERE pg_temp.task_row(f.name) IS NOT NULL $$;
-CREATE FUNCTION pg_temp.changed() RETURNS text[] LANGUAGE sql STABLE
-AS $$ SELECT coalesce(array_agg(s.name ORDER BY s.name), '{}') FROM snap s
-      WHERE pg_temp.task_row(s.name) IS DISTINCT FROM s.row_before $$;
-
 /****************************************************************************/
 -- Structure and grants
 
@@ -60,75 +48,75 @@ SELECT ok(NOT has_function_privilege('t36_nobody', 'heartbeat_tasks(text, bigint
 -- w36 holds: a claimed task, a running one, one an operator asked to cancel. It held: one
 -- recovered and re-claimed by w36-other, one recovered and re-claimed by w36 itself (attempt 2),
 -- one it completed. And one task id was never there.
-INSERT INTO fx SELECT 'claimed', t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_claimed') t;
-INSERT INTO fx SELECT 'running', t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_running', started := true) t;
-INSERT INTO fx SELECT 'cancel',  t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_cancel', started := true) t;
-INSERT INTO fx SELECT 'other',   t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_other', started := true) t;
-INSERT INTO fx SELECT 'again',   t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_again', started := true) t;
-INSERT INTO fx SELECT 'done',    t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_done', started := true) t;
-INSERT INTO fx SELECT 'gone', max(id) + 1000000, 1 FROM worker_tasks;
+INSERT INTO tests.fx SELECT 'claimed', t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_claimed') t;
+INSERT INTO tests.fx SELECT 'running', t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_running', started := true) t;
+INSERT INTO tests.fx SELECT 'cancel',  t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_cancel', started := true) t;
+INSERT INTO tests.fx SELECT 'other',   t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_other', started := true) t;
+INSERT INTO tests.fx SELECT 'again',   t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_again', started := true) t;
+INSERT INTO tests.fx SELECT 'done',    t.id, t.attempt FROM tests.make_claimed_task('w36', 't36_done', started := true) t;
+INSERT INTO tests.fx SELECT 'gone', max(id) + 1000000, 1 FROM worker_tasks;
 
-SELECT cancel_requested_at IS NOT NULL AS requested FROM cancel_task(pg_temp.fx('cancel')) \gset
-SELECT tests.age_heartbeat(pg_temp.fx('other'), interval '11 minutes') AS aged \gset
-SELECT tests.age_heartbeat(pg_temp.fx('again'), interval '11 minutes') AS aged \gset
+SELECT cancel_requested_at IS NOT NULL AS requested FROM cancel_task(tests.fx('cancel')) \gset
+SELECT tests.age_heartbeat(tests.fx('other'), interval '11 minutes') AS aged \gset
+SELECT tests.age_heartbeat(tests.fx('again'), interval '11 minutes') AS aged \gset
 SELECT is(recover_stale_tasks(10), 2, 'Should recover the two silent tasks as stale');
 SELECT is((SELECT (t).attempt FROM (SELECT claim_task('t36_other', 'w36-other') AS t) c), 2,
     'w36-other should re-claim one at attempt 2');
 SELECT is((SELECT (t).attempt FROM (SELECT claim_task('t36_again', 'w36') AS t) c), 2,
     'w36 should re-claim the other at attempt 2');
-SELECT is((complete_task(pg_temp.fx('done'), 'w36', 1)).status, 'completed', 'w36 should complete one task');
+SELECT is((complete_task(tests.fx('done'), 'w36', 1)).status, 'completed', 'w36 should complete one task');
 -- The live attempts' heartbeats a minute old: a heartbeat is seen to move them.
-SELECT tests.age_heartbeat(f.id, interval '1 minute') FROM fx f
+SELECT tests.age_heartbeat(f.id, interval '1 minute') FROM tests.fx f
 WHERE f.name IN ('claimed', 'running', 'cancel', 'other', 'again');
-SELECT pg_temp.snapshot_all();
+SELECT tests.snapshot_all();
 
 -- On taskpool's clock, which an offset tells from now().
 SELECT set_taskpool_clock_offset('3 minutes') AS shifted \gset
 CREATE TEMP TABLE batch AS
 SELECT * FROM heartbeat_tasks('w36',
-    ARRAY(SELECT pg_temp.fx(n) FROM unnest(ARRAY['gone', 'done', 'again', 'other', 'cancel', 'running', 'claimed']) AS n),
+    ARRAY(SELECT tests.fx(n) FROM unnest(ARRAY['gone', 'done', 'again', 'other', 'cancel', 'running', 'claimed']) AS n),
     ARRAY[1, 1, 1, 1, 1, 1, 1]);
 SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 SELECT results_eq(
     $$SELECT task_id, answer FROM batch$$,
-    $$SELECT pg_temp.fx(e.name), e.answer
+    $$SELECT tests.fx(e.name), e.answer
       FROM (VALUES ('gone', 'not_found', 1), ('done', 'lost', 2), ('again', 'lost', 3), ('other', 'lost', 4),
                    ('cancel', 'cancel_requested', 5), ('running', 'continue', 6), ('claimed', 'continue', 7))
            AS e(name, answer, pos)
       ORDER BY e.pos$$,
     'Should answer each task in the order given: not_found, lost (completed, a later attempt, another worker), cancel_requested, continue');
-SELECT is(pg_temp.changed(), ARRAY['cancel', 'claimed', 'running'],
+SELECT is(tests.changed(), ARRAY['cancel', 'claimed', 'running'],
     'Should change only the rows of the attempts the worker holds');
 SELECT results_eq(
-    $$SELECT last_heartbeat_at FROM worker_tasks WHERE id IN (pg_temp.fx('cancel'), pg_temp.fx('claimed'), pg_temp.fx('running'))$$,
+    $$SELECT last_heartbeat_at FROM worker_tasks WHERE id IN (tests.fx('cancel'), tests.fx('claimed'), tests.fx('running'))$$,
     $$VALUES (now() + interval '3 minutes'), (now() + interval '3 minutes'), (now() + interval '3 minutes')$$,
     'Should set their last_heartbeat_at to taskpool_now()');
-SELECT is((SELECT to_jsonb(t) - 'last_heartbeat_at' - 'updated_at' FROM worker_tasks t WHERE t.id = pg_temp.fx('running')),
-    (SELECT s.row_before - 'last_heartbeat_at' - 'updated_at' FROM snap s WHERE s.name = 'running'),
+SELECT is((SELECT to_jsonb(t) - 'last_heartbeat_at' - 'updated_at' FROM worker_tasks t WHERE t.id = tests.fx('running')),
+    (SELECT s.row_before - 'last_heartbeat_at' - 'updated_at' FROM tests.snapshots s WHERE s.name = 'running'),
     'Should change nothing of a heartbeated row but its heartbeat (and updated_at)');
 
 -- The same answers as heartbeat_task gives for each, one by one.
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY(SELECT id FROM fx ORDER BY name), ARRAY(SELECT attempt FROM fx ORDER BY name))$$,
-    $$SELECT heartbeat_task(id, 'w36', attempt) FROM fx ORDER BY name$$,
+    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY(SELECT id FROM tests.fx ORDER BY name), ARRAY(SELECT attempt FROM tests.fx ORDER BY name))$$,
+    $$SELECT heartbeat_task(id, 'w36', attempt) FROM tests.fx ORDER BY name$$,
     'Should answer for each task what heartbeat_task answers for it');
 
 /****************************************************************************/
 -- Fencing: the right attempt of the right worker, nothing else
 
-SELECT pg_temp.snapshot_all();
+SELECT tests.snapshot_all();
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36-thief', ARRAY[pg_temp.fx('running'), pg_temp.fx('claimed')], ARRAY[1, 1])$$,
+    $$SELECT answer FROM heartbeat_tasks('w36-thief', ARRAY[tests.fx('running'), tests.fx('claimed')], ARRAY[1, 1])$$,
     $$VALUES ('lost'::text), ('lost')$$,
     'Should answer lost to another worker heartbeating tasks it does not hold');
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY[pg_temp.fx('running'), pg_temp.fx('again')], ARRAY[2, 1])$$,
+    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY[tests.fx('running'), tests.fx('again')], ARRAY[2, 1])$$,
     $$VALUES ('lost'::text), ('lost')$$,
     'Should answer lost to the worker heartbeating another attempt than the one it holds');
-SELECT is(pg_temp.changed(), '{}'::text[], 'Should leave every row unchanged for lost heartbeats');
+SELECT is(tests.changed(), '{}'::text[], 'Should leave every row unchanged for lost heartbeats');
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36-other', ARRAY[pg_temp.fx('other')], ARRAY[2])$$,
+    $$SELECT answer FROM heartbeat_tasks('w36-other', ARRAY[tests.fx('other')], ARRAY[2])$$,
     $$VALUES ('continue'::text)$$,
     'Should answer continue to the new owner''s heartbeat');
 SELECT is_empty($$SELECT * FROM heartbeat_tasks('w36', '{}', '{}')$$, 'Should answer no rows for no tasks');
@@ -136,37 +124,37 @@ SELECT is_empty($$SELECT * FROM heartbeat_tasks('w36', '{}', '{}')$$, 'Should an
 /****************************************************************************/
 -- Bad input: refused, nothing changed
 
-SELECT pg_temp.snapshot_all();
+SELECT tests.snapshot_all();
 SELECT throws_ok(
-    format($$SELECT * FROM heartbeat_tasks(NULL, ARRAY[%s], ARRAY[1])$$, pg_temp.fx('running')),
+    format($$SELECT * FROM heartbeat_tasks(NULL, ARRAY[%s], ARRAY[1])$$, tests.fx('running')),
     '22004', 'worker_id, task_ids and attempts are all required, and no task id or attempt may be NULL',
     'Should refuse a NULL worker_id');
 SELECT throws_ok($$SELECT * FROM heartbeat_tasks('w36', NULL, ARRAY[1])$$,
     '22004', NULL, 'Should refuse NULL task_ids');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s], NULL)$$, pg_temp.fx('running')),
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s], NULL)$$, tests.fx('running')),
     '22004', NULL, 'Should refuse NULL attempts');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, NULL], ARRAY[1, 1])$$, pg_temp.fx('running')),
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, NULL], ARRAY[1, 1])$$, tests.fx('running')),
     '22004', NULL, 'Should refuse a NULL task id');
 SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s], ARRAY[1, NULL])$$,
-                        pg_temp.fx('running'), pg_temp.fx('claimed')),
+                        tests.fx('running'), tests.fx('claimed')),
     '22004', NULL, 'Should refuse a NULL attempt');
 SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s], ARRAY[1])$$,
-                        pg_temp.fx('running'), pg_temp.fx('claimed')),
+                        tests.fx('running'), tests.fx('claimed')),
     '22023', 'task_ids and attempts must be one-dimensional arrays of the same length, not 2 and 1',
     'Should refuse arrays of different lengths');
 SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[[%s, %s]], ARRAY[[1, 1]])$$,
-                        pg_temp.fx('running'), pg_temp.fx('claimed')),
+                        tests.fx('running'), tests.fx('claimed')),
     '22023', NULL, 'Should refuse two-dimensional arrays');
 SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s, %s], ARRAY[1, 1, 1])$$,
-                        pg_temp.fx('running'), pg_temp.fx('claimed'), pg_temp.fx('running')),
-    '22023', format('task_ids repeats task %s', pg_temp.fx('running')),
+                        tests.fx('running'), tests.fx('claimed'), tests.fx('running')),
+    '22023', format('task_ids repeats task %s', tests.fx('running')),
     'Should refuse a task given twice');
 SELECT throws_ok(
     format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s] || ARRAY(SELECT -g::bigint FROM generate_series(1, 1000) g),
-                                           array_fill(1, ARRAY[1001]))$$, pg_temp.fx('running')),
+                                           array_fill(1, ARRAY[1001]))$$, tests.fx('running')),
     '22023', 'task_ids has 1001 entries; at most 1000 go in one call',
     'Should refuse more than 1000 tasks');
-SELECT is(pg_temp.changed(), '{}'::text[], 'Should leave every row unchanged after the refused calls');
+SELECT is(tests.changed(), '{}'::text[], 'Should leave every row unchanged after the refused calls');
 SELECT is((SELECT count(*) FROM heartbeat_tasks('w36', ARRAY(SELECT -g::bigint FROM generate_series(1, 1000) g),
                                                 array_fill(1, ARRAY[1000]))),
     1000::bigint, 'Should take 1000 tasks in one call');

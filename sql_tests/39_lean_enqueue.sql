@@ -155,19 +155,16 @@ SELECT isnt((SELECT id FROM enqueue_task('t38_free', dedupe_key := 't38:key')), 
 /****************************************************************************/
 -- Wake-ups
 
-CREATE FUNCTION pg_temp.waiting() RETURNS text[] LANGUAGE sql STABLE
-AS $$ SELECT coalesce(array_agg(w.worker_id ORDER BY w.worker_id), '{}') FROM task_worker_waits w WHERE w.role = 't38_wake' $$;
-
 SELECT register_worker(w, 't38_wake', 'host', 1) FROM unnest(ARRAY['t38-1', 't38-2']) AS w;
 SELECT enqueue_task('t38_wake');
 SELECT is((SELECT count(*) FROM task_wake_requests), 0::bigint,
     'An enqueue with no worker waiting should leave no wake-up request behind');
 SELECT mark_worker_waiting(w) FROM unnest(ARRAY['t38-1', 't38-2']) AS w;
-SELECT is(pg_temp.waiting(), ARRAY['t38-1', 't38-2'], 'Both workers should wait');
+SELECT is(tests.waiting_workers('t38_wake'), ARRAY['t38-1', 't38-2'], 'Both workers should wait');
 SELECT enqueue_task('t38_wake');
-SELECT is(cardinality(pg_temp.waiting()), 1, 'One enqueue_task should wake one waiting worker');
+SELECT is(cardinality(tests.waiting_workers('t38_wake')), 1, 'One enqueue_task should wake one waiting worker');
 INSERT INTO worker_tasks (role) VALUES ('t38_wake');
-SELECT is(pg_temp.waiting(), ARRAY[]::text[], 'An operator''s INSERT of a ready task should wake the other');
+SELECT is(tests.waiting_workers('t38_wake'), ARRAY[]::text[], 'An operator''s INSERT of a ready task should wake the other');
 SELECT is((SELECT count(*) FROM task_wake_requests), 0::bigint,
     'The wake-ups done should leave no request behind');
 

@@ -9,19 +9,6 @@ SET CONSTRAINTS ALL IMMEDIATE;
 INSERT INTO task_roles (role, requires_store, max_retries, description) VALUES
     ('t45', false, 0, 'pgTAP 45_headers_parents_waits');
 
--- pg_temp.rejects: throws_ok, then checks that the failed call left worker_tasks as it was.
-CREATE FUNCTION pg_temp.rejects(sql text, errcode text, message text, description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_before bigint := (SELECT count(*) FROM worker_tasks);
-BEGIN
-    RETURN NEXT throws_ok(sql, errcode, message, 'Should reject ' || description);
-    RETURN NEXT is((SELECT count(*) FROM worker_tasks), v_before, 'Should write no task for ' || description);
-END;
-$$;
-
 /****************************************************************************/
 -- headers
 
@@ -38,16 +25,16 @@ SELECT results_eq(
 SELECT is((SELECT headers FROM enqueue_task('t45', '{"x": 1}', dedupe_key := 't45:h', headers := '{"k": "v"}')),
           '{"k": "v"}'::jsonb, 'Should keep headers with a dedupe key');
 
-SELECT pg_temp.rejects($$SELECT enqueue_task('t45', headers := '{"n": 1}')$$,
+SELECT tests.rejects($$SELECT enqueue_task('t45', headers := '{"n": 1}')$$,
     '22023', 'header "n" must be a string, not number', 'a header that is not a string');
-SELECT pg_temp.rejects($$SELECT enqueue_task('t45', headers := '["traceparent"]')$$,
+SELECT tests.rejects($$SELECT enqueue_task('t45', headers := '["traceparent"]')$$,
     '22023', 'headers must be a JSON object of strings, not array', 'headers that are not an object');
-SELECT pg_temp.rejects($$SELECT enqueue_tasks('[{"role": "t45"}, {"role": "t45", "headers": {"": "x"}}]')$$,
+SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "t45"}, {"role": "t45", "headers": {"": "x"}}]')$$,
     '22023', 'tasks[1]: header name "" must have 1 to 100 characters', 'an empty header name, naming the spec');
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     $$SELECT enqueue_task('t45', headers := (SELECT jsonb_object_agg('h' || i, 'v') FROM generate_series(1, 33) i))$$,
     '22023', 'headers has 33 entries; at most 32 are allowed', 'more than 32 headers');
-SELECT pg_temp.rejects(
+SELECT tests.rejects(
     $$SELECT enqueue_task('t45', headers := jsonb_build_object('big', repeat('x', 9000)))$$,
     '22023', 'headers are 9011 bytes; at most 8192 are allowed', 'headers over 8192 bytes');
 

@@ -109,3 +109,160 @@ AS $$
                   coalesce(host(inet_server_addr()), split_part(current_setting('unix_socket_directories'), ',', 1)),
                   session_conninfo.application_name);
 $$;
+
+/****************************************************************************/
+-- Lookups and assertions shared by the test files
+
+-- tests.fx: fixture name -> task id (and, where a file keeps it, the attempt it holds), filled by
+-- each file and rolled back with it. Sequences are not rolled back, so ids are never literals.
+CREATE TABLE IF NOT EXISTS tests.fx (
+    name    text PRIMARY KEY,
+    id      bigint NOT NULL,
+    attempt integer
+);
+
+-- tests.fx(name)
+-- The id of a named fixture; NULL when the file named none so.
+CREATE OR REPLACE FUNCTION tests.fx(name text)
+RETURNS bigint
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT f.id FROM tests.fx f WHERE f.name = fx.name;
+$$;
+
+-- tests.task_row
+-- A task's whole row as JSON, to compare before and after a call; NULL when there is no such task.
+CREATE OR REPLACE FUNCTION tests.task_row(task_id bigint)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT to_jsonb(t) FROM worker_tasks t WHERE t.id = task_row.task_id;
+$$;
+
+-- tests.snapshots: task rows kept by name, to show that a call left them as they were.
+CREATE TABLE IF NOT EXISTS tests.snapshots (
+    name       text PRIMARY KEY,
+    row_before jsonb NOT NULL
+);
+
+-- tests.snapshot
+-- Keeps the row of the fixture `name` (tests.fx) as it is now.
+CREATE OR REPLACE FUNCTION tests.snapshot(name text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    INSERT INTO tests.snapshots (name, row_before)
+    VALUES (snapshot.name, tests.task_row(tests.fx(snapshot.name)))
+    ON CONFLICT ON CONSTRAINT snapshots_pkey DO UPDATE SET row_before = excluded.row_before;
+$$;
+
+-- tests.snapshot_all
+-- Keeps the row of every fixture whose task exists, forgetting earlier snapshots.
+CREATE OR REPLACE FUNCTION tests.snapshot_all()
+RETURNS void
+LANGUAGE sql
+AS $$
+    DELETE FROM tests.snapshots;
+    INSERT INTO tests.snapshots (name, row_before)
+    SELECT f.name, tests.task_row(f.id) FROM tests.fx f WHERE tests.task_row(f.id) IS NOT NULL;
+$$;
+
+-- tests.unchanged
+-- Whether the fixture `name`'s row is as tests.snapshot kept it.
+CREATE OR REPLACE FUNCTION tests.unchanged(name text)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT tests.task_row(tests.fx(unchanged.name)) = s.row_before
+    FROM tests.snapshots s
+    WHERE s.name = unchanged.name;
+$$;
+
+-- tests.changed
+-- The names of the kept rows that changed since their snapshot, in order; empty when none did.
+CREATE OR REPLACE FUNCTION tests.changed()
+RETURNS text[]
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT coalesce(array_agg(s.name ORDER BY s.name), '{}')
+    FROM tests.snapshots s
+    WHERE tests.task_row(tests.fx(s.name)) IS DISTINCT FROM s.row_before;
+$$;
+
+-- tests.waiting_workers
+-- The workers marked waiting (task_worker_waits), of one role or of any, in order.
+CREATE OR REPLACE FUNCTION tests.waiting_workers(role text DEFAULT NULL)
+RETURNS text[]
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT coalesce(array_agg(w.worker_id ORDER BY w.worker_id), '{}')
+    FROM task_worker_waits w
+    WHERE waiting_workers.role IS NULL OR w.role = waiting_workers.role;
+$$;
+
+-- tests.error_hint
+-- The hint of the error a statement raises, NULL when it raises none (pgTAP's throws_ok checks
+-- only the code and the message).
+CREATE OR REPLACE FUNCTION tests.error_hint(sql text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_hint text;
+BEGIN
+    EXECUTE error_hint.sql;
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
+    RETURN v_hint;
+END;
+$$;
+
+-- tests.fingerprint
+-- Every row of the tables given as one hash per table: equal before and after a call, the call
+-- wrote nothing to them.
+CREATE OR REPLACE FUNCTION tests.fingerprint(tables regclass[])
+RETURNS text
+LANGUAGE plpgsql
+STABLE
+AS $$
+DECLARE
+    v_table regclass;
+    v_hash  text;
+    v_all   text := '';
+BEGIN
+    FOREACH v_table IN ARRAY fingerprint.tables LOOP
+        EXECUTE format('SELECT md5(coalesce(string_agg(r::text, E''\n'' ORDER BY r::text), '''')) FROM %s AS r', v_table)
+            INTO v_hash;
+        v_all := v_all || v_table::text || ' ' || v_hash || E'\n';
+    END LOOP;
+    RETURN v_all;
+END;
+$$;
+
+-- tests.rejects
+-- Two tests: the statement raises errcode with message (throws_ok), and it left the tables
+-- given as they were (worker_tasks unless told).
+CREATE OR REPLACE FUNCTION tests.rejects(
+    sql         text,
+    errcode     text,
+    message     text,
+    description text,
+    tables      regclass[] DEFAULT '{worker_tasks}')
+RETURNS SETOF text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_before text := tests.fingerprint(rejects.tables);
+BEGIN
+    RETURN NEXT throws_ok(rejects.sql, rejects.errcode, rejects.message, 'Should reject ' || rejects.description);
+    RETURN NEXT is(tests.fingerprint(rejects.tables), v_before,
+                   format('Should leave %s unchanged after %s',
+                          array_to_string(rejects.tables, ', '), rejects.description));
+END;
+$$;
