@@ -19,7 +19,7 @@ PAGES = sorted(DOCS.glob("*.md"))
 # other pages' shell blocks start workers, the demo or the bench, which tests of their own run.
 RUN_SHELL = {"cli.md"}
 
-# The pages the README's table of contents promises (issue 15).
+# The pages the README's table of contents promises.
 PROMISED = {
     "README.md", "concepts.md", "sql-reference.md", "worker.md", "workers.md", "cli.md",
     "schedules.md", "operations.md", "performance.md", "reliability.md", "crawler.md",

@@ -1,5 +1,5 @@
 """The README's examples, run as they stand on a fresh deploy, so that a newcomer who follows
-the README verbatim meets no wall (issue 12). The blocks are read from README.md itself, as a
+the README verbatim meets no wall. The blocks are read from README.md itself, as a
 CommonMark parser (markdown-it-py) sees them, so an edited or added example is tested as written:
 
 - "Two commands": `make psql` on a fresh, empty database, with the SQL its comment says to type;
