@@ -109,3 +109,13 @@ def test_github_slugs() -> None:
     assert github_slug("Wake-ups: LISTEN/NOTIFY at commit") == "wake-ups-listennotify-at-commit"
     assert github_slug("The crawler's data") == "the-crawlers-data"
     assert github_slug("The reference crawler and make demo") == "the-reference-crawler-and-make-demo"
+
+
+def test_the_readme_is_a_front_page_that_links_every_page() -> None:
+    """At most 250 lines, and one hop from it to every page of docs/."""
+    readme = REPO_ROOT / "README.md"
+    text = readme.read_text()
+    assert len(text.splitlines()) <= 250, "README.md is the front page: at most 250 lines; move the rest into docs/"
+    linked = {(readme.parent / unquote(urlsplit(target).path)).resolve() for _, target in links_of(text)}
+    unlinked = [page.name for page in sorted((REPO_ROOT / "docs").glob("*.md")) if page.resolve() not in linked]
+    assert unlinked == [], f"README.md's table of contents lacks {unlinked}"
