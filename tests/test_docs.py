@@ -21,7 +21,7 @@ RUN_SHELL = {"cli.md"}
 
 # The pages the README's table of contents promises.
 PROMISED = {
-    "README.md", "concepts.md", "sql-reference.md", "worker.md", "workers.md", "cli.md",
+    "README.md", "concepts.md", "sql-reference.md", "worker.md", "cli.md",
     "schedules.md", "operations.md", "performance.md", "reliability.md", "crawler.md",
     "client.md", "supervisor.md", "commands.md", "testing.md", "tracing.md",
 }
