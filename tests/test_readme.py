@@ -1,5 +1,5 @@
 """The README's examples, run as they stand on a fresh deploy, so that a newcomer who follows
-the README verbatim meets no wall (issue 12). The blocks are read from README.md itself, as a
+the README verbatim meets no wall. The blocks are read from README.md itself, as a
 CommonMark parser (markdown-it-py) sees them, so an edited or added example is tested as written:
 
 - "Two commands": `make psql` on a fresh, empty database, with the SQL its comment says to type;
@@ -11,7 +11,8 @@ CommonMark parser (markdown-it-py) sees them, so an edited or added example is t
 - every ```python block compiles.
 
 A block that cannot run as it stands carries a visible mark, an HTML comment on the line just
-before it, `<!-- not run by tests/test_readme.py: why -->`, used sparingly.
+before it, `<!-- not run by tests/test_readme.py: why -->`, used sparingly (in docs/, the same
+mark names tests/test_docs.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from conftest import REPO_ROOT
 from markdown_it import MarkdownIt
 
 README = REPO_ROOT / "README.md"
-NOT_RUN = re.compile(r"<!-- not run by tests/test_readme\.py: (?P<why>\S[^\n]*?) -->\n?")
+# docs/ pages (tests/test_docs.py) carry the same mark, naming their own test.
+NOT_RUN = re.compile(r"<!-- not run by tests/test_(?:readme|docs)\.py: (?P<why>\S[^\n]*?) -->\n?")
+MARKED = re.compile(r"tests/test_(?:readme|docs)\.py")
 FENCE_KINDS = {"sql": "sql", "sh": "shell", "bash": "shell", "shell": "shell", "python": "python"}
 TWO_COMMANDS = "Two commands"
 MAKE_LINE = re.compile(r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*make(?:\s|$)")
@@ -54,13 +57,14 @@ class Example:
     text: str
     section: str  # the heading it is under
     not_run: str | None  # why, when it carries the mark
+    source: str = "README.md"  # the file it is in
 
     def where(self) -> str:
-        return f"README.md line {self.line} ({self.section})"
+        return f"{self.source} line {self.line} ({self.section})"
 
 
-def examples_in(markdown: str) -> list[Example]:
-    """The example blocks of a README, in order."""
+def examples_in(markdown: str, source: str = "README.md") -> list[Example]:
+    """The example blocks of a Markdown file (`source`, for messages), in order."""
     tokens = MarkdownIt("commonmark").parse(markdown)
     examples = []
     section = ""
@@ -78,13 +82,13 @@ def examples_in(markdown: str) -> list[Example]:
             continue
         previous = tokens[index - 1]
         mark = None
-        if previous.type == "html_block" and "tests/test_readme.py" in previous.content:
+        if previous.type == "html_block" and MARKED.search(previous.content):
             mark = NOT_RUN.fullmatch(previous.content)
             assert mark and previous.map[1] == token.map[0], (
-                f"README.md line {previous.map[0] + 1}: write the mark as"
+                f"{source} line {previous.map[0] + 1}: write the mark as"
                 " `<!-- not run by tests/test_readme.py: why -->`, on the line just before its block"
             )
-        examples.append(Example(kind, first_line, token.content, section, mark and mark["why"]))
+        examples.append(Example(kind, first_line, token.content, section, mark and mark["why"], source))
     return examples
 
 
