@@ -85,7 +85,7 @@ class Snooze(Exception):
         self.seconds = seconds
 
 
-# SQLSTATEs the taskpool functions raise on purpose (see the README's bad-input table).
+# SQLSTATEs the taskpool functions raise on purpose (docs/sql-reference.md, Bad input).
 _BY_SQLSTATE: dict[str, type[TaskpoolError]] = {
     "P0002": NotFound,
     "55000": Refused,

@@ -82,7 +82,7 @@ def zombie_worker(ctx: Context, result: Result) -> None:
     Each round stops the zombie at another point of its handler (the handler's work counts steps,
     so time stopped is not work done): early, its heartbeat comes back `lost` and aborts it; near
     the end, its handler may finish first and its completion is refused. Tasks have no store (a
-    stopped process holds nothing the claim can see; see the README).
+    stopped process holds nothing the claim can see; see docs/reliability.md).
     """
     rounds = ctx.scale(2, 6)
     threshold = 2
