@@ -9,6 +9,7 @@ the upgrade paths are checked against.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -277,3 +278,47 @@ def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_
         ).fetchone()[0] == 0
     status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
     assert status["deployed_changes"] == 0 and len(status["pending"]) == len(Plan.load(REPO_ROOT).changes)
+
+
+EDGE_PLAN = """\
+%syntax-version=1.0.0
+%project=flipr
+
+users 2026-01-01T00:00:00Z Marge N. O’Vera <marge@example.com> # Creates table to track our users.
+widgets [users !gadgets other:thing] 2026-01-02T00:00:00Z Marge <m@x.org>   # A note: \\\\ and \\n in it
+@alpha 2026-01-03T00:00:00Z Marge <m@x.org> # Tag it
+# a comment line
+users [users@alpha] 2026-01-04T00:00:00Z Marge <m@x.org>
+plain 2026-01-05T00:00:00Z Marge <m@x.org>
+@beta 2026-01-06T00:00:00Z Marge <m@x.org>
+"""
+
+
+def test_the_plan_reader_agrees_with_sqitch_on_a_plan_with_every_kind_of_line(tmp_path: Path):
+    # A rework, a conflict, another project's change, a note with escapes, a non-ASCII planner,
+    # no %uri: the ids `sqitch plan` computes, and the tag's info `sqitch show` prints.
+    if shutil.which("sqitch") is None:
+        pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
+    (tmp_path / "sqitch.plan").write_text(EDGE_PLAN, encoding="utf-8")
+    (tmp_path / "sqitch.conf").write_text("[core]\n\tengine = pg\n")
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "users.sql").write_text("SELECT 2;\n")
+    (tmp_path / "deploy" / "users@alpha.sql").write_text("SELECT 1;\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SQITCH")}
+
+    def sqitch_here(*args: str) -> str:
+        result = subprocess.run(["sqitch", *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    plan = Plan.load(tmp_path)
+    listed = sqitch_here("plan", "--no-headers", "--format", "format:%H %n").split()
+    assert [(c.id, c.name) for c in plan.changes] == list(zip(listed[::2], listed[1::2]))
+    assert plan.changes[1].note == "A note: \\ and \n in it"
+    alpha = plan.tags[0]
+    assert sqitch_here("show", "tag", "alpha").rstrip("\n") == alpha.info(plan)
+    # The earlier instance of the reworked change runs the script named after the tag after it.
+    assert [c.script(plan, "deploy").name for c in plan.changes] == [
+        "users@alpha.sql", "widgets.sql", "users.sql", "plain.sql"
+    ]
+    assert plan.changes[0].script_hash(plan) == hashlib.sha1(b"SELECT 1;\n").hexdigest()
