@@ -618,8 +618,14 @@ class Deployer:
                 for change in pending:
                     self._deploy_change(conn, change)
                 return pending
+            except psycopg.Error as error:
+                raise SchemaRefused(f"the database refused: {str(error).strip()}") from error
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", [SQITCH_LOCK])
+                try:
+                    self._recover(conn)
+                    conn.execute("SELECT pg_advisory_unlock(%s)", [SQITCH_LOCK])
+                except psycopg.Error:
+                    pass  # the session's end releases the lock
 
     def _lock(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         """The lock Sqitch holds while it deploys: one deploy at a time, whichever tool runs it."""

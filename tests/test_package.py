@@ -35,7 +35,7 @@ from conftest import (
     url_for_database,
 )
 from psycopg import sql
-from pyworker.schema import Plan
+from pyworker.schema import Deployer, Plan, SchemaRefused
 
 # What a source distribution holds (MANIFEST.in), enough to build the wheel.
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "sqitch.plan", "sqitch.conf"]
@@ -322,3 +322,50 @@ def test_the_plan_reader_agrees_with_sqitch_on_a_plan_with_every_kind_of_line(tm
         "users@alpha.sql", "widgets.sql", "users.sql", "plain.sql"
     ]
     assert plan.changes[0].script_hash(plan) == hashlib.sha1(b"SELECT 1;\n").hexdigest()
+
+
+def test_a_change_that_fails_is_recorded_as_failed_and_the_ones_before_it_stay(
+    tmp_path: Path, empty_database: str
+):
+    (tmp_path / "sqitch.plan").write_text(
+        "%syntax-version=1.0.0\n%project=scratch\n\n"
+        "first 2026-01-01T00:00:00Z A <a@example.com> # Add first_t\n"
+        "second [first] 2026-01-02T00:00:00Z A <a@example.com> # Add second_t\n"
+    )
+    scripts = {
+        "deploy/first.sql": "BEGIN; CREATE TABLE first_t (id int); COMMIT;",
+        "verify/first.sql": "BEGIN; SELECT id FROM first_t WHERE FALSE; ROLLBACK;",
+        "revert/first.sql": "BEGIN; DROP TABLE first_t; COMMIT;",
+        "deploy/second.sql": "BEGIN; CREATE TABLE second_t (id int); COMMIT;",
+        "verify/second.sql": "BEGIN; SELECT no_such_column FROM second_t WHERE FALSE; ROLLBACK;",
+        "revert/second.sql": "BEGIN; DROP TABLE second_t; COMMIT;",
+    }
+    for name, text in scripts.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text + "\n")
+
+    def deployed() -> tuple[list[str], list[tuple[str, str]], bool, bool]:
+        with psycopg.connect(empty_database) as conn:
+            return (
+                [r[0] for r in conn.execute("SELECT change FROM sqitch.changes ORDER BY committed_at")],
+                conn.execute("SELECT event, change FROM sqitch.events ORDER BY committed_at").fetchall(),
+                conn.execute("SELECT to_regclass('first_t') IS NOT NULL").fetchone()[0],
+                conn.execute("SELECT to_regclass('second_t') IS NOT NULL").fetchone()[0],
+            )
+
+    # second does not verify: its revert script runs, and it is recorded as a failure.
+    with pytest.raises(SchemaRefused, match="second did not verify"):
+        Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)
+    assert deployed() == (["first"], [("deploy", "first"), ("fail", "second")], True, False)
+
+    # second's deploy script fails: its transaction rolls back, and it is recorded as a failure.
+    (tmp_path / "verify/second.sql").write_text("BEGIN; SELECT id FROM second_t WHERE FALSE; ROLLBACK;\n")
+    (tmp_path / "deploy/second.sql").write_text("BEGIN; CREATE TABLE second_t (id int); SELECT 1/0; COMMIT;\n")
+    with pytest.raises(SchemaRefused, match="deploy/second failed: division by zero"):
+        Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)
+    assert deployed() == (["first"], [("deploy", "first"), ("fail", "second"), ("fail", "second")], True, False)
+
+    # Fixed, the next run deploys it.
+    (tmp_path / "deploy/second.sql").write_text(scripts["deploy/second.sql"] + "\n")
+    assert [c.name for c in Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)] == ["second"]
+    assert deployed()[0] == ["first", "second"] and deployed()[3]
