@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 import psycopg
@@ -96,7 +97,7 @@ class Tag:
     def info(self, plan: Plan) -> str:
         lines = [f"project {plan.project}"]
         if plan.uri:
-            lines.append(f"uri {plan.uri}")
+            lines.append(f"uri {_canonical_uri(plan.uri)}")
         lines += [
             f"tag {self.name}",
             f"change {self.change.id}",
@@ -125,7 +126,7 @@ class Change:
     def info(self, plan: Plan) -> str:
         lines = [f"project {plan.project}"]
         if plan.uri:
-            lines.append(f"uri {plan.uri}")
+            lines.append(f"uri {_canonical_uri(plan.uri)}")
         lines.append(f"change {self.name}")
         if self.parent is not None:
             lines.append(f"parent {self.parent.id}")
@@ -155,6 +156,21 @@ class Change:
 
     def format_name_with_tags(self) -> str:
         return " ".join([self.name, *(tag.name for tag in self.tags)])
+
+
+def _canonical_uri(uri: str) -> str:
+    """The %uri as Sqitch's info text writes it (Perl's URI->canonical, for http and https: the
+    scheme and host in lower case, no default port, `/` for an empty path)."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or parts.hostname is None:
+        return uri
+    host = parts.hostname
+    if parts.port is not None and parts.port != {"http": 80, "https": 443}[scheme]:
+        host += f":{parts.port}"
+    if "@" in parts.netloc:
+        host = parts.netloc.rsplit("@", 1)[0] + "@" + host
+    return urlunsplit((scheme, host, parts.path or "/", parts.query, parts.fragment))
 
 
 def _sqitch_id(kind: str, info: str) -> str:

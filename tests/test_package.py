@@ -283,6 +283,7 @@ def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_
 EDGE_PLAN = """\
 %syntax-version=1.0.0
 %project=flipr
+%uri=HTTPS://Example.COM:443
 
 users 2026-01-01T00:00:00Z Marge N. O’Vera <marge@example.com> # Creates table to track our users.
 widgets [users !gadgets other:thing] 2026-01-02T00:00:00Z Marge <m@x.org>   # A note: \\\\ and \\n in it
@@ -295,8 +296,9 @@ plain 2026-01-05T00:00:00Z Marge <m@x.org>
 
 
 def test_the_plan_reader_agrees_with_sqitch_on_a_plan_with_every_kind_of_line(tmp_path: Path):
-    # A rework, a conflict, another project's change, a note with escapes, a non-ASCII planner,
-    # no %uri: the ids `sqitch plan` computes, and the tag's info `sqitch show` prints.
+    # A rework, a conflict, another project's change, a note with escapes, a non-ASCII planner, a
+    # %uri Sqitch writes otherwise: the ids `sqitch plan` computes, the tag's info `sqitch show`
+    # prints.
     if shutil.which("sqitch") is None:
         pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
     (tmp_path / "sqitch.plan").write_text(EDGE_PLAN, encoding="utf-8")
