@@ -23,6 +23,7 @@ How Sqitch names things (App::Sqitch 1.x, Plan.pm, Plan/Change.pm, Plan/Tag.pm, 
 from __future__ import annotations
 
 import getpass
+import json
 import hashlib
 import os
 import re
@@ -571,7 +572,8 @@ class Deployer:
 
     def _has_registry(self, conn: psycopg.Connection[dict[str, Any]]) -> bool:
         return conn.execute(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = 'changes') AS e",
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_tables"
+            " WHERE schemaname = %s AND tablename = 'changes') AS e",
             [REGISTRY],
         ).fetchone()["e"]
 
@@ -652,7 +654,9 @@ class Deployer:
         try:
             conn.execute("SELECT pg_advisory_lock(%s)", [SQITCH_LOCK])
         except psycopg.errors.LockNotAvailable as error:
-            raise SchemaRefused("another deploy holds Sqitch's lock on this database; try again later") from error
+            raise SchemaRefused(
+                "another deploy holds Sqitch's lock on this database; try again later"
+            ) from error
         finally:
             conn.execute("RESET lock_timeout")
 
@@ -725,7 +729,9 @@ class Deployer:
             except psycopg.Error:
                 self._recover(conn)
             self._log_event(conn, "fail", change)
-            raise SchemaRefused(f"{change.name} did not verify or could not be recorded: {str(error).strip()}") from error
+            raise SchemaRefused(
+                f"{change.name} did not verify or could not be recorded: {str(error).strip()}"
+            ) from error
 
     @staticmethod
     def _recover(conn: psycopg.Connection[dict[str, Any]]) -> None:
@@ -737,7 +743,9 @@ class Deployer:
         """The deployed change a dependency names, as Sqitch's change_id_for(first => 1) finds it."""
         project = dep.project or self.plan.project
         if dep.id:
-            row = conn.execute("SELECT change_id FROM sqitch.changes WHERE change_id = %s", [dep.id]).fetchone()
+            row = conn.execute(
+                "SELECT change_id FROM sqitch.changes WHERE change_id = %s", [dep.id]
+            ).fetchone()
         elif dep.change and dep.tag:
             row = conn.execute(
                 """
@@ -770,16 +778,21 @@ class Deployer:
         for dep in change.requires:
             resolved = self._resolve(conn, dep)
             if resolved is None:
-                raise SchemaRefused(f"{change.name} requires {dep.as_string(plan.project)}, which is not deployed")
+                raise SchemaRefused(
+                    f"{change.name} requires {dep.as_string(plan.project)}, which is not deployed"
+                )
             rows.append((dep, resolved))
         for dep in change.conflicts:
             if self._resolve(conn, dep) is not None:
-                raise SchemaRefused(f"{change.name} conflicts with {dep.as_string(plan.project)}, which is deployed")
+                raise SchemaRefused(
+                    f"{change.name} conflicts with {dep.as_string(plan.project)}, which is deployed"
+                )
             rows.append((dep, None))
         conn.execute(
             """
-            INSERT INTO sqitch.changes (change_id, script_hash, change, project, note, committer_name,
-                                        committer_email, planned_at, planner_name, planner_email, committed_at)
+            INSERT INTO sqitch.changes (change_id, script_hash, change, project, note,
+                                        committer_name, committer_email, planned_at,
+                                        planner_name, planner_email, committed_at)
             VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp())
             """,
             [
@@ -797,14 +810,16 @@ class Deployer:
         )
         for dep, resolved in rows:
             conn.execute(
-                "INSERT INTO sqitch.dependencies (change_id, type, dependency, dependency_id) VALUES (%s, %s, %s, %s)",
+                "INSERT INTO sqitch.dependencies (change_id, type, dependency, dependency_id)"
+                " VALUES (%s, %s, %s, %s)",
                 [change.id, dep.type, dep.as_string(plan.project), resolved],
             )
         for tag in change.tags:
             conn.execute(
                 """
-                INSERT INTO sqitch.tags (tag_id, tag, project, change_id, note, committer_name, committer_email,
-                                         planned_at, planner_name, planner_email, committed_at)
+                INSERT INTO sqitch.tags (tag_id, tag, project, change_id, note, committer_name,
+                                         committer_email, planned_at, planner_name, planner_email,
+                                         committed_at)
                 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp())
                 """,
                 [
@@ -868,13 +883,13 @@ def schema() -> None:
     """
 
 
-def _deploy_options(command: Any) -> Any:
-    command = click.option("--to", metavar="@TAG|CHANGE", help="Deploy up to this tag or change only.")(command)
-    return click.option("--no-verify", is_flag=True, help="Skip each change's verify script.")(command)
+to_option = click.option("--to", metavar="@TAG|CHANGE", help="Deploy up to this tag or change only.")
+no_verify_option = click.option("--no-verify", is_flag=True, help="Skip each change's verify script.")
 
 
 @schema.command()
-@_deploy_options
+@to_option
+@no_verify_option
 @click.pass_context
 def apply(ctx: click.Context, no_verify: bool, to: str | None) -> None:
     """Install the schema into this database, or bring it up to date: every change not deployed
@@ -883,7 +898,8 @@ def apply(ctx: click.Context, no_verify: bool, to: str | None) -> None:
 
 
 @schema.command()
-@_deploy_options
+@to_option
+@no_verify_option
 @click.pass_context
 def upgrade(ctx: click.Context, no_verify: bool, to: str | None) -> None:
     """Deploy the changes this database lacks; refuse a database with no taskpool schema (install
@@ -898,8 +914,6 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Show the project, the last change and tag deployed, and the changes not deployed yet."""
     report = _deployer(ctx).status().as_json()
     if as_json:
-        import json
-
         click.echo(json.dumps(report, indent=2))
         return
     click.echo(f"project: {report['project']} (plan: {report['plan']})")
@@ -908,7 +922,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo("deployed: nothing (install it with `pyworker schema apply`)")
     else:
         tags = f" {' '.join(last['tags'])}" if last["tags"] else ""
-        click.echo(f"last change: {last['change']}{tags} ({last['change_id'][:12]}), {last['committed_at']} by {last['committer']}")
+        click.echo(
+            f"last change: {last['change']}{tags} ({last['change_id'][:12]}),"
+            f" {last['committed_at']} by {last['committer']}"
+        )
         click.echo(f"last tag: {report['last_tag'] or 'none'}")
     if report["pending"]:
         click.echo(f"pending: {len(report['pending'])} change(s): {', '.join(report['pending'])}")

@@ -62,7 +62,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in SOURCES:
         shutil.copy2(REPO_ROOT / name, source / name)
     for name in SOURCE_DIRS:
-        shutil.copytree(REPO_ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(REPO_ROOT / name, source / name, ignore=ignore)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
          "--wheel-dir", str(root / "dist"), str(source)],
@@ -186,7 +187,8 @@ def test_the_installed_wheel_applies_the_schema_and_runs_a_task(installed: Path,
     assert status["up_to_date"] and status["pending"] == []
     # The plan the installed package read is its own copy, not the checkout's.
     assert Path(status["plan"]).is_relative_to(installed / "venv")
-    assert run_installed(installed, applied, "schema", "apply").stdout.strip() == "Nothing to deploy (up-to-date)"
+    again = run_installed(installed, applied, "schema", "apply")
+    assert again.stdout.strip() == "Nothing to deploy (up-to-date)"
 
     with psycopg.connect(applied) as conn:
         conn.execute("INSERT INTO task_roles (role) VALUES (%s)", [ROLE])
@@ -250,7 +252,8 @@ def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database
     # `sqitch verify` of what the upgrade deployed. It runs each verify script against the head of
     # the plan, where a few fail on a database Sqitch alone deployed too (their objects were
     # replaced later): the same ones fail here, and no other.
-    assert failed_verifies(empty_database, "--from", "@v0.5.0") == failed_verifies(db_url, "--from", "@v0.5.0")
+    after_the_tag = ("--from", "@v0.5.0")
+    assert failed_verifies(empty_database, *after_the_tag) == failed_verifies(db_url, *after_the_tag)
 
     # A change the package's plan does not know (deployed from a newer plan): refused, untouched.
     with psycopg.connect(empty_database) as conn:
@@ -268,7 +271,8 @@ def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_
     deployed = sqitch(empty_database, "deploy", "--verify").stdout
     assert "+ taskpool_schema_version @v0.5.0" not in deployed and "+ heartbeat_tasks" in deployed
     assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status").stdout
-    assert json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)["up_to_date"]
+    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    assert status["up_to_date"]
 
     sqitch(empty_database, "revert", "-y")
     with psycopg.connect(empty_database) as conn:
@@ -362,10 +366,13 @@ def test_a_change_that_fails_is_recorded_as_failed_and_the_ones_before_it_stay(
 
     # second's deploy script fails: its transaction rolls back, and it is recorded as a failure.
     (tmp_path / "verify/second.sql").write_text("BEGIN; SELECT id FROM second_t WHERE FALSE; ROLLBACK;\n")
-    (tmp_path / "deploy/second.sql").write_text("BEGIN; CREATE TABLE second_t (id int); SELECT 1/0; COMMIT;\n")
+    (tmp_path / "deploy/second.sql").write_text(
+        "BEGIN; CREATE TABLE second_t (id int); SELECT 1/0; COMMIT;\n"
+    )
     with pytest.raises(SchemaRefused, match="deploy/second failed: division by zero"):
         Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)
-    assert deployed() == (["first"], [("deploy", "first"), ("fail", "second"), ("fail", "second")], True, False)
+    events = [("deploy", "first"), ("fail", "second"), ("fail", "second")]
+    assert deployed() == (["first"], events, True, False)
 
     # Fixed, the next run deploys it.
     (tmp_path / "deploy/second.sql").write_text(scripts["deploy/second.sql"] + "\n")
