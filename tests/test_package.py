@@ -149,11 +149,27 @@ def applied(installed: Path) -> Iterator[str]:
 
 
 def registry_rows(url: str) -> dict[str, list[tuple]]:
+    """The registry's rows, and its tables' shape: columns, constraints, comments."""
     with psycopg.connect(url) as conn:
-        return {
+        rows = {
             table: conn.execute(f"SELECT {columns} FROM sqitch.{table} ORDER BY {columns}").fetchall()
             for table, columns in REGISTRY_ROWS.items()
         }
+        rows["shape"] = conn.execute(
+            """
+            SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                   pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum),
+                   obj_description(c.oid, 'pg_class'),
+                   ARRAY(SELECT pg_get_constraintdef(k.oid) FROM pg_constraint k
+                          WHERE k.conrelid = c.oid ORDER BY 1)
+              FROM pg_class c
+              JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+              LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+             WHERE c.relnamespace = 'sqitch'::regnamespace AND c.relkind = 'r'
+             ORDER BY 1, 2
+            """
+        ).fetchall()
+    return rows
 
 
 def failed_verifies(url: str, *args: str) -> list[str]:
@@ -170,7 +186,8 @@ def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert wheel.name.startswith("taskpool_pg-")
     assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator"))]
-    assert {"pyworker/py.typed", "pyworker/schema.py", "pyworker/sqitch/sqitch.plan"} <= names
+    assert {"pyworker/py.typed", "pyworker/schema.py", "pyworker/sqitch_registry.sql",
+            "pyworker/sqitch/sqitch.plan"} <= names
     # Every script the checkout's plan has, the wheel has, byte for byte where it matters: the
     # deploy scripts' hashes are the registry's script_hash.
     for kind in ("deploy", "revert", "verify"):
@@ -230,7 +247,8 @@ def test_the_installed_wheel_applies_the_schema_and_runs_a_task(installed: Path,
 def test_the_registry_is_the_one_sqitch_writes(applied: str, db_url: str):
     # db_url: a copy of the session's template, which `sqitch deploy --verify` deployed.
     by_pyworker, by_sqitch = registry_rows(applied), registry_rows(db_url)
-    for table in REGISTRY_ROWS:
+    assert by_sqitch["shape"] and len(by_sqitch["changes"]) == len(Plan.load(REPO_ROOT).changes)
+    for table in [*REGISTRY_ROWS, "shape"]:
         assert by_pyworker[table] == by_sqitch[table], table
     # And the ids are Sqitch's algorithm, not copied from anywhere: the plan alone gives them.
     plan = Plan.load(REPO_ROOT)
