@@ -47,7 +47,6 @@ from pyworker.errors import (
     TaskpoolError,
 )
 from pyworker.logs import LEVELS as LOG_LEVELS
-from pyworker.simulator.cli import simulator as simulator_command
 
 # The task states, as worker_tasks' status CHECK allows them (for `list --status`).
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
@@ -1652,10 +1651,13 @@ def version(settings: Settings, as_json: bool) -> None:
     click.echo(f"database: {database}" + (f": {report['problem']}" if report["problem"] else ""))
 
 
-main.add_command(simulator_command)
+main.add_command(importlib.import_module("pyworker.schema").schema)
 
-# The reference crawler's commands live with the crawler; imported last, as they build on the
-# helpers above.
-from pyworker.crawler.cli import payloads as payloads_command  # noqa: E402
-
-main.add_command(payloads_command)
+# The crawler and the simulator are not in the core wheel: their commands join when they are
+# installed. Imported last, as they build on the helpers above.
+for _module, _command in (("pyworker.simulator.cli", "simulator"), ("pyworker.crawler.cli", "payloads")):
+    try:
+        main.add_command(getattr(importlib.import_module(_module), _command))
+    except ModuleNotFoundError as _missing:
+        if _missing.name not in (_module, _module.rsplit(".", 1)[0]):
+            raise

@@ -663,7 +663,7 @@ class Database:
         if found < required:
             raise SchemaMissing(
                 f"the taskpool schema is version {version}; this pyworker needs {needed} or later:"
-                " run `make deploy` (sqitch deploy) against this database"
+                " upgrade it with `pyworker schema upgrade` (from a taskpool checkout: `make deploy`)"
             )
         if found[0] > required[0]:
             raise SchemaMismatch(

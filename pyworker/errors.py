@@ -41,7 +41,8 @@ class TaskLost(Refused):
 
 
 class SchemaMissing(TaskpoolError):
-    """The database has no taskpool schema: run `make deploy` (sqitch deploy) against it."""
+    """The database has no taskpool schema: install it with `pyworker schema apply` (from a
+    taskpool checkout: `make deploy`)."""
 
 
 class SchemaMismatch(TaskpoolError):
@@ -115,5 +116,5 @@ def translate(error: psycopg.Error) -> TaskpoolError:
     if kind is None:
         kind = TaskpoolError
     if kind is SchemaMissing:
-        return SchemaMissing(f"{SchemaMissing.__doc__.strip()} ({message})")
+        return SchemaMissing(f"{' '.join(SchemaMissing.__doc__.split())} ({message})")
     return kind(message, hint=diag.message_hint)

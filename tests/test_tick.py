@@ -219,7 +219,7 @@ def test_the_scheduler_without_the_schema_exits_1(empty_db_url: str) -> None:
         cli.main, ["--database-url", empty_db_url, "scheduler", "--interval-seconds", "1"]
     )
     assert result.exit_code == 1
-    assert "make deploy" in result.stderr
+    assert "pyworker schema apply" in result.stderr
 
 
 @pytest.mark.parametrize("interval", ["0", "-5", "soon"])

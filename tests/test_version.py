@@ -63,7 +63,7 @@ def test_version_says_what_to_run_against_a_database_without_the_schema(empty_db
     result = CliRunner().invoke(cli.main, ["--database-url", empty_db_url, "version"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == f"pyworker {__version__}"
-    assert "no taskpool schema: run `make deploy`" in result.stdout
+    assert "no taskpool schema: install it with `pyworker schema apply`" in result.stdout
 
 
 def test_version_says_when_the_database_does_not_answer() -> None:

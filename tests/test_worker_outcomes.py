@@ -229,7 +229,7 @@ def test_a_database_without_the_schema_exits_1_saying_to_deploy(
 ) -> None:
     code, stderr = workers.run_to_exit("test_work", "start-c", database_url=empty_db_url)
     assert code == 1, stderr
-    assert "make deploy" in stderr and "sqitch deploy" in stderr
+    assert "`pyworker schema apply`" in stderr and "`make deploy`" in stderr
 
 
 # Log lines

@@ -2,68 +2,45 @@
 queue with a real worker, and report what happened to every task.
 
 Used by the `taskpool` pytest fixture (pyworker.testing.pytest_plugin), and usable without
-pytest. Needs a PostgreSQL server on which the connecting user may CREATE DATABASE, and Sqitch
-(`sqitch` on the PATH, with its PostgreSQL driver) for the deploy.
+pytest. Needs a PostgreSQL server on which the connecting user may CREATE DATABASE. The deploy is
+pyworker.schema's (what `pyworker schema apply` runs): no Sqitch needed.
 
 Where:
 - the server: TASKPOOL_TEST_DATABASE_URL, else DATABASE_URL, else pyworker's default (the
   project cluster, amended by PGPORT and the rest of the libpq environment). The databases are
   made on that server, as that user; the database it names is only connected to, to create and
   drop them.
-- the Sqitch project (sqitch.plan, sqitch.conf, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR,
-  else the source checkout that holds the pyworker package (an editable install, `pip install
-  -e`, of the taskpool repository).
+- the Sqitch project (sqitch.plan, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR, else the
+  one the package carries (pyworker/sqitch/ in the wheel; the checkout's root for an editable
+  install, `pip install -e`, of the taskpool repository).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
-import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-import pyworker
 from pyworker import handlers
 from pyworker.config import database_url_for, default_database_url
 from pyworker.db import dump_json
-from pyworker.errors import ConfigurationError, translate
+from pyworker.errors import ConfigurationError, TaskpoolError, translate
+from pyworker.schema import Deployer, Plan, packaged_project
 from pyworker.worker import drain
 
 SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"
 SQITCH_DIR_ENV = "TASKPOOL_SQITCH_DIR"
 DATABASE_PREFIX = "taskpool_testing_"
-
-# libpq's connection parameters and their environment variables, for Sqitch (psql) when the
-# server is given as a key=value string, which has no db:pg: URI form.
-_LIBPQ_ENV = {
-    "host": "PGHOST",
-    "hostaddr": "PGHOSTADDR",
-    "port": "PGPORT",
-    "dbname": "PGDATABASE",
-    "user": "PGUSER",
-    "password": "PGPASSWORD",
-    "passfile": "PGPASSFILE",
-    "options": "PGOPTIONS",
-    "sslmode": "PGSSLMODE",
-    "sslrootcert": "PGSSLROOTCERT",
-    "sslcert": "PGSSLCERT",
-    "sslkey": "PGSSLKEY",
-    "service": "PGSERVICE",
-    "connect_timeout": "PGCONNECT_TIMEOUT",
-}
 
 
 class TestDatabaseError(ConfigurationError):
@@ -80,15 +57,17 @@ def server_url(explicit: str | None = None) -> str:
 def sqitch_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The Sqitch project that holds taskpool's schema (see the module docstring)."""
     given = explicit or os.environ.get(SQITCH_DIR_ENV)
-    candidate = Path(given) if given else Path(pyworker.__file__).resolve().parent.parent
-    if not (candidate / "sqitch.plan").is_file():
-        where = f"{SQITCH_DIR_ENV}={given}" if given else f"the checkout that holds pyworker ({candidate})"
+    if not given:
+        try:
+            return packaged_project()
+        except ConfigurationError as error:
+            raise TestDatabaseError(f"{error}; or set {SQITCH_DIR_ENV} (--taskpool-sqitch-dir)") from error
+    if not (Path(given) / "sqitch.plan").is_file():
         raise TestDatabaseError(
-            f"no Sqitch project (sqitch.plan) in {where}: the taskpool test databases are deployed"
-            f" with taskpool's Sqitch plan; set {SQITCH_DIR_ENV} (or --taskpool-sqitch-dir) to a"
-            " taskpool checkout"
+            f"no Sqitch project (sqitch.plan) in {SQITCH_DIR_ENV}={given}: the taskpool test"
+            " databases are deployed from taskpool's Sqitch plan"
         )
-    return candidate
+    return Path(given)
 
 
 def _connect_admin(url: str) -> psycopg.Connection:
@@ -117,29 +96,12 @@ def drop_database(server: str, name: str) -> None:
 
 
 def deploy(url: str, project: Path) -> None:
-    """`sqitch deploy` the plan of `project` into the database of `url`."""
-    sqitch = shutil.which("sqitch")
-    if sqitch is None:
-        raise TestDatabaseError(
-            "sqitch is not installed (or not on the PATH): the taskpool test databases are deployed"
-            " with `sqitch deploy` (Debian: apt-get install sqitch libdbd-pg-perl; in the taskpool"
-            " repository: make deps)"
-        )
-    env = {k: v for k, v in os.environ.items() if k != "SQITCH_TARGET"}
-    if url.startswith(("postgresql://", "postgres://")):
-        target = "db:pg:" + url.split(":", 1)[1]
-    else:
-        for key, value in conninfo_to_dict(url).items():
-            if key in _LIBPQ_ENV and value is not None:
-                env[_LIBPQ_ENV[key]] = str(value)
-        target = "db:pg:///" + quote(str(conninfo_to_dict(url).get("dbname", "")), safe="")
-    result = subprocess.run(
-        [sqitch, "deploy", target], cwd=project, env=env, capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        raise TestDatabaseError(
-            f"sqitch deploy from {project} failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
-        )
+    """Deploy the plan of `project` into the database of `url`, as `pyworker schema apply` does
+    (into Sqitch's registry, as `sqitch deploy` would)."""
+    try:
+        Deployer(url, Plan.load(project)).deploy(install=True)
+    except TaskpoolError as error:
+        raise TestDatabaseError(f"deploying {project}/sqitch.plan failed: {error}") from error
 
 
 class Template:

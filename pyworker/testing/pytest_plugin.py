@@ -2,8 +2,7 @@
 
 Installed with the package as an entry-point plugin (`pytest11`, name `taskpool`): every pytest
 run in an environment with pyworker installed loads it. It only adds two options and two
-fixtures; nothing connects to a database, and nothing needs Sqitch, until a test asks for the
-`taskpool` fixture. `-p no:taskpool` turns it off.
+fixtures; nothing connects to a database until a test asks for the `taskpool` fixture. `-p no:taskpool` turns it off.
 
     def test_emails_go_out(taskpool):
         taskpool.add_role("send_email", max_retries=0)
@@ -11,11 +10,11 @@ fixtures; nothing connects to a database, and nothing needs Sqitch, until a test
         done = taskpool.drain(registry)                 # a real worker, in this thread
         assert done.task(task_id).status == "completed"
 
-The schema is deployed (sqitch deploy) once per test session into a template database, and each
-test that asks for the fixture gets a fresh copy of it, dropped after the test; the template is
-dropped at the end of the session. Server: --taskpool-database-url, else
+The schema is deployed (as `pyworker schema apply` does) once per test session into a template
+database, and each test that asks for the fixture gets a fresh copy of it, dropped after the
+test; the template is dropped at the end of the session. Server: --taskpool-database-url, else
 TASKPOOL_TEST_DATABASE_URL, else DATABASE_URL, else pyworker's default; Sqitch project:
---taskpool-sqitch-dir, else TASKPOOL_SQITCH_DIR, else the checkout that holds pyworker.
+--taskpool-sqitch-dir, else TASKPOOL_SQITCH_DIR, else the one the package carries.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--taskpool-sqitch-dir",
         default=None,
         help="the taskpool Sqitch project to deploy (default: $TASKPOOL_SQITCH_DIR, else the"
-        " checkout that holds pyworker)",
+        " one the package carries)",
     )
 
 

@@ -1,0 +1,398 @@
+"""The wheel a user installs (taskpool-pg): it holds the core and the schema, and its
+`pyworker schema apply | upgrade | status` keep Sqitch's registry exactly as `sqitch deploy` does.
+
+The wheel is built from a copy of the checkout and installed into an empty venv in a temporary
+directory; the installed `pyworker` runs there with only the venv on the PATH (no Sqitch, no psql,
+no checkout on sys.path). Sqitch itself, from the checkout, is the reference the registry rows and
+the upgrade paths are checked against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import (
+    COPY_PREFIX,
+    REPO_ROOT,
+    admin_connect,
+    database_url,
+    drop_database,
+    libpq_env,
+    sqitch_target,
+    url_for_database,
+)
+from psycopg import sql
+from pyworker.schema import Deployer, Plan, SchemaRefused
+
+# What a source distribution holds (MANIFEST.in), enough to build the wheel.
+SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "sqitch.plan", "sqitch.conf"]
+SOURCE_DIRS = ["pyworker", "deploy", "revert", "verify"]
+ROLE = "package_check"
+# The registry columns that must agree with Sqitch's: all but when and by whom.
+REGISTRY_ROWS = {
+    "changes": "change_id, script_hash, change, project, note, planned_at, planner_name, planner_email",
+    "tags": "tag_id, tag, project, change_id, note, planned_at, planner_name, planner_email",
+    "dependencies": "change_id, type, dependency, dependency_id",
+    "events": "event, change_id, change, project, note, requires, conflicts, tags, planned_at,"
+    " planner_name, planner_email",
+    "projects": "project, uri",
+    "releases": "version",
+}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built (pip wheel) from a copy of the checkout's sources."""
+    root = tmp_path_factory.mktemp("package")
+    source = root / "source"
+    source.mkdir()
+    for name in SOURCES:
+        shutil.copy2(REPO_ROOT / name, source / name)
+    for name in SOURCE_DIRS:
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(REPO_ROOT / name, source / name, ignore=ignore)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
+         "--wheel-dir", str(root / "dist"), str(source)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (built,) = (root / "dist").glob("*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory outside the checkout with an empty venv (venv/) into which the wheel and its
+    dependencies (from the index, through pip's cache) are installed."""
+    home = tmp_path_factory.mktemp("user")
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         str(wheel)],
+        capture_output=True, text=True, cwd=home,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return home
+
+
+def run_installed(home: Path, url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The installed `pyworker ARGS` against `url`, from `home`, with only the venv on the PATH."""
+    result = subprocess.run(
+        [str(home / "venv" / "bin" / "pyworker"), *args],
+        cwd=home, env=installed_env(home, url), capture_output=True, text=True, timeout=120,
+    )
+    if check:
+        assert result.returncode == 0, f"pyworker {' '.join(args)}:\n{result.stdout}{result.stderr}"
+    return result
+
+
+def installed_env(home: Path, url: str) -> dict[str, str]:
+    return {"PATH": str(home / "venv" / "bin"), "HOME": str(home), "LANG": "C.UTF-8", "DATABASE_URL": url}
+
+
+def sqitch(url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`sqitch ARGS` from the checkout against `url`'s database."""
+    if shutil.which("sqitch") is None:
+        pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
+    dbname = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    result = subprocess.run(
+        ["sqitch", *args, sqitch_target(database_url(), dbname)],
+        cwd=REPO_ROOT, env=libpq_env(database_url(), dbname), capture_output=True, text=True,
+    )
+    if check:
+        assert result.returncode == 0, f"sqitch {' '.join(args)}:\n{result.stdout}{result.stderr}"
+    return result
+
+
+def new_database(label: str) -> str:
+    name = f"{COPY_PREFIX}pkg_{label}_{secrets.token_hex(3)}"
+    with admin_connect() as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return url_for_database(database_url(), name)
+
+
+def drop(url: str) -> None:
+    with admin_connect() as admin:
+        drop_database(admin, psycopg.conninfo.conninfo_to_dict(url)["dbname"])
+
+
+@pytest.fixture
+def empty_database() -> Iterator[str]:
+    url = new_database("empty")
+    yield url
+    drop(url)
+
+
+@pytest.fixture(scope="module")
+def applied(installed: Path) -> Iterator[str]:
+    """An empty database into which the installed `pyworker schema apply` put the schema."""
+    url = new_database("applied")
+    result = run_installed(installed, url, "schema", "apply")
+    assert "+ taskpool_worker" in result.stdout
+    yield url
+    drop(url)
+
+
+def registry_rows(url: str) -> dict[str, list[tuple]]:
+    """The registry's rows, and its tables' shape: columns, constraints, comments."""
+    with psycopg.connect(url) as conn:
+        rows = {
+            table: conn.execute(f"SELECT {columns} FROM sqitch.{table} ORDER BY {columns}").fetchall()
+            for table, columns in REGISTRY_ROWS.items()
+        }
+        rows["shape"] = conn.execute(
+            """
+            SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                   pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum),
+                   obj_description(c.oid, 'pg_class'),
+                   ARRAY(SELECT pg_get_constraintdef(k.oid) FROM pg_constraint k
+                          WHERE k.conrelid = c.oid ORDER BY 1)
+              FROM pg_class c
+              JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+              LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+             WHERE c.relnamespace = 'sqitch'::regnamespace AND c.relkind = 'r'
+             ORDER BY 1, 2
+            """
+        ).fetchall()
+    return rows
+
+
+def failed_verifies(url: str, *args: str) -> list[str]:
+    """The changes whose verify script `sqitch verify ARGS` reports failed."""
+    result = sqitch(url, "verify", *args, check=False)
+    return sorted(
+        line.split("verify/", 1)[1].split('.sql"', 1)[0]
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.startswith("# Verify script")
+    )
+
+
+def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert wheel.name.startswith("taskpool_pg-")
+    assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator"))]
+    assert {"pyworker/py.typed", "pyworker/schema.py", "pyworker/sqitch_registry.sql",
+            "pyworker/sqitch/sqitch.plan"} <= names
+    # Every script the checkout's plan has, the wheel has, byte for byte where it matters: the
+    # deploy scripts' hashes are the registry's script_hash.
+    for kind in ("deploy", "revert", "verify"):
+        scripts = {f"pyworker/sqitch/{kind}/{p.name}" for p in (REPO_ROOT / kind).glob("*.sql")}
+        assert scripts and scripts <= names, kind
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("pyworker/sqitch/sqitch.plan") == (REPO_ROOT / "sqitch.plan").read_bytes()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Name: taskpool-pg" in metadata and "Classifier: Typing :: Typed" in metadata
+
+
+def test_the_installed_wheel_applies_the_schema_and_runs_a_task(installed: Path, applied: str):
+    status = json.loads(run_installed(installed, applied, "schema", "status", "--json").stdout)
+    assert status["up_to_date"] and status["pending"] == []
+    # The plan the installed package read is its own copy, not the checkout's.
+    assert Path(status["plan"]).is_relative_to(installed / "venv")
+    again = run_installed(installed, applied, "schema", "apply")
+    assert again.stdout.strip() == "Nothing to deploy (up-to-date)"
+
+    with psycopg.connect(applied) as conn:
+        conn.execute("INSERT INTO task_roles (role) VALUES (%s)", [ROLE])
+    (installed / "package_handlers.py").write_text(
+        "import pyworker\n"
+        "from pyworker.handlers import handler\n\n\n"
+        f"@handler({ROLE!r})\n"
+        "def double(task):\n"
+        "    return {'doubled': task.payload['n'] * 2, 'pyworker': pyworker.__file__}\n"
+    )
+    enqueued = run_installed(installed, applied, "enqueue", ROLE, "--payload", '{"n": 21}', "--json")
+    (task,) = json.loads(enqueued.stdout)
+    task_id = task["id"]
+    worker = subprocess.Popen(
+        [str(installed / "venv" / "bin" / "pyworker"), "--role", ROLE, "--handlers", "package_handlers",
+         "--poll-interval-ms", "200"],
+        cwd=installed, env=installed_env(installed, applied), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        with psycopg.connect(applied, autocommit=True) as conn:
+            while True:
+                status, result = conn.execute(
+                    "SELECT status, result FROM worker_tasks WHERE id = %s", [task_id]
+                ).fetchone()
+                if status == "completed" or time.monotonic() > deadline or worker.poll() is not None:
+                    break
+                time.sleep(0.1)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output = worker.communicate(timeout=30)[0]
+    assert status == "completed", output
+    assert result["doubled"] == 42
+    assert Path(result["pyworker"]).is_relative_to(installed / "venv"), result
+    assert worker.returncode == 0, output
+
+
+def test_the_registry_is_the_one_sqitch_writes(applied: str, db_url: str):
+    # db_url: a copy of the session's template, which `sqitch deploy --verify` deployed.
+    by_pyworker, by_sqitch = registry_rows(applied), registry_rows(db_url)
+    assert by_sqitch["shape"] and len(by_sqitch["changes"]) == len(Plan.load(REPO_ROOT).changes)
+    for table in [*REGISTRY_ROWS, "shape"]:
+        assert by_pyworker[table] == by_sqitch[table], table
+    # And the ids are Sqitch's algorithm, not copied from anywhere: the plan alone gives them.
+    plan = Plan.load(REPO_ROOT)
+    assert {(c.id, c.script_hash(plan)) for c in plan.changes} == {row[:2] for row in by_sqitch["changes"]}
+    assert {t.id for t in plan.tags} == {row[0] for row in by_sqitch["tags"]}
+
+
+def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database: str, db_url: str):
+    refused = run_installed(installed, empty_database, "schema", "upgrade", check=False)
+    assert refused.returncode == 1 and "pyworker schema apply" in refused.stderr, refused.stderr
+
+    sqitch(empty_database, "deploy", "--no-verify", "--to", "@v0.5.0")
+    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    assert status["last_tag"] == "@v0.5.0" and status["pending"] and not status["up_to_date"]
+    upgraded = run_installed(installed, empty_database, "schema", "upgrade")
+    assert f"+ {Plan.load(REPO_ROOT).changes[-1].name}" in upgraded.stdout
+
+    assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status").stdout
+    # `sqitch verify` of what the upgrade deployed. It runs each verify script against the head of
+    # the plan, where a few fail on a database Sqitch alone deployed too (their objects were
+    # replaced later): the same ones fail here, and no other.
+    after_the_tag = ("--from", "@v0.5.0")
+    assert failed_verifies(empty_database, *after_the_tag) == failed_verifies(db_url, *after_the_tag)
+
+    # A change the package's plan does not know (deployed from a newer plan): refused, untouched.
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(
+            "INSERT INTO sqitch.changes (change_id, change, project, committer_name, committer_email,"
+            " planned_at, planner_name, planner_email) VALUES (repeat('f', 40), 'from_the_future',"
+            " 'taskpool', 'x', 'x@x', now(), 'x', 'x@x')"
+        )
+    refused = run_installed(installed, empty_database, "schema", "upgrade", check=False)
+    assert refused.returncode == 1 and "does not know: from_the_future" in refused.stderr, refused.stderr
+
+
+def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_database: str):
+    run_installed(installed, empty_database, "schema", "apply", "--to", "@v0.5.0")
+    deployed = sqitch(empty_database, "deploy", "--verify").stdout
+    assert "+ taskpool_schema_version @v0.5.0" not in deployed and "+ heartbeat_tasks" in deployed
+    assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status").stdout
+    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    assert status["up_to_date"]
+
+    sqitch(empty_database, "revert", "-y")
+    with psycopg.connect(empty_database) as conn:
+        assert conn.execute("SELECT count(*) FROM sqitch.changes").fetchone()[0] == 0
+        assert conn.execute(
+            "SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = 'public'::regnamespace"
+        ).fetchone()[0] == 0
+    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    assert status["deployed_changes"] == 0 and len(status["pending"]) == len(Plan.load(REPO_ROOT).changes)
+
+
+EDGE_PLAN = """\
+%syntax-version=1.0.0
+%project=flipr
+%uri=HTTPS://Example.COM:443
+
+users 2026-01-01T00:00:00Z Marge N. O’Vera <marge@example.com> # Creates table to track our users.
+widgets [users !gadgets other:thing] 2026-01-02T00:00:00Z Marge <m@x.org>   # A note: \\\\ and \\n in it
+@alpha 2026-01-03T00:00:00Z Marge <m@x.org> # Tag it
+# a comment line
+users [users@alpha] 2026-01-04T00:00:00Z Marge <m@x.org>
+plain 2026-01-05T00:00:00Z Marge <m@x.org>
+@beta 2026-01-06T00:00:00Z Marge <m@x.org>
+"""
+
+
+def test_the_plan_reader_agrees_with_sqitch_on_a_plan_with_every_kind_of_line(tmp_path: Path):
+    # A rework, a conflict, another project's change, a note with escapes, a non-ASCII planner, a
+    # %uri Sqitch writes otherwise: the ids `sqitch plan` computes, the tag's info `sqitch show`
+    # prints.
+    if shutil.which("sqitch") is None:
+        pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
+    (tmp_path / "sqitch.plan").write_text(EDGE_PLAN, encoding="utf-8")
+    (tmp_path / "sqitch.conf").write_text("[core]\n\tengine = pg\n")
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "users.sql").write_text("SELECT 2;\n")
+    (tmp_path / "deploy" / "users@alpha.sql").write_text("SELECT 1;\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SQITCH")}
+
+    def sqitch_here(*args: str) -> str:
+        result = subprocess.run(["sqitch", *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    plan = Plan.load(tmp_path)
+    listed = sqitch_here("plan", "--no-headers", "--format", "format:%H %n").split()
+    assert [(c.id, c.name) for c in plan.changes] == list(zip(listed[::2], listed[1::2]))
+    assert plan.changes[1].note == "A note: \\ and \n in it"
+    alpha = plan.tags[0]
+    assert sqitch_here("show", "tag", "alpha").rstrip("\n") == alpha.info(plan)
+    # The earlier instance of the reworked change runs the script named after the tag after it.
+    assert [c.script(plan, "deploy").name for c in plan.changes] == [
+        "users@alpha.sql", "widgets.sql", "users.sql", "plain.sql"
+    ]
+    assert plan.changes[0].script_hash(plan) == hashlib.sha1(b"SELECT 1;\n").hexdigest()
+
+
+def test_a_change_that_fails_is_recorded_as_failed_and_the_ones_before_it_stay(
+    tmp_path: Path, empty_database: str
+):
+    (tmp_path / "sqitch.plan").write_text(
+        "%syntax-version=1.0.0\n%project=scratch\n\n"
+        "first 2026-01-01T00:00:00Z A <a@example.com> # Add first_t\n"
+        "second [first] 2026-01-02T00:00:00Z A <a@example.com> # Add second_t\n"
+    )
+    scripts = {
+        "deploy/first.sql": "BEGIN; CREATE TABLE first_t (id int); COMMIT;",
+        "verify/first.sql": "BEGIN; SELECT id FROM first_t WHERE FALSE; ROLLBACK;",
+        "revert/first.sql": "BEGIN; DROP TABLE first_t; COMMIT;",
+        "deploy/second.sql": "BEGIN; CREATE TABLE second_t (id int); COMMIT;",
+        "verify/second.sql": "BEGIN; SELECT no_such_column FROM second_t WHERE FALSE; ROLLBACK;",
+        "revert/second.sql": "BEGIN; DROP TABLE second_t; COMMIT;",
+    }
+    for name, text in scripts.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text + "\n")
+
+    def deployed() -> tuple[list[str], list[tuple[str, str]], bool, bool]:
+        with psycopg.connect(empty_database) as conn:
+            return (
+                [r[0] for r in conn.execute("SELECT change FROM sqitch.changes ORDER BY committed_at")],
+                conn.execute("SELECT event, change FROM sqitch.events ORDER BY committed_at").fetchall(),
+                conn.execute("SELECT to_regclass('first_t') IS NOT NULL").fetchone()[0],
+                conn.execute("SELECT to_regclass('second_t') IS NOT NULL").fetchone()[0],
+            )
+
+    # second does not verify: its revert script runs, and it is recorded as a failure.
+    with pytest.raises(SchemaRefused, match="second did not verify"):
+        Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)
+    assert deployed() == (["first"], [("deploy", "first"), ("fail", "second")], True, False)
+
+    # second's deploy script fails: its transaction rolls back, and it is recorded as a failure.
+    (tmp_path / "verify/second.sql").write_text("BEGIN; SELECT id FROM second_t WHERE FALSE; ROLLBACK;\n")
+    (tmp_path / "deploy/second.sql").write_text(
+        "BEGIN; CREATE TABLE second_t (id int); SELECT 1/0; COMMIT;\n"
+    )
+    with pytest.raises(SchemaRefused, match="deploy/second failed: division by zero"):
+        Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)
+    events = [("deploy", "first"), ("fail", "second"), ("fail", "second")]
+    assert deployed() == (["first"], events, True, False)
+
+    # Fixed, the next run deploys it.
+    (tmp_path / "deploy/second.sql").write_text(scripts["deploy/second.sql"] + "\n")
+    assert [c.name for c in Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)] == ["second"]
+    assert deployed()[0] == ["first", "second"] and deployed()[3]
