@@ -80,6 +80,9 @@ $(VENV_STAMP): pyproject.toml pyworker/__init__.py
 		fi; \
 	fi
 	@echo "deps: installing the project into $(VENV) (pip install -e '.[test]')"
+	@# The distribution was called taskpool before 0.6.0: its copy would shadow this one's entry points.
+	@$(VENV)/bin/pip uninstall --quiet --yes taskpool 2>/dev/null || true
+	@rm -rf taskpool.egg-info
 	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
