@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 from test_readme import examples_in, run_sql
 
 GUIDES = sorted((REPO_ROOT / "docs").glob("*.md"))

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 
 # What `make psql` needs: the Makefile, its scripts, the Sqitch project, and the files the venv
 # stamp depends on (the venv itself is the one running the tests).
