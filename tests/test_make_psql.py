@@ -19,7 +19,10 @@ from core_fixtures import REPO_ROOT
 
 # What `make psql` needs: the Makefile, its scripts, the Sqitch project, and the files the venv
 # stamp depends on (the venv itself is the one running the tests).
-BUILD_FILES = ("Makefile", "pyproject.toml", "pyworker/__init__.py", "sqitch.conf", "sqitch.plan")
+BUILD_FILES = (
+    "Makefile", "pyproject.toml", "pyworker/__init__.py", "crawler/pyproject.toml", "sqitch.conf",
+    "sqitch.plan",
+)
 BUILD_DIRS = ("scripts", "deploy", "revert", "verify")
 
 
