@@ -98,8 +98,9 @@ class Registry:
         self._handlers[role] = fn
 
     def command(self, role: str, argv: Sequence[str]) -> None:
-        """Bind `role` to an external command."""
-        self.register(role, CommandHandler(argv))
+        """Bind `role` to an external command, in place of any handler it had (--command is the
+        worker's explicit choice: it wins over a handler an installed package registered)."""
+        self._handlers[role] = CommandHandler(argv)
 
     def middleware(self, fn: Middleware, *, outermost: bool = False) -> Middleware:
         """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,

@@ -70,3 +70,16 @@ def test_a_worker_registers_the_crawler_s_handlers_and_a_handlers_module_keeps_i
     expected = {role: "taskpool_crawler.handlers" for role in CRAWLER_ROLES}
     expected["product_resync"] = "user_tasks"
     assert modules == repr(expected)
+
+
+def test_a_worker_s_command_takes_a_role_the_crawler_has_a_handler_for(tmp_path: Path) -> None:
+    # `pyworker --role product_resync --command 'python3 resync.py'` (README, docs/commands.md).
+    code = (
+        "from pyworker import handlers\n"
+        "handlers.load([])\n"
+        "assert handlers.registry.get('product_resync').__module__ == 'taskpool_crawler.handlers'\n"
+        "handlers.registry.command('product_resync', ['python3', 'resync.py'])\n"
+        "print(type(handlers.registry.get('product_resync')).__name__)\n"
+    )
+    result = python(code, tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "CommandHandler\n", "")
