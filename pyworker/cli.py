@@ -3,7 +3,9 @@
 One click group. Its options (or their environment variables) land in a `Settings` object in
 `ctx.obj`, with the invocation's one `Database`; the global ones (GLOBAL_OPTIONS) are taken after
 any command's name as well. Each operator verb is one command that calls one or two `Database`
-methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`.
+methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`
+(pyworker.output). Other packages add commands through the `pyworker.commands` entry points
+(TaskpoolGroup.load_plugins): the crawler's payloads, resync and simulator come that way.
 
 Exit codes: 0 done; 1 refused: the database will not do it to something that exists (a finished
 task cannot be cancelled, a store with one payload has no diff), or cannot be reached; 2 bad usage
