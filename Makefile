@@ -68,8 +68,9 @@ deps:
 	@scripts/apt-install $(DEB_PACKAGES)
 	@$(MAKE) -s $(VENV_STAMP)
 
-# pyworker/__init__.py holds the package version that pip records.
-$(VENV_STAMP): pyproject.toml pyworker/__init__.py
+# pyworker/__init__.py holds the package version that pip records. The crawler (crawler/) is a
+# package of its own, installed beside the core.
+$(VENV_STAMP): pyproject.toml pyworker/__init__.py crawler/pyproject.toml
 	@if [[ ! -x $(VENV)/bin/python ]]; then \
 		echo "deps: creating $(VENV)"; \
 		command -v $(PYTHON) >/dev/null || scripts/apt-install python3 python3-venv; \
@@ -79,11 +80,11 @@ $(VENV_STAMP): pyproject.toml pyworker/__init__.py
 			$(PYTHON) -m venv $(VENV); \
 		fi; \
 	fi
-	@echo "deps: installing the project into $(VENV) (pip install -e '.[test]')"
+	@echo "deps: installing the project into $(VENV) (pip install -e '.[test]' -e crawler)"
 	@# The distribution was called taskpool before 0.6.0: its copy would shadow this one's entry points.
 	@$(VENV)/bin/pip uninstall --quiet --yes taskpool 2>/dev/null || true
 	@rm -rf taskpool.egg-info
-	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]' -e ./crawler
 	@touch $@
 
 # TARGET db: start the local cluster (init if missing, restarted if its settings are old), its database and pg_cron; with DATABASE_URL set, only check that server answers
@@ -162,9 +163,9 @@ test-sql: deps db
 	done
 	@$(PGENV) -d '$(TEST_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls sql_tests/*.sql)
 
-# TARGET test-py: run the Python tests (pytest) against DATABASE_URL's server
+# TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/) against DATABASE_URL's server
 test-py: deps db
-	@$(PGENV) $(VENV)/bin/pytest $(PYTEST_ARGS) tests/
+	@$(PGENV) $(VENV)/bin/pytest $(PYTEST_ARGS) tests/ crawler/tests/
 
 # TARGET faults: run the fault and abuse suite in full, soak included (SOAK_MINUTES=10, FAULTS_ARGS='--only 1,4'), print its table, write it to results/
 faults: deps db
@@ -177,5 +178,5 @@ faults-quick: deps db
 # TARGET clean: stop the local cluster and delete it, .venv and caches
 clean:
 	@$(CLUSTER) remove
-	rm -rf $(VENV) .pytest_cache *.egg-info .demo
+	rm -rf $(VENV) .pytest_cache *.egg-info crawler/*.egg-info .demo
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

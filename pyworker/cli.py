@@ -3,7 +3,9 @@
 One click group. Its options (or their environment variables) land in a `Settings` object in
 `ctx.obj`, with the invocation's one `Database`; the global ones (GLOBAL_OPTIONS) are taken after
 any command's name as well. Each operator verb is one command that calls one or two `Database`
-methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`.
+methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`
+(pyworker.output). Other packages add commands through the `pyworker.commands` entry points
+(TaskpoolGroup.load_plugins): the crawler's payloads, resync and simulator come that way.
 
 Exit codes: 0 done; 1 refused: the database will not do it to something that exists (a finished
 task cannot be cancelled, a store with one payload has no diff), or cannot be reached; 2 bad usage
@@ -16,18 +18,14 @@ from __future__ import annotations
 
 import copy
 import importlib
-import os
 import re
 import shlex
-import shutil
 import sys
 import textwrap
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from decimal import Decimal
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, BinaryIO
 
 import click
@@ -47,6 +45,18 @@ from pyworker.errors import (
     TaskpoolError,
 )
 from pyworker.logs import LEVELS as LOG_LEVELS
+from pyworker.schema import schema as schema_commands
+from pyworker.output import (
+    CAPACITY_COLUMNS,
+    Column,
+    counted,
+    echo_fields,
+    echo_json,
+    echo_page,
+    echo_table,
+    json_option,
+    wrapped,
+)
 
 # The task states, as worker_tasks' status CHECK allows them (for `list --status`).
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
@@ -119,10 +129,73 @@ class SharedOptionsGroup(click.Group):
         _take_global_options(cmd)
 
 
+# Commands from other packages: each entry point of this group names a click command (or group),
+# added to the main group under the entry point's name. The crawler's `payloads`, `resync` and
+# `simulator` come this way (crawler/pyproject.toml).
+COMMANDS_ENTRY_POINT_GROUP = "pyworker.commands"
+
+
+def broken_plugin(entry_point: EntryPoint, error: Exception) -> str:
+    """Why a command plug-in could not be added, naming it, its package and what to do."""
+    dist = getattr(entry_point, "dist", None)
+    package = f"{dist.name} {dist.version}" if dist is not None else "its package"
+    cause = f"{type(error).__name__}: {error}" if not isinstance(error, ConfigurationError) else str(error)
+    return (
+        f"the command plug-in {entry_point.name!r} ({entry_point.value}, from {package}, entry point"
+        f" group {COMMANDS_ENTRY_POINT_GROUP}) cannot be loaded: {cause}; reinstall or uninstall"
+        f" {dist.name if dist is not None else 'that package'}"
+    )
+
+
 class TaskpoolGroup(SharedOptionsGroup):
-    """The main group: it turns pyworker's exceptions into exit codes, for every command at once."""
+    """The main group: it turns pyworker's exceptions into exit codes, for every command at once,
+    and adds the commands of the `pyworker.commands` entry points the first time it lists or
+    looks up a command (a worker, which runs none, never loads them)."""
 
     group_class = SharedOptionsGroup
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugins_loaded = False
+        # The plug-ins that could not be added, by name: why (see broken_plugin).
+        self.broken_plugins: dict[str, str] = {}
+
+    def load_plugins(self) -> None:
+        """Add the commands of the `pyworker.commands` entry points, once. One that fails to
+        import, is not a click command or would replace a core command is left out and noted in
+        broken_plugins: the core commands work whatever an installed package does."""
+        if self.plugins_loaded:
+            return
+        self.plugins_loaded = True
+        for entry_point in entry_points(group=COMMANDS_ENTRY_POINT_GROUP):
+            try:
+                if entry_point.name in self.commands:
+                    raise ConfigurationError(f"pyworker has a command {entry_point.name!r} already")
+                command = entry_point.load()
+                if not isinstance(command, click.Command):
+                    raise ConfigurationError(
+                        f"it names an object of type {type(command).__name__}, not a click command"
+                    )
+            except Exception as error:
+                self.broken_plugins[entry_point.name] = broken_plugin(entry_point, error)
+                continue
+            self.add_command(command, entry_point.name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load_plugins()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self.load_plugins()
+        if cmd_name in self.broken_plugins and cmd_name not in self.commands:
+            raise ConfigurationError(self.broken_plugins[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_commands(ctx, formatter)
+        # On stderr: the help itself stays what it is, with the core commands.
+        for problem in self.broken_plugins.values():
+            click.echo(f"warning: {problem}", err=True)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -411,210 +484,6 @@ def main(
     ctx.exit(code)
 
 
-# Output
-
-
-def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The --json flag every operator command takes."""
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print one JSON document instead of a table."
-    )(command)
-
-
-def _json_value(value: Any) -> Any:
-    """What dump_json writes for the values it does not know: an interval as its seconds."""
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def echo_json(data: Any) -> None:
-    """`data` as indented JSON, numbers with every digit the database holds."""
-    click.echo(dump_json(data, indent=2, default=_json_value))
-
-
-# Cells longer than this are cut, in every table but a --wide one.
-CELL_WIDTH = 60
-# Fitting a table to the terminal cuts no text cell narrower than this (or than its header):
-# a column cut shorter says too little, better leave it out.
-NARROWEST_CELL = 12
-
-
-def _cell(value: Any, width: int | None = CELL_WIDTH, *, exact: bool = False) -> str:
-    """A value as one table cell: JSON compact, text longer than `width` cut (None: never).
-    Times and intervals to the second, or with `exact` to the microsecond (times with their zone
-    either way)."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        text = value.isoformat(sep=" ", timespec="microseconds" if exact else "seconds")
-    elif isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, timedelta):
-        text = str(value if exact else timedelta(seconds=round(value.total_seconds())))
-    elif isinstance(value, (dict, list)):
-        text = dump_json(value, default=_json_value)
-    else:
-        text = str(value)
-    return _cut(" ".join(text.split()), width)
-
-
-def _cut(text: str, width: int | None) -> str:
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
-
-
-# (header, key) or (header, function of the row)
-Column = tuple[str, Any]
-
-
-@dataclass
-class Table:
-    """A table laid out for printing, and what fitting it into a width took."""
-
-    lines: list[str]
-    # The headers of the columns whose cells were cut to fit, and of those left out (the last).
-    shortened: list[str]
-    left_out: list[str]
-
-
-def lay_out_table(
-    rows: Iterable[dict[str, Any]],
-    columns: Sequence[Column],
-    *,
-    max_width: int | None = None,
-    cell_width: int | None = CELL_WIDTH,
-) -> Table:
-    """Rows as aligned columns under a header; numbers right-aligned.
-
-    Each column is (header, key) or (header, function of the row). Cells are cut to
-    `cell_width`; with `max_width`, the table is fitted into that many characters (see _fit).
-    """
-    headers = [header for header, _ in columns]
-    raw = [
-        [source(row) if callable(source) else row.get(source) for _, source in columns]
-        for row in rows
-    ]
-    cells = [[_cell(value, cell_width) for value in values] for values in raw]
-    natural = [
-        max([len(header)] + [len(line[i]) for line in cells]) for i, header in enumerate(headers)
-    ]
-    numeric = [
-        bool(raw)
-        and all(
-            isinstance(values[i], (int, float, Decimal)) and not isinstance(values[i], bool)
-            or values[i] is None
-            for values in raw
-        )
-        for i in range(len(headers))
-    ]
-    widths = _fit(headers, natural, numeric, max_width)
-
-    def line(texts: list[str]) -> str:
-        return "  ".join(
-            _cut(text, width).rjust(width) if numeric[i] else _cut(text, width).ljust(width)
-            for i, (text, width) in enumerate(zip(texts, widths))
-        ).rstrip()
-
-    kept = len(widths)
-    return Table(
-        lines=[line(headers)] + [line(texts) for texts in cells],
-        shortened=[headers[i] for i in range(kept) if widths[i] < natural[i]],
-        left_out=headers[kept:],
-    )
-
-
-def _fit(
-    headers: list[str], natural: list[int], numeric: list[bool], max_width: int | None
-) -> list[int]:
-    """The widths of the columns that fit into `max_width` (the first ones, all when it is None).
-
-    The widest text cells are cut first, down to NARROWEST_CELL or their header's width; the
-    first column, which names the row, and numbers are never cut. When that is not enough, the
-    last columns are left out.
-    """
-    if max_width is None:
-        return natural
-    floors = [
-        width if is_number or i == 0 else min(width, max(len(header), NARROWEST_CELL))
-        for i, (header, width, is_number) in enumerate(zip(headers, natural, numeric))
-    ]
-
-    def total(widths: list[int]) -> int:
-        return sum(widths) + 2 * (len(widths) - 1)
-
-    kept = len(natural)
-    while kept > 1 and total(floors[:kept]) > max_width:
-        kept -= 1
-
-    def under(ceiling: int) -> list[int]:
-        return [max(floor, min(width, ceiling)) for width, floor in zip(natural[:kept], floors)]
-
-    ceiling = max(natural[:kept])
-    while ceiling > 0 and total(under(ceiling)) > max_width:
-        ceiling -= 1
-    return under(ceiling)
-
-
-def render_table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> str:
-    """The table at its natural width, fitted to none (for a log or a file)."""
-    return "\n".join(lay_out_table(rows, columns).lines)
-
-
-def terminal_width() -> int | None:
-    """The width tables are fitted to: $COLUMNS, else the terminal's; None when stdout is a pipe
-    or a file and $COLUMNS is not set (the table goes whole, for grep and friends)."""
-    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
-        return None
-    return shutil.get_terminal_size().columns
-
-
-def wrapped(text: str, first_indent: str = "", indent: str = "") -> str:
-    """Prose in lines of at most 79 characters, commands and names kept whole."""
-    return textwrap.fill(
-        text,
-        width=79,
-        initial_indent=first_indent,
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-
-
-def echo_table(rows: list[dict[str, Any]], columns: Sequence[Column], empty: str) -> None:
-    """The rows as a table fitted to the terminal (whole with --wide), or `empty` if there are
-    none. What fitting it cut or left out is said on stderr."""
-    if not rows:
-        click.echo(empty)
-        return
-    ctx = click.get_current_context(silent=True)
-    settings = ctx.find_object(Settings) if ctx is not None else None
-    wide = settings is not None and settings.wide
-    max_width = None if wide else terminal_width()
-    table = lay_out_table(
-        rows, columns, max_width=max_width, cell_width=None if wide else CELL_WIDTH
-    )
-    click.echo("\n".join(table.lines))
-    if table.shortened or table.left_out:
-        cuts = [
-            f"{what}: {', '.join(headers)}"
-            for what, headers in (("cut short", table.shortened), ("left out", table.left_out))
-            if headers
-        ]
-        click.echo(
-            f"(fitted to {max_width} columns, {'; '.join(cuts)}: --wide prints the table whole,"
-            " --json gives every field)",
-            err=True,
-        )
-
-
-def echo_fields(row: dict[str, Any]) -> None:
-    """One `key: value` line per field, values aligned and whole: times to the microsecond."""
-    width = max(len(key) for key in row) + 1
-    for key, value in row.items():
-        text = _cell(value, width=None, exact=True)
-        click.echo(f"{key + ':':<{width}} {text}".rstrip())
-
-
 ENQUEUED_COLUMNS: list[Column] = [
     ("id", "id"),
     ("role", "role"),
@@ -729,15 +598,10 @@ def describe_enqueued(tasks: list[dict[str, Any]], lines: int, source: str) -> s
     distinct = {task["id"]: task["role"] for task in tasks}
     by_role = Counter(distinct.values())
     roles = ", ".join(f"{count} {role}" for role, count in sorted(by_role.items()))
-    summary = f"enqueued {_count(len(distinct), 'task')} from {source}: {roles}"
+    summary = f"enqueued {counted(len(distinct), 'task')} from {source}: {roles}"
     if len(distinct) < lines:
         summary += f" ({lines} lines: the lines of one dedupe key share its active task)"
     return summary
-
-
-def _count(number: int, noun: str) -> str:
-    """`1 task`, `2 tasks`."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
@@ -890,31 +754,6 @@ def check_role(db: Database, role: str) -> None:
     roles = db.roles()
     if role not in roles:
         raise InvalidInput(f"unknown role {role!r}", hint=f"Known roles: {', '.join(roles)}.")
-
-
-def echo_page(
-    rows: list[dict[str, Any]],
-    columns: Sequence[Column],
-    *,
-    total: int,
-    page: int,
-    limit: int,
-    noun: str,
-) -> None:
-    """A page of a list as a table, then which rows of how many it shows."""
-    pages = max(1, -(-total // limit))
-    if not rows:
-        click.echo(
-            f"no {noun}s on page {page}: {_count(total, noun)} in all,"
-            f" {_count(pages, 'page')} of {limit}"
-        )
-        return
-    echo_table(rows, columns, empty="")
-    first = (page - 1) * limit + 1
-    more = f"; --page {page + 1} for more" if page < pages else ""
-    click.echo(
-        f"{first}-{first + len(rows) - 1} of {_count(total, noun)} (page {page} of {pages}{more})"
-    )
 
 
 @main.command()
@@ -1078,13 +917,13 @@ def prune(
         if as_json:
             echo_json({"would_prune": would_prune})
         else:
-            click.echo(f"would prune {_count(would_prune, 'task')} (dry run: nothing deleted)")
+            click.echo(f"would prune {counted(would_prune, 'task')} (dry run: nothing deleted)")
         return
     pruned = db.prune_tasks_in_batches(older_than, batch_size, max_tasks)
     if as_json:
         echo_json({"pruned": pruned})
     else:
-        click.echo(f"pruned {_count(pruned, 'task')}")
+        click.echo(f"pruned {counted(pruned, 'task')}")
 
 
 WORKER_COLUMNS: list[Column] = [
@@ -1133,23 +972,6 @@ def workers(settings: Settings, as_json: bool) -> None:
 
 # Capacity and health
 
-CAPACITY_COLUMNS: list[Column] = [
-    ("role", "role"),
-    ("pending", "pending_tasks"),
-    ("ready", "ready_tasks"),
-    ("running", "running_tasks"),
-    ("workers", "active_workers"),
-    ("per_worker_hour", "tasks_per_worker_hour"),
-    ("hours_to_drain", "estimated_hours_to_drain"),
-    ("need_1h", "workers_needed_for_1_hour"),
-    ("need_4h", "workers_needed_for_4_hours"),
-    ("need_8h", "workers_needed_for_8_hours"),
-    ("oldest_ready", "oldest_ready_age"),
-    ("arrived_1h", "arrivals_last_hour"),
-    ("done_1h", "completed_last_hour"),
-    ("failed_1h", "failed_attempts_last_hour"),
-    ("failure_rate", "failure_rate"),
-]
 
 ACTIVE_WORKER_COLUMNS: list[Column] = [
     ("worker", "worker_id"),
@@ -1415,81 +1237,6 @@ def trigger_schedule(settings: Settings, name: str, as_json: bool) -> None:
         click.echo(f"schedule {row['name']} ran: {count} task{'' if count == 1 else 's'} created")
 
 
-@main.group()
-def resync() -> None:
-    """Plan product resyncs."""
-
-
-@resync.command("generate")
-@click.option(
-    "--batches",
-    type=int,
-    default=6,
-    show_default=True,
-    metavar="N",
-    help="Spread the stores over N slots a day (1..1440), starting at local midnight.",
-)
-@click.option(
-    "--day",
-    type=click.DateTime(formats=["%Y-%m-%d"]),
-    metavar="YYYY-MM-DD",
-    help="The day to plan (default: today in the time zone).",
-)
-@click.option(
-    "--time-zone",
-    metavar="TZ",
-    help="The slots' wall-clock time zone, e.g. America/New_York (default: the session's).",
-)
-@click.option(
-    "--priority", type=int, default=0, show_default=True, help="The tasks' priority (-100..100)."
-)
-@json_option
-@pass_settings
-def generate_resync(
-    settings: Settings,
-    batches: int,
-    day: datetime | None,
-    time_zone: str | None,
-    priority: int,
-    as_json: bool,
-) -> None:
-    """Plan a day of product_resync: one task per active store, in --batches slots.
-
-    Idempotent: a store planned for that day once, or with a product_resync under way, is
-    skipped. Prints how many tasks it created and how many stores it skipped, for which reason
-    (generate_resync_plan); with --json, {"day", "time_zone", "created", "already_planned",
-    "resync_under_way", "batches", "priority"}.
-    """
-    plan = settings.db.generate_resync_plan(
-        batches, day.date() if day is not None else None, time_zone, priority
-    )
-    if as_json:
-        echo_json({**plan, "batches": batches, "priority": priority})
-    else:
-        click.echo(describe_resync_plan(plan, batches))
-
-
-def describe_resync_plan(plan: dict[str, Any], batches: int) -> str:
-    """One line: what a plan created, for which day and slots, and why it skipped the rest."""
-    line = (
-        f"planned {_count(plan['created'], 'product_resync task')} for {plan['day'].isoformat()}"
-        f" ({batches} batch{'' if batches == 1 else 'es'}, time zone {plan['time_zone']})"
-    )
-    skipped = [
-        f"{_count(count, 'store')} {why}"
-        for count, why in (
-            (plan["already_planned"], "already planned for that day"),
-            (plan["resync_under_way"], "with a product_resync pending, claimed or running"),
-        )
-        if count
-    ]
-    if skipped:
-        return f"{line}; skipped {' and '.join(skipped)}"
-    if not plan["created"]:
-        return f"{line}: there is no active store"
-    return line
-
-
 # The tick: pg_cron or the scheduler loop
 
 
@@ -1651,13 +1398,4 @@ def version(settings: Settings, as_json: bool) -> None:
     click.echo(f"database: {database}" + (f": {report['problem']}" if report["problem"] else ""))
 
 
-main.add_command(importlib.import_module("pyworker.schema").schema)
-
-# The crawler and the simulator are not in the core wheel: their commands join when they are
-# installed. Imported last, as they build on the helpers above.
-for _module, _command in (("pyworker.simulator.cli", "simulator"), ("pyworker.crawler.cli", "payloads")):
-    try:
-        main.add_command(getattr(importlib.import_module(_module), _command))
-    except ModuleNotFoundError as _missing:
-        if _missing.name not in (_module, _module.rsplit(".", 1)[0]):
-            raise
+main.add_command(schema_commands)

@@ -27,6 +27,71 @@ JOB_PREFIX = "taskpool_tick:"
 JOB_SCHEDULE = "* * * * *"
 JOB_COMMAND = "SELECT tick_schedules()"
 
+# pg_cron (1.4: jobs are upserted by name; cron.job and cron.job_run_details are per user)
+CRON_PLACEMENT = (
+    "SELECT current_database() AS database, to_regnamespace('cron') IS NOT NULL AS has_cron,"
+    " nullif(current_setting('cron.database_name', true), '') AS cron_database"
+)
+CRON_SCHEDULE = (
+    "SELECT cron.schedule(job_name => %(job_name)s::text, schedule => %(schedule)s::text,"
+    " command => %(command)s::text) AS jobid"
+)
+CRON_SCHEDULE_IN_DATABASE = (
+    "SELECT cron.schedule_in_database(job_name => %(job_name)s::text,"
+    " schedule => %(schedule)s::text, command => %(command)s::text,"
+    " database => %(database)s::text) AS jobid"
+)
+CRON_JOB = (
+    "SELECT jobid, jobname, schedule, command, database, username, active FROM cron.job"
+    " WHERE jobname = %(job_name)s::name AND username = current_user"
+)
+CRON_UNSCHEDULE = (
+    "SELECT j.jobid, cron.unschedule(j.jobid) AS removed FROM cron.job j"
+    " WHERE j.jobname = %(job_name)s::name AND j.username = current_user"
+)
+# Newest first, by the primary key: job_run_details has no index on jobid.
+CRON_JOB_RUNS = (
+    "SELECT runid, status, start_time, end_time, return_message FROM cron.job_run_details"
+    " WHERE jobid = %(jobid)s::bigint ORDER BY runid DESC LIMIT %(limit)s::integer"
+)
+
+
+# The SQL, on a Database's connection (the taskpool database's or pg_cron's)
+
+
+def placement(db: Database) -> dict[str, Any]:
+    """This database's name, whether it has the `cron` schema, and cron.database_name (None when
+    pg_cron is not loaded)."""
+    return db.query_one(CRON_PLACEMENT)
+
+
+def schedule(db: Database, job_name: str, schedule: str, command: str) -> int:
+    """cron.schedule: the job runs in this database; returns its jobid."""
+    params = {"job_name": job_name, "schedule": schedule, "command": command}
+    return db.query_one(CRON_SCHEDULE, params)["jobid"]
+
+
+def schedule_in_database(db: Database, job_name: str, schedule: str, command: str, database: str) -> int:
+    """cron.schedule_in_database: the job runs in `database`; returns its jobid."""
+    params = {"job_name": job_name, "schedule": schedule, "command": command, "database": database}
+    return db.query_one(CRON_SCHEDULE_IN_DATABASE, params)["jobid"]
+
+
+def find_job(db: Database, job_name: str) -> dict[str, Any] | None:
+    """The current user's pg_cron job of that name, or None."""
+    return db.query_one(CRON_JOB, {"job_name": job_name})
+
+
+def unschedule(db: Database, job_name: str) -> int | None:
+    """Removes the current user's job of that name; its jobid, or None when there was none."""
+    row = db.query_one(CRON_UNSCHEDULE, {"job_name": job_name})
+    return row["jobid"] if row else None
+
+
+def job_runs(db: Database, jobid: int, limit: int = 10) -> list[dict[str, Any]]:
+    """The job's last runs from cron.job_run_details, newest first."""
+    return db.query(CRON_JOB_RUNS, {"jobid": jobid, "limit": limit})
+
 
 def job_name(database: str) -> str:
     """The name of the tick's job for that taskpool database."""
@@ -60,12 +125,12 @@ def cron_site(db: Database) -> Iterator[CronSite]:
     `db` is the taskpool database. A connection to pg_cron's database, when that is another
     one, is opened here and closed on exit.
     """
-    placement = db.cron_placement()
-    database = placement["database"]
-    if placement["has_cron"]:
+    where = placement(db)
+    database = where["database"]
+    if where["has_cron"]:
         yield CronSite(database, database, db)
         return
-    cron_database = placement["cron_database"]
+    cron_database = where["cron_database"]
     if cron_database is None:
         raise CronMissing(
             "pg_cron is not loaded on this server (cron.database_name is not set; pg_cron must be"
@@ -74,7 +139,7 @@ def cron_site(db: Database) -> Iterator[CronSite]:
     other = Database(database_url_for(db.url, cron_database), application_name=db.application_name)
     try:
         try:
-            has_cron = other.cron_placement()["has_cron"]
+            has_cron = placement(other)["has_cron"]
         except DatabaseUnavailable as error:
             raise DatabaseUnavailable(f"pg_cron's database {cron_database!r}: {error}") from error
         if not has_cron:
@@ -95,10 +160,10 @@ def install(db: Database) -> dict[str, Any]:
     """
     with cron_site(db) as site:
         if site.same_database:
-            site.db.cron_schedule(site.job_name, JOB_SCHEDULE, JOB_COMMAND)
+            schedule(site.db, site.job_name, JOB_SCHEDULE, JOB_COMMAND)
         else:
-            site.db.cron_schedule_in_database(site.job_name, JOB_SCHEDULE, JOB_COMMAND, site.database)
-        return {**site.describe(), "job": site.db.cron_job(site.job_name)}
+            schedule_in_database(site.db, site.job_name, JOB_SCHEDULE, JOB_COMMAND, site.database)
+        return {**site.describe(), "job": find_job(site.db, site.job_name)}
 
 
 def uninstall(db: Database) -> dict[str, Any]:
@@ -107,9 +172,9 @@ def uninstall(db: Database) -> dict[str, Any]:
     """
     try:
         with cron_site(db) as site:
-            return {**site.describe(), "removed": site.db.cron_unschedule(site.job_name)}
+            return {**site.describe(), "removed": unschedule(site.db, site.job_name)}
     except CronMissing as missing:
-        database = db.cron_placement()["database"]
+        database = placement(db)["database"]
         return {
             "job_name": job_name(database),
             "database": database,
@@ -122,6 +187,6 @@ def uninstall(db: Database) -> dict[str, Any]:
 def status(db: Database, runs: int = 10) -> dict[str, Any]:
     """The tick's job of `db`'s database (None when not installed) and its last `runs` runs."""
     with cron_site(db) as site:
-        job = site.db.cron_job(site.job_name)
-        history = site.db.cron_job_runs(job["jobid"], runs) if job else []
+        job = find_job(site.db, site.job_name)
+        history = job_runs(site.db, job["jobid"], runs) if job else []
         return {**site.describe(), "job": job, "runs": history}

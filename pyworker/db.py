@@ -1,9 +1,10 @@
-"""All of pyworker's SQL, one taskpool function call per method.
+"""The queue core's SQL, one taskpool function call per method.
 
 Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
 A `Database` owns one autocommit connection (every call is its own short transaction, so a
 transaction-mode pooler works) and is used by one thread. A lost connection raises
-DatabaseUnavailable; the next call connects again.
+DatabaseUnavailable; the next call connects again. The crawler's SQL is in its own package
+(taskpool_crawler.db), pg_cron's in pyworker.cron.
 """
 
 from __future__ import annotations
@@ -208,15 +209,6 @@ UPDATE_SCHEDULE = (
     " interval_hours => %(interval_hours)s::integer, priority => %(priority)s::integer)"
 )
 TRIGGER_SCHEDULE = "SELECT * FROM trigger_schedule(%(name)s::text)"
-# The day defaults to today in the plan's time zone, as a resync_plan schedule's run takes it.
-GENERATE_RESYNC_TASKS = (
-    "WITH plan AS (SELECT coalesce(%(time_zone)s::text, current_setting('TimeZone')) AS time_zone)"
-    " SELECT d.day, p.time_zone, r.created, r.already_planned, r.resync_under_way"
-    " FROM plan p CROSS JOIN LATERAL (SELECT coalesce(%(day)s::date,"
-    " (taskpool_now() AT TIME ZONE p.time_zone)::date) AS day) d"
-    " CROSS JOIN LATERAL generate_resync_plan(%(batches)s::integer, d.day, p.time_zone,"
-    " %(priority)s::integer) r"
-)
 WORKER_CAPACITY_ROWS = "SELECT * FROM v_worker_capacity ORDER BY role"
 WORKER_CAPACITY_ROW = "SELECT * FROM v_worker_capacity WHERE role = %(role)s::text"
 TASK_COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
@@ -226,115 +218,12 @@ HEALTH_CHECKS = (
     "SELECT * FROM taskpool_health(%(max_tick_age)s::interval, %(max_snapshot_age)s::interval)"
 )
 
-# The reference crawler (pyworker.crawler): stores, payloads, analytics, source governance
+# Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
 GET_DISPENSARY = "SELECT * FROM get_dispensary(%(dispensary_id)s::integer)"
-SET_STORE_PLATFORM_ID = (
-    "SELECT * FROM set_store_platform_id(%(dispensary_id)s::integer,"
-    " %(platform_dispensary_id)s::text)"
-)
-UPSERT_DISCOVERED_STORES = (
-    "SELECT upsert_discovered_stores(%(platform)s::text, %(stores)s::jsonb) AS new_store_ids"
-)
-RECORD_CRAWL_PAYLOAD = (
-    "SELECT record_crawl_payload(%(dispensary_id)s::integer, %(fetched_at)s::timestamptz,"
-    " %(storage_path)s::text, %(size_bytes)s::integer, %(sha256)s::text) AS payload_id"
-)
-GET_CRAWL_PAYLOAD = "SELECT * FROM get_crawl_payload(%(payload_id)s::bigint)"
-MARK_PAYLOAD_CORRUPT = (
-    "SELECT mark_payload_corrupt(%(payload_id)s::bigint, %(error_message)s::text)"
-)
-APPLY_MENU_PAYLOAD = (
-    "SELECT apply_menu_payload(%(payload_id)s::bigint, %(products)s::jsonb) AS result"
-)
-REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
 ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
     " %(error_message)s::text) AS circuit"
-)
-# Operator side of the crawler (tables read directly: operators run as the schema owner)
-# `payloads list`'s filters, each left out when NULL: the page and its count read the same rows.
-_PAYLOAD_FILTERS = (
-    " WHERE (%(store)s::integer IS NULL OR p.dispensary_id = %(store)s::integer)"
-    "   AND (%(status)s::text IS NULL OR p.status = %(status)s::text)"
-)
-LIST_PAYLOADS = (
-    "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, p.fetched_at, p.status,"
-    " p.product_count, p.size_bytes, p.storage_path, p.error_message"
-    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id" + _PAYLOAD_FILTERS
-    + " ORDER BY p.fetched_at DESC, p.id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
-)
-COUNT_PAYLOADS = "SELECT count(*) AS payloads FROM raw_crawl_payloads p" + _PAYLOAD_FILTERS
-GET_PAYLOAD = (
-    "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, d.platform_dispensary_id,"
-    " p.fetched_at, p.status, p.product_count, p.size_bytes, p.sha256, p.storage_path,"
-    " p.applied_at, p.apply_result, p.error_message"
-    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
-    " WHERE p.id = %(payload_id)s::bigint"
-)
-DIFF_PAYLOADS = (
-    "SELECT diff_payloads(%(from_payload_id)s::bigint, %(to_payload_id)s::bigint) AS diff"
-)
-DIFF_LATEST_PAYLOADS = "SELECT diff_latest_payloads(%(dispensary_id)s::integer) AS diff"
-# Tuning (the demo's time compression, an operator's hand): plain writes as the schema owner
-SET_ROLE_BACKOFF = (
-    "UPDATE task_roles SET backoff_base = %(backoff_base)s::interval, backoff_cap = %(backoff_cap)s::interval"
-    " WHERE role = %(role)s::text RETURNING role"
-)
-SET_PLATFORM_LIMITS = (
-    "INSERT INTO platform_governance AS g (platform, requests_per_minute, cooldown)"
-    " VALUES (%(platform)s::text, %(requests_per_minute)s::integer, %(cooldown)s::interval)"
-    " ON CONFLICT (platform) DO UPDATE"
-    " SET requests_per_minute = excluded.requests_per_minute, cooldown = excluded.cooldown"
-    " RETURNING g.platform, g.requests_per_minute, g.failure_threshold, g.cooldown"
-)
-ACTIVE_STORE_IDS = "SELECT id FROM dispensaries WHERE active ORDER BY id"
-STORES_WITH_APPLIED_PAYLOADS = (
-    "SELECT dispensary_id FROM raw_crawl_payloads WHERE status = 'applied'"
-    " GROUP BY dispensary_id HAVING count(*) >= %(at_least)s::integer"
-    " ORDER BY dispensary_id LIMIT %(limit)s::integer"
-)
-PAYLOAD_COUNTS = "SELECT status, count(*) AS payloads FROM raw_crawl_payloads GROUP BY status ORDER BY status"
-ATTEMPT_ERRORS = (
-    "SELECT error_message, count(*) AS attempts FROM worker_task_attempts"
-    " WHERE outcome IN ('retried', 'failed') GROUP BY error_message ORDER BY attempts DESC"
-)
-PLATFORM_EVENTS = (
-    "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
-    " ORDER BY at, id"
-)
-WAITING_TASKS = (
-    "SELECT w.*, extract(epoch FROM w.ready_at - taskpool_now())::float8 AS ready_in_seconds"
-    " FROM v_waiting_tasks w WHERE w.role = ANY(%(roles)s::text[])"
-    " ORDER BY w.ready_at NULLS FIRST, w.id"
-)
-
-# pg_cron (1.4: jobs are upserted by name; cron.job and cron.job_run_details are per user)
-CRON_PLACEMENT = (
-    "SELECT current_database() AS database, to_regnamespace('cron') IS NOT NULL AS has_cron,"
-    " nullif(current_setting('cron.database_name', true), '') AS cron_database"
-)
-CRON_SCHEDULE = (
-    "SELECT cron.schedule(job_name => %(job_name)s::text, schedule => %(schedule)s::text,"
-    " command => %(command)s::text) AS jobid"
-)
-CRON_SCHEDULE_IN_DATABASE = (
-    "SELECT cron.schedule_in_database(job_name => %(job_name)s::text,"
-    " schedule => %(schedule)s::text, command => %(command)s::text,"
-    " database => %(database)s::text) AS jobid"
-)
-CRON_JOB = (
-    "SELECT jobid, jobname, schedule, command, database, username, active FROM cron.job"
-    " WHERE jobname = %(job_name)s::name AND username = current_user"
-)
-CRON_UNSCHEDULE = (
-    "SELECT j.jobid, cron.unschedule(j.jobid) AS removed FROM cron.job j"
-    " WHERE j.jobname = %(job_name)s::name AND j.username = current_user"
-)
-# Newest first, by the primary key: job_run_details has no index on jobid.
-CRON_JOB_RUNS = (
-    "SELECT runid, status, start_time, end_time, return_message FROM cron.job_run_details"
-    " WHERE jobid = %(jobid)s::bigint ORDER BY runid DESC LIMIT %(limit)s::integer"
 )
 
 
@@ -642,6 +531,17 @@ class Database:
         rows = self._rows(query, params)
         return rows[0] if rows else None
 
+    # For packages built on taskpool (the crawler, pyworker.cron): their own SQL on this
+    # connection, with its errors translated as pyworker's are.
+
+    def query(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of `query` (parameters as `%(name)s::type`), as dicts."""
+        return self._rows(query, params)
+
+    def query_one(self, query: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The first row of `query`, or None."""
+        return self._one(query, params)
+
     # Start-up
 
     def where(self) -> str:
@@ -881,21 +781,6 @@ class Database:
     def trigger_schedule(self, name: str) -> dict[str, Any]:
         return self._one(TRIGGER_SCHEDULE, {"name": name})
 
-    def generate_resync_plan(
-        self,
-        batches: int,
-        day: date | None = None,
-        time_zone: str | None = None,
-        priority: int = 0,
-    ) -> dict[str, Any]:
-        """{"day", "time_zone", "created", "already_planned", "resync_under_way"}: the plan's day
-        and zone (defaults filled in), how many tasks it created, and how many active stores it
-        skipped for each reason."""
-        return self._one(
-            GENERATE_RESYNC_TASKS,
-            {"batches": batches, "day": day, "time_zone": time_zone, "priority": priority},
-        )
-
     def worker_capacity_rows(self, role: str | None = None) -> list[dict[str, Any]]:
         """v_worker_capacity: every role's row, or only `role`'s."""
         if role is None:
@@ -921,7 +806,7 @@ class Database:
             HEALTH_CHECKS, {"max_tick_age": max_tick_age, "max_snapshot_age": max_snapshot_age}
         )
 
-    # The reference crawler (pyworker.crawler.handlers): granted to taskpool_worker
+    # Stores and platform governance, and transactions: what handlers build on
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -933,50 +818,6 @@ class Database:
     def get_dispensary(self, dispensary_id: int) -> dict[str, Any]:
         """The store's dispensaries row; NotFound when there is none."""
         return self._one(GET_DISPENSARY, {"dispensary_id": dispensary_id})
-
-    def set_store_platform_id(self, dispensary_id: int, platform_dispensary_id: str) -> dict[str, Any]:
-        """Record the store's id on its platform; the store's row."""
-        return self._one(
-            SET_STORE_PLATFORM_ID,
-            {"dispensary_id": dispensary_id, "platform_dispensary_id": platform_dispensary_id},
-        )
-
-    def upsert_discovered_stores(self, platform: str, stores: list[dict[str, Any]]) -> list[int]:
-        """Insert or update the platform's stores; the ids of those that were new."""
-        row = self._one(UPSERT_DISCOVERED_STORES, {"platform": platform, "stores": Jsonb(stores)})
-        return list(row["new_store_ids"])
-
-    def record_crawl_payload(
-        self, dispensary_id: int, fetched_at: datetime, storage_path: str, size_bytes: int, sha256: str
-    ) -> int:
-        """Record a payload file saved to disk; its id."""
-        return self._one(
-            RECORD_CRAWL_PAYLOAD,
-            {
-                "dispensary_id": dispensary_id,
-                "fetched_at": fetched_at,
-                "storage_path": storage_path,
-                "size_bytes": size_bytes,
-                "sha256": sha256,
-            },
-        )["payload_id"]
-
-    def get_crawl_payload(self, payload_id: int) -> dict[str, Any]:
-        """The payload's raw_crawl_payloads row; NotFound when there is none."""
-        return self._one(GET_CRAWL_PAYLOAD, {"payload_id": payload_id})
-
-    def mark_payload_corrupt(self, payload_id: int, error_message: str) -> None:
-        self._one(MARK_PAYLOAD_CORRUPT, {"payload_id": payload_id, "error_message": error_message})
-
-    def apply_menu_payload(self, payload_id: int, products: list[dict[str, Any]]) -> dict[str, Any]:
-        """Apply a payload's normalized products; what changed (products, added, updated, ...)."""
-        return self._one(APPLY_MENU_PAYLOAD, {"payload_id": payload_id, "products": Jsonb(products)})[
-            "result"
-        ]
-
-    def refresh_analytics(self) -> dict[str, Any]:
-        """Refresh the analytics views; the rows each holds."""
-        return self._one(REFRESH_ANALYTICS)["report"]
 
     def acquire_platform_request(self, platform: str) -> float:
         """Seconds to wait before asking again (0: send the request now); Refused while the
@@ -991,101 +832,6 @@ class Database:
             RECORD_PLATFORM_RESULT,
             {"platform": platform, "succeeded": succeeded, "error_message": error_message},
         )["circuit"]
-
-    # The crawler's operator side (pyworker payloads ..., the demo)
-
-    def list_payloads(
-        self, *, store: int | None = None, status: str | None = None, limit: int = 50, offset: int = 0
-    ) -> list[dict[str, Any]]:
-        return self._rows(
-            LIST_PAYLOADS, {"store": store, "status": status, "limit": limit, "offset": offset}
-        )
-
-    def count_payloads(self, *, store: int | None = None, status: str | None = None) -> int:
-        """How many payloads list_payloads pages through with these filters."""
-        return self._one(COUNT_PAYLOADS, {"store": store, "status": status})["payloads"]
-
-    def get_payload(self, payload_id: int) -> dict[str, Any] | None:
-        """The payload with its store's name and platform ids; None when there is none."""
-        return self._one(GET_PAYLOAD, {"payload_id": payload_id})
-
-    def diff_payloads(self, from_payload_id: int, to_payload_id: int) -> dict[str, Any]:
-        return self._one(
-            DIFF_PAYLOADS, {"from_payload_id": from_payload_id, "to_payload_id": to_payload_id}
-        )["diff"]
-
-    def diff_latest_payloads(self, dispensary_id: int) -> dict[str, Any]:
-        return self._one(DIFF_LATEST_PAYLOADS, {"dispensary_id": dispensary_id})["diff"]
-
-    def set_role_backoff(self, role: str, backoff_base: str, backoff_cap: str) -> bool:
-        """Change a role's retry backoff (intervals as text); False for an unknown role."""
-        return self._one(
-            SET_ROLE_BACKOFF, {"role": role, "backoff_base": backoff_base, "backoff_cap": backoff_cap}
-        ) is not None
-
-    def set_platform_limits(self, platform: str, requests_per_minute: int, cooldown: str) -> dict[str, Any]:
-        """Set a platform's rate limit and circuit cooldown (its row made if missing)."""
-        return self._one(
-            SET_PLATFORM_LIMITS,
-            {"platform": platform, "requests_per_minute": requests_per_minute, "cooldown": cooldown},
-        )
-
-    def active_store_ids(self) -> list[int]:
-        return [row["id"] for row in self._rows(ACTIVE_STORE_IDS)]
-
-    def stores_with_applied_payloads(self, at_least: int = 2, limit: int = 100) -> list[int]:
-        """Stores with `at_least` applied payloads (the ones a diff can compare), by id."""
-        rows = self._rows(STORES_WITH_APPLIED_PAYLOADS, {"at_least": at_least, "limit": limit})
-        return [row["dispensary_id"] for row in rows]
-
-    def payload_counts(self) -> list[dict[str, Any]]:
-        """Payloads by status."""
-        return self._rows(PAYLOAD_COUNTS)
-
-    def attempt_errors(self) -> list[dict[str, Any]]:
-        """The errors of the attempts that ended in a failure, with how many ended so."""
-        return self._rows(ATTEMPT_ERRORS)
-
-    def platform_events(self) -> list[dict[str, Any]]:
-        """The circuit breaker's openings and closings, oldest first."""
-        return self._rows(PLATFORM_EVENTS)
-
-    def waiting_tasks(self, roles: Sequence[str]) -> list[dict[str, Any]]:
-        """v_waiting_tasks for these roles, with ready_in_seconds (ready_at less the database's
-        clock: negative once ready), the soonest ready first."""
-        return self._rows(WAITING_TASKS, {"roles": list(roles)})
-
-    # pg_cron (in whichever database holds its tables; see pyworker.cron)
-
-    def cron_placement(self) -> dict[str, Any]:
-        """This database's name, whether it has the `cron` schema, and cron.database_name
-        (None when pg_cron is not loaded)."""
-        return self._one(CRON_PLACEMENT)
-
-    def cron_schedule(self, job_name: str, schedule: str, command: str) -> int:
-        """cron.schedule: the job runs in this database; returns its jobid."""
-        params = {"job_name": job_name, "schedule": schedule, "command": command}
-        return self._one(CRON_SCHEDULE, params)["jobid"]
-
-    def cron_schedule_in_database(
-        self, job_name: str, schedule: str, command: str, database: str
-    ) -> int:
-        """cron.schedule_in_database: the job runs in `database`; returns its jobid."""
-        params = {"job_name": job_name, "schedule": schedule, "command": command, "database": database}
-        return self._one(CRON_SCHEDULE_IN_DATABASE, params)["jobid"]
-
-    def cron_job(self, job_name: str) -> dict[str, Any] | None:
-        """The current user's pg_cron job of that name, or None."""
-        return self._one(CRON_JOB, {"job_name": job_name})
-
-    def cron_unschedule(self, job_name: str) -> int | None:
-        """Removes the current user's job of that name; its jobid, or None when there was none."""
-        row = self._one(CRON_UNSCHEDULE, {"job_name": job_name})
-        return row["jobid"] if row else None
-
-    def cron_job_runs(self, jobid: int, limit: int = 10) -> list[dict[str, Any]]:
-        """The job's last runs from cron.job_run_details, newest first."""
-        return self._rows(CRON_JOB_RUNS, {"jobid": jobid, "limit": limit})
 
 
 def listen_query(channel: str) -> sql.Composed:

@@ -86,10 +86,11 @@ class Registry:
         self._handlers[role] = fn
 
     def command(self, role: str, argv: Sequence[str]) -> None:
-        """Bind `role` to an external command."""
+        """Bind `role` to an external command, in place of any handler it had (--command is the
+        worker's explicit choice: it wins over a handler an installed package registered)."""
         from pyworker.command_protocol import CommandHandler
 
-        self.register(role, CommandHandler(argv))
+        self._handlers[role] = CommandHandler(argv)
 
     def middleware(self, fn: Middleware, *, outermost: bool = False) -> Middleware:
         """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,
@@ -153,9 +154,19 @@ def load(modules: Iterable[str], target: Registry = registry) -> None:
         except ImportError as error:
             raise ConfigurationError(f"cannot import handler module {name!r}: {error}") from error
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        loaded = entry_point.load()
-        if callable(loaded):
-            loaded(target)
+        try:
+            loaded = entry_point.load()
+            if callable(loaded):
+                loaded(target)
+        except ConfigurationError:
+            raise
+        except Exception as error:
+            dist = getattr(entry_point, "dist", None)
+            package = f"{dist.name} {dist.version}" if dist is not None else "an installed package"
+            raise ConfigurationError(
+                f"cannot load the handlers of entry point {entry_point.name!r} ({entry_point.value},"
+                f" from {package}, group {ENTRY_POINT_GROUP}): {type(error).__name__}: {error}"
+            ) from error
 
 
 def _not_found(name: str, missing: str) -> str:

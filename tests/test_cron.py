@@ -16,10 +16,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import database_url, url_for_database
+from core_fixtures import database_url, url_for_database
 from psycopg.rows import dict_row
 from worker_support import Run, cli_runner_for, run_json, wait_for
 
+from pyworker import cron
 from pyworker.db import Database
 
 
@@ -239,17 +240,17 @@ def test_install_in_pg_cron_s_own_database(cron_db: str, cron_conn: psycopg.Conn
 def fake_placement(
     monkeypatch: pytest.MonkeyPatch, cron_database: str | None, *, cron_has_extension: bool
 ) -> None:
-    """Database.cron_placement as on a server where the taskpool database has no `cron` schema,
+    """pyworker.cron.placement as on a server where the taskpool database has no `cron` schema,
     cron.database_name is `cron_database`, and that database has the extension or not."""
 
-    def placement(self: Database) -> dict[str, Any]:
-        database = self.connect().execute("SELECT current_database() AS name").fetchone()["name"]
+    def placement(db: Database) -> dict[str, Any]:
+        database = db.connect().execute("SELECT current_database() AS name").fetchone()["name"]
         if database == cron_database:
             return {"database": database, "has_cron": cron_has_extension,
                     "cron_database": cron_database}
         return {"database": database, "has_cron": False, "cron_database": cron_database}
 
-    monkeypatch.setattr(Database, "cron_placement", placement)
+    monkeypatch.setattr(cron, "placement", placement)
 
 
 def test_without_pg_cron_install_and_status_exit_1_pointing_to_the_scheduler(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import database_url, libpq_env
+from core_fixtures import database_url, libpq_env
 from psycopg.conninfo import conninfo_to_dict
 
 from pyworker import cli

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 from test_readme import examples_in, run_shell, run_sql, runs_something, without_make
 
 DOCS = REPO_ROOT / "docs"

@@ -9,7 +9,7 @@ import re
 from importlib.metadata import entry_points
 
 import click
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 
 CLI_PAGE = REPO_ROOT / "docs" / "cli.md"
 ROW = re.compile(r"^\|\s*`pyworker(?P<words>(?: [a-z][a-z-]*)*)(?: [^`]*)?`")

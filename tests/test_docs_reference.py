@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 import psycopg
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 from markdown_it import MarkdownIt
 
 REFERENCE = REPO_ROOT / "docs" / "sql-reference.md"

@@ -15,11 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 
 # What `make psql` needs: the Makefile, its scripts, the Sqitch project, and the files the venv
 # stamp depends on (the venv itself is the one running the tests).
-BUILD_FILES = ("Makefile", "pyproject.toml", "pyworker/__init__.py", "sqitch.conf", "sqitch.plan")
+BUILD_FILES = (
+    "Makefile", "pyproject.toml", "pyworker/__init__.py", "crawler/pyproject.toml", "sqitch.conf",
+    "sqitch.plan",
+)
 BUILD_DIRS = ("scripts", "deploy", "revert", "verify")
 
 

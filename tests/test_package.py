@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import (
+from core_fixtures import (
     COPY_PREFIX,
     REPO_ROOT,
     admin_connect,
@@ -185,7 +185,7 @@ def failed_verifies(url: str, *args: str) -> list[str]:
 def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert wheel.name.startswith("taskpool_pg-")
-    assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator"))]
+    assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator", "taskpool_crawler"))]
     assert {"pyworker/py.typed", "pyworker/schema.py", "pyworker/sqitch_registry.sql",
             "pyworker/sqitch/sqitch.plan"} <= names
     # Every script the checkout's plan has, the wheel has, byte for byte where it matters: the

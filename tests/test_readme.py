@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 from markdown_it import MarkdownIt
 
 README = REPO_ROOT / "README.md"
@@ -43,7 +43,7 @@ MAKE_TARGETS = {
     "psql": "here: test_the_two_commands_claim_in_make_psql_on_a_fresh_database",
     "demo": "tests/test_crawler_demo.py, on a small simulated platform",
     "test": "CI (.ci/run), which runs this file",
-    "deploy": "make test, and tests/conftest.py for every test's database",
+    "deploy": "make test, and tests/core_fixtures.py for every test's database",
     "bench": "nowhere in the tests: it measures for minutes (tests/test_bench.py checks its figures)",
     "faults": "nowhere in the tests: the full form takes most of an hour (faults-quick is run)",
     "faults-quick": "tests/test_faults.py, each scenario of the quick form",

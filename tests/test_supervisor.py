@@ -100,8 +100,9 @@ def test_the_supervisor_gives_up_after_repeated_crashes_and_stops_the_others(
 def test_a_worker_process_that_cannot_start_as_configured_is_not_restarted(
     pool: psycopg.Connection, workers: Workers
 ) -> None:
-    # analytics_refresh has no handler among the test handlers: each child exits 2.
-    parent = workers.start("analytics_refresh", "nohandler", ready=False, args=("--processes", "2"))
+    # test_command has no handler among the test handlers (it is the --command tests' role):
+    # each child exits 2.
+    parent = workers.start("test_command", "nohandler", ready=False, args=("--processes", "2"))
     code = parent.wait(20)
     log = parent.log()
     assert code == 2, log

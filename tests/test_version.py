@@ -10,7 +10,7 @@ import tomllib
 
 import psycopg
 from click.testing import CliRunner
-from conftest import REPO_ROOT
+from core_fixtures import REPO_ROOT
 
 from pyworker import __version__, cli
 from pyworker.db import REQUIRED_SCHEMA_VERSION

@@ -24,7 +24,6 @@ from worker_support import (
     process_gone,
     task_row,
     wait_for,
-    wait_for_execution,
     wait_for_status,
 )
 

@@ -193,12 +193,12 @@ def test_every_json_line_is_json_tagged_with_the_task_event_outcome_and_duration
 
 
 def test_a_worker_that_cannot_start_says_why_in_json_too(pool: psycopg.Connection, workers: Workers) -> None:
-    code, stderr = workers.run_to_exit("analytics_refresh", "refused-json", log_format="json")
+    code, stderr = workers.run_to_exit("test_command", "refused-json", log_format="json")
     assert code == 2, stderr
     entries = [json.loads(line) for line in stderr.splitlines()]
     (refusal,) = [entry for entry in entries if entry["event"] == "worker_refused_to_start"]
-    assert "no handler for role 'analytics_refresh'" in refusal["message"], refusal
-    assert (refusal["level"], refusal["worker_id"], refusal["role"]) == ("error", "refused-json", "analytics_refresh")
+    assert "no handler for role 'test_command'" in refusal["message"], refusal
+    assert (refusal["level"], refusal["worker_id"], refusal["role"]) == ("error", "refused-json", "test_command")
 
 
 # Item 8: handler modules in the working directory

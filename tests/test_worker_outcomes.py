@@ -217,9 +217,9 @@ def test_an_unknown_role_exits_2_naming_the_known_roles(
 
 
 def test_a_role_without_a_handler_exits_2(pool: psycopg.Connection, workers: Workers) -> None:
-    code, stderr = workers.run_to_exit("analytics_refresh", "start-b")
+    code, stderr = workers.run_to_exit("test_command", "start-b")
     assert code == 2, stderr
-    assert "no handler for role 'analytics_refresh'" in stderr
+    assert "no handler for role 'test_command'" in stderr
     assert "test_work" in stderr  # the roles it does have handlers for
     assert fetch_one(pool, "SELECT count(*) FROM task_workers")[0] == 0
 

@@ -109,9 +109,9 @@ def test_an_unknown_role_among_several_stops_the_worker_naming_it(
 
 
 def test_a_role_without_a_handler_among_several_stops_the_worker(pool: psycopg.Connection, workers: Workers) -> None:
-    code, log = workers.run_to_exit("test_work product_resync", "no-handler", handlers="worker_handlers")
+    code, log = workers.run_to_exit("test_work test_command", "no-handler", handlers="worker_handlers")
     assert code == 2
-    assert "no handler for role 'product_resync'" in log
+    assert "no handler for role 'test_command'" in log
     assert fetch_one(pool, "SELECT count(*) FROM task_workers WHERE worker_id = 'no-handler'")[0] == 0
 
 

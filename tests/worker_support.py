@@ -2,7 +2,7 @@
 
 A worker is started as operators start it, `python -m pyworker` with its settings in environment
 variables, its stderr written to a log file under the test's tmp_path. The `workers` fixture
-(conftest.py) kills (SIGKILL, by PID) every worker it started that is still alive at teardown,
+(core_fixtures.py) kills (SIGKILL, by PID) every worker it started that is still alive at teardown,
 with the commands it runs, and prints their logs, which pytest shows when the test failed.
 """
 

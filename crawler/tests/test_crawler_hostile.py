@@ -22,9 +22,12 @@ import psycopg
 import pytest
 from worker_support import Workers, fetch_one, task_row, wait_for, wait_for_status
 
-from pyworker.crawler import storage
-from pyworker.simulator import Simulator, SimulatorServer, serve
+from taskpool_crawler import storage
+from taskpool_crawler.simulator import Simulator, SimulatorServer, serve
 
+
+# This folder (crawler/tests), where the workers import crawler_dying_discovery from.
+CRAWLER_TESTS = Path(__file__).resolve().parent
 FETCHED_AT = datetime(2026, 3, 1, 8, 5, 9, 123456, tzinfo=timezone.utc)
 BODY = b'{"products": [{"id": "p1", "name": "Blue Dream 3.5g", "price": 35.0, "stock": 12}]}'
 MiB = 1024 * 1024
@@ -166,7 +169,7 @@ def test_product_refresh_of_a_gzip_bomb_fails_for_good_saying_why(
         "SELECT id FROM enqueue_task('product_refresh', %s::jsonb, dispensary_id => %s)",
         (json.dumps({"payload_id": payload_id}), store_id),
     )
-    worker = workers.start("product_refresh", "refresh-1", handlers="pyworker.crawler.handlers")
+    worker = workers.start("product_refresh", "refresh-1", handlers="taskpool_crawler.handlers")
     row = wait_for_status(conn, task_id, "failed", 30, also=worker.describe)
     assert row["attempt"] == 1, "a gzip bomb is not retried"
     assert f"payload {payload_id}:" in row["error_message"]
@@ -202,7 +205,7 @@ def test_product_refresh_of_a_path_outside_the_storage_directory_fails_for_good_
         "SELECT id FROM enqueue_task('product_refresh', %s::jsonb, dispensary_id => %s)",
         (json.dumps({"payload_id": payload_id}), store_id),
     )
-    worker = workers.start("product_refresh", "refresh-1", handlers="pyworker.crawler.handlers")
+    worker = workers.start("product_refresh", "refresh-1", handlers="taskpool_crawler.handlers")
     row = wait_for_status(conn, task_id, "failed", 30, also=worker.describe)
     assert row["attempt"] == 1, "a refused path is not retried"
     assert (
@@ -236,6 +239,8 @@ def test_a_discovery_that_dies_after_its_upsert_still_chains_every_store_s_first
     monkeypatch.setenv("TASKPOOL_PLATFORM_URL", platform.url)
     monkeypatch.setenv("TASKPOOL_PLATFORMS", "dutchie")
     monkeypatch.setenv("TASKPOOL_STATES", "AZ")
+    # crawler_dying_discovery.py is beside this file: on the workers' import path too.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(CRAWLER_TESTS), os.environ.get("PYTHONPATH")])))
     (task_id,) = fetch_one(conn, "SELECT id FROM enqueue_task('store_discovery')")
 
     dying = workers.start("store_discovery", "discovery-1", handlers="crawler_dying_discovery")

@@ -9,7 +9,7 @@ simulator's HTTP API (`pyworker simulator`):
     GET /platforms/{platform}/resolve?menu_url=URL          {"platform_store_id"}
 
 To crawl a real platform, implement the three methods (raising PlatformError for what went
-wrong) and install a factory with `pyworker.crawler.handlers.set_client_factory`.
+wrong) and install a factory with `taskpool_crawler.handlers.set_client_factory`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 
 from worker_support import Run
 
-from pyworker.crawler import storage
+from taskpool_crawler import storage
 
 
 MENU_1 = [

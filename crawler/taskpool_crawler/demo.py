@@ -1,6 +1,6 @@
 """The crawler demo that `make demo` runs (through scripts/demo): a whole crawl, in a few minutes.
 
-    python -m pyworker.crawler.demo --database-url postgresql://.../taskpool_demo
+    python -m taskpool_crawler.demo --database-url postgresql://.../taskpool_demo
 
 The database must hold the deployed schema (scripts/demo deploys a fresh one each run). Then:
 
@@ -12,7 +12,7 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
  2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
     with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body;
  3. workers for every role: one command per role, `pyworker --role R --handlers
-    pyworker.crawler.handlers --processes N`, runs that role's N worker processes;
+    taskpool_crawler.handlers --processes N`, runs that role's N worker processes;
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
     first crawl (product_discovery) and each crawl's product_refresh;
  5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
@@ -49,13 +49,13 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict
 
 from pyworker import cron
-from pyworker.cli import CAPACITY_COLUMNS, render_table
 from pyworker.config import default_database_url
-from pyworker.crawler.cli import describe_diff
-from pyworker.db import Database
 from pyworker.errors import CronMissing, TaskpoolError
+from pyworker.output import CAPACITY_COLUMNS, render_table
+from taskpool_crawler.cli import describe_diff
+from taskpool_crawler.db import CrawlerDatabase
 
-HANDLERS = "pyworker.crawler.handlers"
+HANDLERS = "taskpool_crawler.handlers"
 # Worker processes per role: the crawl and refresh roles are the busy ones.
 WORKERS = {
     "store_discovery": 1,
@@ -187,7 +187,7 @@ class Demo:
     seed: int
     error_rate: float
     corrupt_rate: float
-    db: Database = field(init=False)
+    db: CrawlerDatabase = field(init=False)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     simulator_url: str = ""
     cron_installed: bool = False
@@ -200,7 +200,7 @@ class Demo:
     featured: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.db = Database(self.database_url, application_name="pyworker demo")
+        self.db = CrawlerDatabase(self.database_url, application_name="pyworker demo")
         self.logs = self.workdir / "logs"
         self.storage = self.workdir / "storage"
 
@@ -682,7 +682,7 @@ class Demo:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pyworker.crawler.demo", description=__doc__.split("\n\n")[0]
+        prog="python -m taskpool_crawler.demo", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--database-url",

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import COPY_PREFIX, admin_connect, database_url, drop_database, url_for_database
+from core_fixtures import COPY_PREFIX, admin_connect, database_url, drop_database, url_for_database
 from psycopg import sql
 
-from pyworker.crawler.demo import WORKERS
+from taskpool_crawler.demo import WORKERS
 
 WORKER_PROCESSES = sum(WORKERS.values())
 PROGRESS_LINE = re.compile(r"^ +\d+\.\ds  ")
@@ -90,7 +90,7 @@ def demo(template_database: str, tmp_path_factory: pytest.TempPathFactory) -> It
             [
                 sys.executable,
                 "-m",
-                "pyworker.crawler.demo",
+                "taskpool_crawler.demo",
                 "--database-url",
                 url,
                 "--workdir",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pyworker.crawler import storage
+from taskpool_crawler import storage
 
 FETCHED_AT = datetime(2026, 3, 1, 8, 5, 9, 123456, tzinfo=timezone.utc)
 BODY = b'{"products": [{"id": "p1", "name": "Blue Dream 3.5g", "price": 35.0, "stock": 12}]}'

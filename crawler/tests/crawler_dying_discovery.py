@@ -1,9 +1,9 @@
 """The crawler's handlers, with a store_discovery whose first attempt dies right after its upsert.
 
-Load it with `--handlers crawler_dying_discovery` (tests/ is on the workers' PYTHONPATH). The
-handler upserts its stores and commits; then the process exits at once (os._exit), before the
-worker can complete the task: the stores are in the database, the chain of their first crawl
-is not. Later attempts run as usual.
+Load it with `--handlers crawler_dying_discovery` (its test puts crawler/tests/ on the workers'
+PYTHONPATH). The handler upserts its stores and commits; then the process exits at once
+(os._exit), before the worker can complete the task: the stores are in the database, the chain
+of their first crawl is not. Later attempts run as usual.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import pyworker.crawler.handlers  # noqa: F401  (registers the crawler's handlers)
+import taskpool_crawler.handlers  # noqa: F401  (registers the crawler's handlers, if not yet)
 from pyworker.db import Task
 from pyworker.handlers import middleware
 

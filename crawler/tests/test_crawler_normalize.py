@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pyworker.crawler.normalize import CorruptMenu, normalize_menu
+from taskpool_crawler.normalize import CorruptMenu, normalize_menu
 
 
 def menu(*products: Any, **fields: Any) -> bytes:

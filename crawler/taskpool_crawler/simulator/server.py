@@ -46,9 +46,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from pyworker.simulator.model import Simulator, UnknownPlatform, UnknownStore, encode
+from taskpool_crawler.simulator.model import Simulator, UnknownPlatform, UnknownStore, encode
 
-log = logging.getLogger("pyworker.simulator")
+log = logging.getLogger("taskpool_crawler.simulator")
 
 ERROR_KINDS = ("500", "429", "timeout")
 OUTCOMES = (

@@ -1,4 +1,9 @@
-"""The crawler's handlers, one per role; load them with `--handlers pyworker.crawler.handlers`.
+"""The crawler's handlers, one per role.
+
+Installed (crawler/pyproject.toml), the package names this module in the `pyworker.handlers`
+entry-point group: every worker imports it, and it registers these handlers for the roles that
+have none yet, so a handler module named with --handlers keeps its roles (`--handlers
+taskpool_crawler.handlers` does the same without the entry point).
 
     store_discovery        list each platform's stores by state; upsert_discovered_stores;
                            return {"newStoreIds": [...]}, the stores awaiting their first crawl
@@ -53,10 +58,7 @@ from functools import partial
 from typing import Any
 
 from pyworker.config import default_database_url
-from pyworker.crawler import storage
-from pyworker.crawler.client import HttpPlatformClient, PlatformClient, PlatformError
-from pyworker.crawler.normalize import CorruptMenu, normalize_menu
-from pyworker.db import Database, Task
+from pyworker.db import Task
 from pyworker.errors import (
     ConfigurationError,
     NotFound,
@@ -64,9 +66,17 @@ from pyworker.errors import (
     Refused,
     Snooze,
 )
-from pyworker.handlers import Aborted, Completion, handler
+from pyworker.handlers import Aborted, Completion, Registry, registry
+from taskpool_crawler import storage
+from taskpool_crawler.client import HttpPlatformClient, PlatformClient, PlatformError
+from taskpool_crawler.db import CrawlerDatabase
+from taskpool_crawler.normalize import CorruptMenu, normalize_menu
 
 log = logging.getLogger("pyworker")
+
+# The crawler's handlers, by role; `register` hands them to a worker's registry.
+crawler_handlers = Registry()
+handler = crawler_handlers.handler
 
 PLATFORM_URL_ENV = "TASKPOOL_PLATFORM_URL"
 PLATFORM_TIMEOUT_ENV = "TASKPOOL_PLATFORM_TIMEOUT"
@@ -119,17 +129,17 @@ def client_for(platform: str) -> PlatformClient:
 
 
 _db_lock = threading.Lock()
-_db: Database | None = None
+_db: CrawlerDatabase | None = None
 
 
-def database() -> Database:
+def database() -> CrawlerDatabase:
     """This process's connection for the handlers (one task runs at a time per worker)."""
     global _db
     with _db_lock:
         if _db is None:
             url = os.environ.get("DATABASE_URL") or default_database_url()
             worker_id = os.environ.get("WORKER_ID", str(os.getpid()))
-            _db = Database(url, application_name=f"pyworker {worker_id} crawler")
+            _db = CrawlerDatabase(url, application_name=f"pyworker {worker_id} crawler")
         return _db
 
 
@@ -481,3 +491,14 @@ def analytics_refresh(task: Task) -> dict[str, Any]:
     rows = database().refresh_analytics()
     log.info("Task %s: analytics refreshed: %s", task.id, rows)
     return rows
+
+
+def register(target: Registry) -> None:
+    """Give `target` the crawler's handlers for the roles that have no handler there yet."""
+    for role in crawler_handlers.roles:
+        if target.get(role) is None:
+            target.register(role, crawler_handlers.get(role))
+
+
+# Importing this module (the entry point, or --handlers) registers them with the worker's registry.
+register(registry)

@@ -1,29 +1,33 @@
-"""`pyworker payloads list|show|diff`: the crawler's menu payloads, from the operator's side.
+"""The crawler's commands: `pyworker payloads list|show|diff`, the menu payloads from the
+operator's side, and `pyworker resync generate`, a day of product resyncs.
 
-Registered on the main group by pyworker.cli; the diff itself is SQL (diff_payloads,
-diff_latest_payloads). These read raw_crawl_payloads and dispensaries directly, as every
-operator command does: run them as the schema owner.
+The package's `pyworker.commands` entry points add them to pyworker's main group (with
+`simulator`, taskpool_crawler.simulator.cli); they take its global options and settings. The
+diff itself is SQL (diff_payloads, diff_latest_payloads). These read raw_crawl_payloads and
+dispensaries directly, as every operator command does: run them as the schema owner.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import click
 
-from pyworker.cli import (
+from pyworker.cli import Settings, pass_settings
+from pyworker.errors import NotFound
+from pyworker.output import (
     Column,
-    Settings,
+    counted,
     echo_fields,
     echo_json,
     echo_page,
     echo_table,
     json_option,
-    pass_settings,
 )
-from pyworker.crawler import storage
-from pyworker.crawler.normalize import CorruptMenu, normalize_menu
-from pyworker.errors import NotFound
+from taskpool_crawler import storage
+from taskpool_crawler.db import CrawlerDatabase
+from taskpool_crawler.normalize import CorruptMenu, normalize_menu
 
 PAYLOAD_STATUSES = ("saved", "applied", "corrupt")
 
@@ -61,6 +65,13 @@ DIFF_SECTIONS: list[tuple[str, str, list[Column]]] = [
 ]
 
 
+def crawler_db(settings: Settings) -> CrawlerDatabase:
+    """The command's connection, made as pyworker's own (Settings.db) is, closed with it."""
+    db = CrawlerDatabase(settings.database_url, application_name="pyworker-cli", exact_numbers=True)
+    click.get_current_context().call_on_close(db.close)
+    return db
+
+
 @click.group()
 def payloads() -> None:
     """List, show and compare the menu payloads the crawler saved."""
@@ -92,7 +103,7 @@ def list_payloads(
     body did not parse (the file is kept; the error says why). An unknown --store exits 2. With
     --json, the page's payload objects.
     """
-    db = settings.db
+    db = crawler_db(settings)
     if store is not None:
         db.get_dispensary(store)
     rows = db.list_payloads(store=store, status=status, limit=limit, offset=(page - 1) * limit)
@@ -122,7 +133,7 @@ def show_payload(settings: Settings, payload_id: int, products: bool, as_json: b
     With --products, the products its file holds, normalized as product_refresh reads them; a
     missing or corrupt file is reported (exit 1).
     """
-    row = settings.db.get_payload(payload_id)
+    row = crawler_db(settings).get_payload(payload_id)
     if row is None:
         raise NotFound(f"payload {payload_id} does not exist")
     rows: list[dict[str, Any]] | None = None
@@ -174,7 +185,7 @@ def diff_payloads(
     document diff_payloads returns, its keys in snake_case and in a fixed order: from, to (id,
     fetched_at, product_count), diff (the counts), then details, which --summary leaves out.
     """
-    db = settings.db
+    db = crawler_db(settings)
     if store is not None:
         if from_id is not None or to_id is not None:
             raise click.UsageError("give FROM and TO, or --store ID, not both")
@@ -235,3 +246,78 @@ def echo_diff(document: dict[str, Any], *, details: bool = True) -> None:
             click.echo()
             click.echo(f"{key.replace('_', ' ')} ({len(rows)}):")
             echo_table(rows, columns, empty="none")
+
+
+@click.group()
+def resync() -> None:
+    """Plan product resyncs."""
+
+
+@resync.command("generate")
+@click.option(
+    "--batches",
+    type=int,
+    default=6,
+    show_default=True,
+    metavar="N",
+    help="Spread the stores over N slots a day (1..1440), starting at local midnight.",
+)
+@click.option(
+    "--day",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    metavar="YYYY-MM-DD",
+    help="The day to plan (default: today in the time zone).",
+)
+@click.option(
+    "--time-zone",
+    metavar="TZ",
+    help="The slots' wall-clock time zone, e.g. America/New_York (default: the session's).",
+)
+@click.option(
+    "--priority", type=int, default=0, show_default=True, help="The tasks' priority (-100..100)."
+)
+@json_option
+@pass_settings
+def generate_resync(
+    settings: Settings,
+    batches: int,
+    day: datetime | None,
+    time_zone: str | None,
+    priority: int,
+    as_json: bool,
+) -> None:
+    """Plan a day of product_resync: one task per active store, in --batches slots.
+
+    Idempotent: a store planned for that day once, or with a product_resync under way, is
+    skipped. Prints how many tasks it created and how many stores it skipped, for which reason
+    (generate_resync_plan); with --json, {"day", "time_zone", "created", "already_planned",
+    "resync_under_way", "batches", "priority"}.
+    """
+    plan = crawler_db(settings).generate_resync_plan(
+        batches, day.date() if day is not None else None, time_zone, priority
+    )
+    if as_json:
+        echo_json({**plan, "batches": batches, "priority": priority})
+    else:
+        click.echo(describe_resync_plan(plan, batches))
+
+
+def describe_resync_plan(plan: dict[str, Any], batches: int) -> str:
+    """One line: what a plan created, for which day and slots, and why it skipped the rest."""
+    line = (
+        f"planned {counted(plan['created'], 'product_resync task')} for {plan['day'].isoformat()}"
+        f" ({batches} batch{'' if batches == 1 else 'es'}, time zone {plan['time_zone']})"
+    )
+    skipped = [
+        f"{counted(count, 'store')} {why}"
+        for count, why in (
+            (plan["already_planned"], "already planned for that day"),
+            (plan["resync_under_way"], "with a product_resync pending, claimed or running"),
+        )
+        if count
+    ]
+    if skipped:
+        return f"{line}; skipped {' and '.join(skipped)}"
+    if not plan["created"]:
+        return f"{line}: there is no active store"
+    return line

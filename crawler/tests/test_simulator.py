@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from pyworker.cli import main
-from pyworker.simulator import Simulator, serve
-from pyworker.simulator.model import encode
+from taskpool_crawler.simulator import Simulator, serve
+from taskpool_crawler.simulator.model import encode
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

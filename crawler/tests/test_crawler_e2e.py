@@ -1,5 +1,5 @@
 """The reference crawler end to end: real worker processes (`python -m pyworker --handlers
-pyworker.crawler.handlers`) crawling a small simulated platform served from this process.
+taskpool_crawler.handlers`) crawling a small simulated platform served from this process.
 
 Each test gets its own database (a copy of the deployed template), its own simulator (20 stores
 on two platforms in two states) and its own storage directory. The crawler roles get a short
@@ -29,9 +29,9 @@ from worker_support import (
 )
 
 from pyworker import cli
-from pyworker.simulator import Simulator, SimulatorServer, serve
+from taskpool_crawler.simulator import Simulator, SimulatorServer, serve
 
-HANDLERS = "pyworker.crawler.handlers"
+HANDLERS = "taskpool_crawler.handlers"
 PLATFORMS = ("dutchie", "jane")
 STATES = ("AZ", "CA")
 CRAWLER_ROLES = (

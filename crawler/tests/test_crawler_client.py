@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pyworker.crawler.client import HttpPlatformClient, PlatformError
+from taskpool_crawler.client import HttpPlatformClient, PlatformError
 
 
 class Script:

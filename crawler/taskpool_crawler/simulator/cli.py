@@ -92,8 +92,8 @@ def simulator(
     platform's faults, GET /admin/state shows everything. Serves until SIGTERM or SIGINT (exit 0).
     """
     # Imported here: the other pyworker commands need none of this.
-    from pyworker.simulator.model import Simulator
-    from pyworker.simulator.server import serve
+    from taskpool_crawler.simulator.model import Simulator
+    from taskpool_crawler.simulator.server import serve
 
     try:
         platform = Simulator(seed=seed, stores=stores, states=states, platforms=platforms)

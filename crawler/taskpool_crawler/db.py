@@ -1,0 +1,231 @@
+"""The crawler's SQL, one call per method, on the core's connection handling.
+
+`CrawlerDatabase` is a pyworker `Database` (one autocommit connection, errors translated, the
+core's methods: transactions, stores, platform governance) with the crawler's calls added
+through its public `query` and `query_one`. The handlers, the `payloads` and `resync` commands
+and the demo use it; the queue core knows nothing of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from pyworker.db import Database
+
+# The handlers' side: stores found and resolved, payloads, analytics (granted to taskpool_worker)
+SET_STORE_PLATFORM_ID = (
+    "SELECT * FROM set_store_platform_id(%(dispensary_id)s::integer,"
+    " %(platform_dispensary_id)s::text)"
+)
+UPSERT_DISCOVERED_STORES = (
+    "SELECT upsert_discovered_stores(%(platform)s::text, %(stores)s::jsonb) AS new_store_ids"
+)
+RECORD_CRAWL_PAYLOAD = (
+    "SELECT record_crawl_payload(%(dispensary_id)s::integer, %(fetched_at)s::timestamptz,"
+    " %(storage_path)s::text, %(size_bytes)s::integer, %(sha256)s::text) AS payload_id"
+)
+GET_CRAWL_PAYLOAD = "SELECT * FROM get_crawl_payload(%(payload_id)s::bigint)"
+MARK_PAYLOAD_CORRUPT = (
+    "SELECT mark_payload_corrupt(%(payload_id)s::bigint, %(error_message)s::text)"
+)
+APPLY_MENU_PAYLOAD = (
+    "SELECT apply_menu_payload(%(payload_id)s::bigint, %(products)s::jsonb) AS result"
+)
+REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
+# The operator's side (tables read directly: operators run as the schema owner)
+# `payloads list`'s filters, each left out when NULL: the page and its count read the same rows.
+_PAYLOAD_FILTERS = (
+    " WHERE (%(store)s::integer IS NULL OR p.dispensary_id = %(store)s::integer)"
+    "   AND (%(status)s::text IS NULL OR p.status = %(status)s::text)"
+)
+LIST_PAYLOADS = (
+    "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, p.fetched_at, p.status,"
+    " p.product_count, p.size_bytes, p.storage_path, p.error_message"
+    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id" + _PAYLOAD_FILTERS
+    + " ORDER BY p.fetched_at DESC, p.id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
+)
+COUNT_PAYLOADS = "SELECT count(*) AS payloads FROM raw_crawl_payloads p" + _PAYLOAD_FILTERS
+GET_PAYLOAD = (
+    "SELECT p.id, p.dispensary_id, d.name AS store_name, d.platform, d.platform_dispensary_id,"
+    " p.fetched_at, p.status, p.product_count, p.size_bytes, p.sha256, p.storage_path,"
+    " p.applied_at, p.apply_result, p.error_message"
+    " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
+    " WHERE p.id = %(payload_id)s::bigint"
+)
+DIFF_PAYLOADS = (
+    "SELECT diff_payloads(%(from_payload_id)s::bigint, %(to_payload_id)s::bigint) AS diff"
+)
+DIFF_LATEST_PAYLOADS = "SELECT diff_latest_payloads(%(dispensary_id)s::integer) AS diff"
+# Tuning (the demo's time compression, an operator's hand): plain writes as the schema owner
+SET_ROLE_BACKOFF = (
+    "UPDATE task_roles SET backoff_base = %(backoff_base)s::interval, backoff_cap = %(backoff_cap)s::interval"
+    " WHERE role = %(role)s::text RETURNING role"
+)
+SET_PLATFORM_LIMITS = (
+    "INSERT INTO platform_governance AS g (platform, requests_per_minute, cooldown)"
+    " VALUES (%(platform)s::text, %(requests_per_minute)s::integer, %(cooldown)s::interval)"
+    " ON CONFLICT (platform) DO UPDATE"
+    " SET requests_per_minute = excluded.requests_per_minute, cooldown = excluded.cooldown"
+    " RETURNING g.platform, g.requests_per_minute, g.failure_threshold, g.cooldown"
+)
+ACTIVE_STORE_IDS = "SELECT id FROM dispensaries WHERE active ORDER BY id"
+STORES_WITH_APPLIED_PAYLOADS = (
+    "SELECT dispensary_id FROM raw_crawl_payloads WHERE status = 'applied'"
+    " GROUP BY dispensary_id HAVING count(*) >= %(at_least)s::integer"
+    " ORDER BY dispensary_id LIMIT %(limit)s::integer"
+)
+PAYLOAD_COUNTS = "SELECT status, count(*) AS payloads FROM raw_crawl_payloads GROUP BY status ORDER BY status"
+ATTEMPT_ERRORS = (
+    "SELECT error_message, count(*) AS attempts FROM worker_task_attempts"
+    " WHERE outcome IN ('retried', 'failed') GROUP BY error_message ORDER BY attempts DESC"
+)
+PLATFORM_EVENTS = (
+    "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
+    " ORDER BY at, id"
+)
+WAITING_TASKS = (
+    "SELECT w.*, extract(epoch FROM w.ready_at - taskpool_now())::float8 AS ready_in_seconds"
+    " FROM v_waiting_tasks w WHERE w.role = ANY(%(roles)s::text[])"
+    " ORDER BY w.ready_at NULLS FIRST, w.id"
+)
+# Planning: the day defaults to today in the plan's time zone, as a resync_plan schedule's run takes it.
+GENERATE_RESYNC_TASKS = (
+    "WITH plan AS (SELECT coalesce(%(time_zone)s::text, current_setting('TimeZone')) AS time_zone)"
+    " SELECT d.day, p.time_zone, r.created, r.already_planned, r.resync_under_way"
+    " FROM plan p CROSS JOIN LATERAL (SELECT coalesce(%(day)s::date,"
+    " (taskpool_now() AT TIME ZONE p.time_zone)::date) AS day) d"
+    " CROSS JOIN LATERAL generate_resync_plan(%(batches)s::integer, d.day, p.time_zone,"
+    " %(priority)s::integer) r"
+)
+
+
+class CrawlerDatabase(Database):
+    """One connection to the taskpool database, with the crawler's calls."""
+
+    def set_store_platform_id(self, dispensary_id: int, platform_dispensary_id: str) -> dict[str, Any]:
+        """Record the store's id on its platform; the store's row."""
+        return self.query_one(
+            SET_STORE_PLATFORM_ID,
+            {"dispensary_id": dispensary_id, "platform_dispensary_id": platform_dispensary_id},
+        )
+
+    def upsert_discovered_stores(self, platform: str, stores: list[dict[str, Any]]) -> list[int]:
+        """Insert or update the platform's stores; the ids of those that were new."""
+        row = self.query_one(UPSERT_DISCOVERED_STORES, {"platform": platform, "stores": Jsonb(stores)})
+        return list(row["new_store_ids"])
+
+    def record_crawl_payload(
+        self, dispensary_id: int, fetched_at: datetime, storage_path: str, size_bytes: int, sha256: str
+    ) -> int:
+        """Record a payload file saved to disk; its id."""
+        return self.query_one(
+            RECORD_CRAWL_PAYLOAD,
+            {
+                "dispensary_id": dispensary_id,
+                "fetched_at": fetched_at,
+                "storage_path": storage_path,
+                "size_bytes": size_bytes,
+                "sha256": sha256,
+            },
+        )["payload_id"]
+
+    def get_crawl_payload(self, payload_id: int) -> dict[str, Any]:
+        """The payload's raw_crawl_payloads row; NotFound when there is none."""
+        return self.query_one(GET_CRAWL_PAYLOAD, {"payload_id": payload_id})
+
+    def mark_payload_corrupt(self, payload_id: int, error_message: str) -> None:
+        self.query_one(MARK_PAYLOAD_CORRUPT, {"payload_id": payload_id, "error_message": error_message})
+
+    def apply_menu_payload(self, payload_id: int, products: list[dict[str, Any]]) -> dict[str, Any]:
+        """Apply a payload's normalized products; what changed (products, added, updated, ...)."""
+        return self.query_one(APPLY_MENU_PAYLOAD, {"payload_id": payload_id, "products": Jsonb(products)})[
+            "result"
+        ]
+
+    def refresh_analytics(self) -> dict[str, Any]:
+        """Refresh the analytics views; the rows each holds."""
+        return self.query_one(REFRESH_ANALYTICS)["report"]
+
+    # The operator's side (pyworker payloads ..., resync generate, the demo)
+
+    def list_payloads(
+        self, *, store: int | None = None, status: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        return self.query(
+            LIST_PAYLOADS, {"store": store, "status": status, "limit": limit, "offset": offset}
+        )
+
+    def count_payloads(self, *, store: int | None = None, status: str | None = None) -> int:
+        """How many payloads list_payloads pages through with these filters."""
+        return self.query_one(COUNT_PAYLOADS, {"store": store, "status": status})["payloads"]
+
+    def get_payload(self, payload_id: int) -> dict[str, Any] | None:
+        """The payload with its store's name and platform ids; None when there is none."""
+        return self.query_one(GET_PAYLOAD, {"payload_id": payload_id})
+
+    def diff_payloads(self, from_payload_id: int, to_payload_id: int) -> dict[str, Any]:
+        return self.query_one(
+            DIFF_PAYLOADS, {"from_payload_id": from_payload_id, "to_payload_id": to_payload_id}
+        )["diff"]
+
+    def diff_latest_payloads(self, dispensary_id: int) -> dict[str, Any]:
+        return self.query_one(DIFF_LATEST_PAYLOADS, {"dispensary_id": dispensary_id})["diff"]
+
+    def set_role_backoff(self, role: str, backoff_base: str, backoff_cap: str) -> bool:
+        """Change a role's retry backoff (intervals as text); False for an unknown role."""
+        return self.query_one(
+            SET_ROLE_BACKOFF, {"role": role, "backoff_base": backoff_base, "backoff_cap": backoff_cap}
+        ) is not None
+
+    def set_platform_limits(self, platform: str, requests_per_minute: int, cooldown: str) -> dict[str, Any]:
+        """Set a platform's rate limit and circuit cooldown (its row made if missing)."""
+        return self.query_one(
+            SET_PLATFORM_LIMITS,
+            {"platform": platform, "requests_per_minute": requests_per_minute, "cooldown": cooldown},
+        )
+
+    def active_store_ids(self) -> list[int]:
+        return [row["id"] for row in self.query(ACTIVE_STORE_IDS)]
+
+    def stores_with_applied_payloads(self, at_least: int = 2, limit: int = 100) -> list[int]:
+        """Stores with `at_least` applied payloads (the ones a diff can compare), by id."""
+        rows = self.query(STORES_WITH_APPLIED_PAYLOADS, {"at_least": at_least, "limit": limit})
+        return [row["dispensary_id"] for row in rows]
+
+    def payload_counts(self) -> list[dict[str, Any]]:
+        """Payloads by status."""
+        return self.query(PAYLOAD_COUNTS)
+
+    def attempt_errors(self) -> list[dict[str, Any]]:
+        """The errors of the attempts that ended in a failure, with how many ended so."""
+        return self.query(ATTEMPT_ERRORS)
+
+    def platform_events(self) -> list[dict[str, Any]]:
+        """The circuit breaker's openings and closings, oldest first."""
+        return self.query(PLATFORM_EVENTS)
+
+    def waiting_tasks(self, roles: Sequence[str]) -> list[dict[str, Any]]:
+        """v_waiting_tasks for these roles, with ready_in_seconds (ready_at less the database's
+        clock: negative once ready), the soonest ready first."""
+        return self.query(WAITING_TASKS, {"roles": list(roles)})
+
+    # Planning
+
+    def generate_resync_plan(
+        self,
+        batches: int,
+        day: date | None = None,
+        time_zone: str | None = None,
+        priority: int = 0,
+    ) -> dict[str, Any]:
+        """{"day", "time_zone", "created", "already_planned", "resync_under_way"}: the plan's day
+        and zone (defaults filled in), how many tasks it created, and how many active stores it
+        skipped for each reason."""
+        return self.query_one(
+            GENERATE_RESYNC_TASKS,
+            {"batches": batches, "day": day, "time_zone": time_zone, "priority": priority},
+        )
