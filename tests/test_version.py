@@ -23,7 +23,7 @@ def test_pyproject_takes_its_version_from_pyworker() -> None:
     assert "version" not in project["project"]
     assert project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pyworker.__version__"}
-    assert importlib.metadata.version("taskpool") == __version__, "reinstall: make deps"
+    assert importlib.metadata.version("taskpool-pg") == __version__, "reinstall: make deps"
 
 
 def test_version_option_prints_the_package_version_without_a_database() -> None:
