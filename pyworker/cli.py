@@ -17,6 +17,7 @@ tracebacks only with `-v`.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import re
 import shlex
@@ -24,6 +25,7 @@ import sys
 import textwrap
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, BinaryIO
@@ -51,10 +53,10 @@ from pyworker.output import (
     Column,
     counted,
     echo_fields,
-    echo_json,
     echo_page,
     echo_table,
-    json_option,
+    prints,
+    Shown,
     wrapped,
 )
 
@@ -311,6 +313,17 @@ class Settings:
 pass_settings = click.make_pass_decorator(Settings)
 
 
+def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: the command gets the invocation's Database as its first argument."""
+
+    @pass_settings
+    @functools.wraps(command)
+    def with_db(settings: Settings, *args: Any, **kwargs: Any) -> Any:
+        return command(settings.db, *args, **kwargs)
+
+    return with_db
+
+
 @click.group(
     cls=TaskpoolGroup,
     invoke_without_command=True,
@@ -484,6 +497,8 @@ def main(
     ctx.exit(code)
 
 
+COUNT_COLUMNS: list[Column] = [("role", "role"), ("status", "status"), ("count", "tasks")]
+
 ENQUEUED_COLUMNS: list[Column] = [
     ("id", "id"),
     ("role", "role"),
@@ -649,10 +664,10 @@ def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
     help="Read task specs from JSON lines instead (- for stdin): one object per line, with the"
     " fields of enqueue_tasks (role, payload, dispensary_id, ...).",
 )
-@json_option
-@pass_settings
+@prints(ENQUEUED_COLUMNS, empty="no task enqueued")
+@pass_db
 def enqueue(
-    settings: Settings,
+    db: Database,
     role: str | None,
     payload: Any,
     store: int | None,
@@ -662,8 +677,7 @@ def enqueue(
     max_retries: int | None,
     platform: str | None,
     spec_file: BinaryIO | None,
-    as_json: bool,
-) -> None:
+) -> list[dict[str, Any]] | Shown:
     """Add one task of ROLE, or every task of a JSON-lines --file.
 
     A file goes in batches of 1000 tasks; each batch is all or nothing, and a bad line is named
@@ -680,7 +694,6 @@ def enqueue(
         "max_retries": max_retries,
         "platform": platform,
     }
-    db = settings.db
     if spec_file is not None:
         if role is not None or any(value is not None for value in fields.values()):
             raise click.UsageError(
@@ -688,21 +701,13 @@ def enqueue(
             )
         specs, line_numbers = _read_specs(spec_file)
         tasks = _enqueue_file(db, specs, line_numbers)
-        if as_json:
-            echo_json(tasks)
-        else:
-            name = getattr(spec_file, "name", None)
-            source = name if name not in (None, "<stdin>") else "stdin"
-            click.echo(describe_enqueued(tasks, len(specs), source))
-        return
+        name = getattr(spec_file, "name", None)
+        source = name if name not in (None, "<stdin>") else "stdin"
+        return Shown(tasks, lambda: click.echo(describe_enqueued(tasks, len(specs), source)))
     if role is None:
         raise click.UsageError("give the ROLE of the task to enqueue, or --file PATH")
     spec = {"role": role, **{key: value for key, value in fields.items() if value is not None}}
-    tasks = _enqueue_batch(db, [spec], None, done=0)
-    if as_json:
-        echo_json(tasks)
-    else:
-        echo_table(tasks, ENQUEUED_COLUMNS, empty="no task enqueued")
+    return _enqueue_batch(db, [spec], None, done=0)
 
 
 @main.command("list")
@@ -715,22 +720,20 @@ def enqueue(
 @click.option(
     "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page number."
 )
-@json_option
-@pass_settings
+@prints()
+@pass_db
 def list_tasks(
-    settings: Settings,
+    db: Database,
     role: str | None,
     status: str | None,
     store: int | None,
     limit: int,
     page: int,
-    as_json: bool,
-) -> None:
+) -> Shown:
     """List tasks, newest first, a page at a time, and how many there are in all.
 
     An unknown --role or --store exits 2. With --json, the page's task objects.
     """
-    db = settings.db
     if role is not None:
         check_role(db, role)
     if store is not None:
@@ -738,15 +741,16 @@ def list_tasks(
     tasks = db.list_tasks(
         role=role, status=status, store=store, limit=limit, offset=(page - 1) * limit
     )
-    if as_json:
-        echo_json(tasks)
-        return
-    total = db.count_tasks(role=role, status=status, store=store)
-    filtered = any(value is not None for value in (role, status, store))
-    echo_page(
-        tasks, TASK_COLUMNS, total=total, page=page, limit=limit,
-        noun="matching task" if filtered else "task",
-    )
+
+    def page_of_all() -> None:
+        total = db.count_tasks(role=role, status=status, store=store)
+        filtered = any(value is not None for value in (role, status, store))
+        echo_page(
+            tasks, TASK_COLUMNS, total=total, page=page, limit=limit,
+            noun="matching task" if filtered else "task",
+        )
+
+    return Shown(tasks, page_of_all)
 
 
 def check_role(db: Database, role: str) -> None:
@@ -758,22 +762,26 @@ def check_role(db: Database, role: str) -> None:
 
 @main.command()
 @click.argument("task_id", metavar="ID", type=int)
-@json_option
-@pass_settings
-def show(settings: Settings, task_id: int, as_json: bool) -> None:
+@prints()
+@pass_db
+def show(db: Database, task_id: int) -> Shown:
     """Show task ID: every field, its chain (the tasks whose completion led to it, and its
     follow-ups, with their status), then the attempts that ended without completing it, each
     with its error data (a command's exit code and output tails) and its error details (a failed
     handler's traceback) in full."""
-    db = settings.db
     task = db.get_task(task_id)
     if task is None:
         raise NotFound(f"task {task_id} does not exist")
     attempts = db.task_attempts(task_id)
     chain = db.task_chain(task_id)
-    if as_json:
-        echo_json({"task": task, "chain": chain, "attempts": attempts})
-        return
+    return Shown(
+        {"task": task, "chain": chain, "attempts": attempts},
+        lambda: echo_task(task, chain, attempts),
+    )
+
+
+def echo_task(task: dict[str, Any], chain: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> None:
+    task_id = task["id"]
     echo_fields(task)
     click.echo()
     if len(chain) > 1:
@@ -801,16 +809,11 @@ def show(settings: Settings, task_id: int, as_json: bool) -> None:
 
 
 @main.command()
-@json_option
-@pass_settings
-def counts(settings: Settings, as_json: bool) -> None:
+@prints(COUNT_COLUMNS, empty="no tasks")
+@pass_db
+def counts(db: Database) -> list[dict[str, Any]]:
     """Count tasks by role and status."""
-    rows = settings.db.counts()
-    if as_json:
-        echo_json(rows)
-    else:
-        columns = [("role", "role"), ("status", "status"), ("count", "tasks")]
-        echo_table(rows, columns, empty="no tasks")
+    return db.counts()
 
 
 @main.command("recover-stale")
@@ -820,58 +823,48 @@ def counts(settings: Settings, as_json: bool) -> None:
     metavar="N",
     help="Stale after N minutes without a heartbeat (default: each role's stale_threshold).",
 )
-@json_option
-@pass_settings
-def recover_stale(settings: Settings, threshold_minutes: int | None, as_json: bool) -> None:
+@prints()
+@pass_db
+def recover_stale(db: Database, threshold_minutes: int | None) -> Shown:
     """Take back claimed or running tasks whose worker stopped heartbeating.
 
     Each goes back to pending while it has retries left, else to failed (cancelled if a cancel
     was requested). Prints how many.
     """
-    recovered = settings.db.recover_stale_tasks(threshold_minutes)
-    if as_json:
-        echo_json({"recovered": recovered})
-    else:
-        click.echo(f"recovered {recovered} stale task{'' if recovered == 1 else 's'}")
+    recovered = db.recover_stale_tasks(threshold_minutes)
+    return Shown({"recovered": recovered}, lambda: click.echo(f"recovered {counted(recovered, 'stale task')}"))
 
 
 @main.command()
 @click.argument("task_id", metavar="ID", type=int)
-@json_option
-@pass_settings
-def cancel(settings: Settings, task_id: int, as_json: bool) -> None:
+@prints()
+@pass_db
+def cancel(db: Database, task_id: int) -> Shown:
     """Cancel task ID: a pending one now, a claimed or running one at its next heartbeat.
 
     Finished tasks cannot be cancelled (exit 1).
     """
-    task = settings.db.cancel_task(task_id)
-    if as_json:
-        echo_json(task)
-    elif task["status"] == "cancelled":
-        click.echo(f"task {task_id} cancelled")
-    else:
-        click.echo(
-            f"task {task_id} is {task['status']}: cancel requested; its worker stops it at its"
-            " next heartbeat"
-        )
+    task = db.cancel_task(task_id)
+    if task["status"] == "cancelled":
+        return Shown(task, lambda: click.echo(f"task {task_id} cancelled"))
+    return Shown(task, lambda: click.echo(
+        f"task {task_id} is {task['status']}: cancel requested; its worker stops it at its next heartbeat"
+    ))
 
 
 @main.command()
 @click.argument("task_id", metavar="ID", type=int)
-@json_option
-@pass_settings
-def retry(settings: Settings, task_id: int, as_json: bool) -> None:
+@prints()
+@pass_db
+def retry(db: Database, task_id: int) -> Shown:
     """Put failed or cancelled task ID back to pending now, with a fresh retry budget.
 
     Any other task is refused (exit 1).
     """
-    task = settings.db.retry_task(task_id)
-    if as_json:
-        echo_json(task)
-    else:
-        click.echo(
-            f"task {task_id} is {task['status']} again, retries reset to 0/{task['max_retries']}"
-        )
+    task = db.retry_task(task_id)
+    return Shown(task, lambda: click.echo(
+        f"task {task_id} is {task['status']} again, retries reset to 0/{task['max_retries']}"
+    ))
 
 
 @main.command()
@@ -893,37 +886,31 @@ def retry(settings: Settings, task_id: int, as_json: bool) -> None:
     help="Delete N at a time, each batch in its own transaction.",
 )
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
-@json_option
-@pass_settings
+@prints()
+@pass_db
 def prune(
-    settings: Settings,
+    db: Database,
     older_than: str,
     max_tasks: int | None,
     batch_size: int,
     dry_run: bool,
-    as_json: bool,
-) -> None:
+) -> Shown:
     """Delete finished tasks (and their attempt history) finished longer ago than --older-than.
 
     Pending, claimed and running tasks are never deleted. Oldest first, in batches
     (prune_tasks_in_batches): an interrupted prune keeps what it deleted. Prints how many went
     (with --json, {"pruned": N}); with --dry-run, how many would go ({"would_prune": N}).
     """
-    db = settings.db
     if dry_run:
         would_prune = db.count_prunable_tasks(older_than)
         if max_tasks is not None:
             would_prune = min(would_prune, max_tasks)
-        if as_json:
-            echo_json({"would_prune": would_prune})
-        else:
-            click.echo(f"would prune {counted(would_prune, 'task')} (dry run: nothing deleted)")
-        return
+        return Shown(
+            {"would_prune": would_prune},
+            lambda: click.echo(f"would prune {counted(would_prune, 'task')} (dry run: nothing deleted)"),
+        )
     pruned = db.prune_tasks_in_batches(older_than, batch_size, max_tasks)
-    if as_json:
-        echo_json({"pruned": pruned})
-    else:
-        click.echo(f"pruned {counted(pruned, 'task')}")
+    return Shown({"pruned": pruned}, lambda: click.echo(f"pruned {counted(pruned, 'task')}"))
 
 
 WORKER_COLUMNS: list[Column] = [
@@ -941,9 +928,9 @@ WORKER_COLUMNS: list[Column] = [
 
 
 @main.command()
-@json_option
-@pass_settings
-def workers(settings: Settings, as_json: bool) -> None:
+@prints()
+@pass_db
+def workers(db: Database) -> Shown:
     """List the registered workers: when each was last seen, live or silent, and its tasks.
 
     A worker is SILENT when it has not been heard from for longer than its role's stale
@@ -952,10 +939,11 @@ def workers(settings: Settings, as_json: bool) -> None:
     object per worker: last_seen_age and stale_threshold in seconds, liveness ("live" or
     "silent"), task_ids and roles.
     """
-    rows = settings.db.workers()
-    if as_json:
-        echo_json(rows)
-        return
+    rows = db.workers()
+    return Shown(rows, lambda: echo_workers(rows))
+
+
+def echo_workers(rows: list[dict[str, Any]]) -> None:
     echo_table(rows, WORKER_COLUMNS, empty="no workers registered")
     silent = [row for row in rows if row["liveness"] == "silent"]
     if silent:
@@ -1000,9 +988,9 @@ STUCK_TASK_COLUMNS: list[Column] = [
 
 @main.command()
 @click.argument("role", required=False)
-@json_option
-@pass_settings
-def capacity(settings: Settings, role: str | None, as_json: bool) -> None:
+@prints()
+@pass_db
+def capacity(db: Database, role: str | None) -> Shown:
     """Show each role's backlog, workers, throughput and the workers it takes to drain it.
 
     A row of v_worker_capacity per role; with ROLE, that role's row alone, as fields. With
@@ -1010,16 +998,12 @@ def capacity(settings: Settings, role: str | None, as_json: bool) -> None:
     Rates cover the last hour: empty (null) when no task of the role completed in it. The
     autoscaler's document is SQL: SELECT worker_capacity('ROLE').
     """
-    db = settings.db
     if role is not None:
         check_role(db, role)
     rows = db.worker_capacity_rows(role)
-    if as_json:
-        echo_json(rows)
-    elif role is not None:
-        echo_fields(rows[0])
-    else:
-        echo_table(rows, CAPACITY_COLUMNS, empty="no roles")
+    if role is not None:
+        return Shown(rows, lambda: echo_fields(rows[0]))
+    return Shown(rows, lambda: echo_table(rows, CAPACITY_COLUMNS, empty="no roles"))
 
 
 @main.command()
@@ -1033,11 +1017,9 @@ def capacity(settings: Settings, role: str | None, as_json: bool) -> None:
     metavar="INTERVAL",
     help="Attention when a session has held a snapshot longer than this (default 10 minutes).",
 )
-@json_option
-@pass_settings
-def health(
-    settings: Settings, max_tick_age: str | None, max_snapshot_age: str | None, as_json: bool
-) -> None:
+@prints()
+@pass_db
+def health(db: Database, max_tick_age: str | None, max_snapshot_age: str | None) -> Shown:
     """Check what needs a person (taskpool_health()); exit 1 when something does.
 
     \b
@@ -1056,7 +1038,6 @@ def health(
     Exit codes, for a probe or an alert: 0 every check ok; 1 a check needs attention (or the
     database could not be asked); 2 bad usage, such as a malformed interval.
     """
-    db = settings.db
     checks = db.health_checks(max_tick_age, max_snapshot_age)
     attention = [check for check in checks if check["status"] != "ok"]
     report = {
@@ -1069,12 +1050,7 @@ def health(
         "active_workers": db.active_workers(),
         "stuck_tasks": db.stuck_tasks(),
     }
-    if as_json:
-        echo_json(report)
-    else:
-        echo_health(checks, attention, report)
-    if attention:
-        click.get_current_context().exit(1)
+    return Shown(report, lambda: echo_health(checks, attention, report), exit_code=1 if attention else 0)
 
 
 def echo_health(
@@ -1091,11 +1067,7 @@ def echo_health(
             click.echo(wrapped(f"what to do: {check['action']}", " " * 11, " " * 11))
     click.echo()
     click.echo("tasks by role and status:")
-    echo_table(
-        report["task_counts"],
-        [("role", "role"), ("status", "status"), ("count", "tasks")],
-        empty="no tasks",
-    )
+    echo_table(report["task_counts"], COUNT_COLUMNS, empty="no tasks")
     click.echo()
     click.echo("active workers (seen in the last 2 minutes):")
     echo_table(report["active_workers"], ACTIVE_WORKER_COLUMNS, empty="none")
@@ -1135,29 +1107,22 @@ def stores() -> None:
     metavar="URL",
     help="Where its menu is; entry_point_discovery resolves it to the store's platform id.",
 )
-@json_option
-@pass_settings
+@prints()
+@pass_db
 def add_store(
-    settings: Settings,
+    db: Database,
     name: str,
     platform: str | None,
     state_code: str | None,
     city: str | None,
     menu_url: str | None,
-    as_json: bool,
-) -> None:
+) -> dict[str, Any]:
     """Add store NAME (add_store()), active from now on, and print it: its id is what
     `enqueue --store` takes.
 
     A bad value exits 2, naming it; a menu URL another store has exits 1, naming that store.
     """
-    row = settings.db.add_store(
-        name, platform=platform, state_code=state_code, city=city, menu_url=menu_url
-    )
-    if as_json:
-        echo_json(row)
-    else:
-        echo_fields(row)
+    return db.add_store(name, platform=platform, state_code=state_code, city=city, menu_url=menu_url)
 
 
 @main.group()
@@ -1166,15 +1131,11 @@ def schedules() -> None:
 
 
 @schedules.command("list")
-@json_option
-@pass_settings
-def list_schedules(settings: Settings, as_json: bool) -> None:
+@prints(SCHEDULE_COLUMNS, empty="no schedules")
+@pass_db
+def list_schedules(db: Database) -> list[dict[str, Any]]:
     """List the schedules by name, with when each runs next and how its last run went."""
-    rows = settings.db.schedules()
-    if as_json:
-        echo_json(rows)
-    else:
-        echo_table(rows, SCHEDULE_COLUMNS, empty="no schedules")
+    return db.schedules()
 
 
 @schedules.command("update")
@@ -1188,17 +1149,16 @@ def list_schedules(settings: Settings, as_json: bool) -> None:
     help="Run every N hours (1..8760), counted from the last run, never earlier than now.",
 )
 @click.option("--priority", type=int, metavar="N", help="Priority of its tasks (-100..100).")
-@json_option
-@pass_settings
+@prints()
+@pass_db
 def update_schedule(
-    settings: Settings,
+    db: Database,
     name: str,
     enable: bool,
     disable: bool,
     interval_hours: int | None,
     priority: int | None,
-    as_json: bool,
-) -> None:
+) -> dict[str, Any]:
     """Change schedule NAME: enable or disable it, its interval or its tasks' priority.
 
     Options left out keep their value. Prints the schedule. An unknown NAME exits 2, naming the
@@ -1211,30 +1171,20 @@ def update_schedule(
         raise click.UsageError(
             "give at least one of --enable, --disable, --interval-hours, --priority"
         )
-    row = settings.db.update_schedule(
-        name, enabled=enabled, interval_hours=interval_hours, priority=priority
-    )
-    if as_json:
-        echo_json(row)
-    else:
-        echo_fields(row)
+    return db.update_schedule(name, enabled=enabled, interval_hours=interval_hours, priority=priority)
 
 
 @schedules.command("trigger")
 @click.argument("name")
-@json_option
-@pass_settings
-def trigger_schedule(settings: Settings, name: str, as_json: bool) -> None:
+@prints()
+@pass_db
+def trigger_schedule(db: Database, name: str) -> Shown:
     """Run schedule NAME now, enabled or not; its next regular run stays where it was.
 
     Prints how many tasks it created (with --json, the schedule). An unknown NAME exits 2.
     """
-    row = settings.db.trigger_schedule(name)
-    if as_json:
-        echo_json(row)
-    else:
-        count = row["last_task_count"]
-        click.echo(f"schedule {row['name']} ran: {count} task{'' if count == 1 else 's'} created")
+    row = db.trigger_schedule(name)
+    return Shown(row, lambda: click.echo(f"schedule {row['name']} ran: {counted(row['last_task_count'], 'task')} created"))
 
 
 # The tick: pg_cron or the scheduler loop
@@ -1252,42 +1202,38 @@ def cron() -> None:
 
 
 @cron.command("install")
-@json_option
-@pass_settings
-def cron_install(settings: Settings, as_json: bool) -> None:
+@prints()
+@pass_db
+def cron_install(db: Database) -> Shown:
     """Schedule the tick every minute; again, and it is still one job.
 
     Exits 1 when pg_cron is not loaded on the server, or not installed in its database.
     """
-    installed = cron_jobs.install(settings.db)
-    if as_json:
-        echo_json(installed)
-        return
+    installed = cron_jobs.install(db)
     job = installed["job"]
     where = (
         "" if installed["cron_database"] == installed["database"]
         else f" (a job of pg_cron's database {installed['cron_database']})"
     )
-    click.echo(
+    return Shown(installed, lambda: click.echo(
         f"pg_cron job {installed['job_name']} (id {job['jobid']}) runs"
         f" `{job['command']}` every minute in {installed['database']}{where}"
-    )
+    ))
 
 
 @cron.command("uninstall")
-@json_option
-@pass_settings
-def cron_uninstall(settings: Settings, as_json: bool) -> None:
+@prints()
+@pass_db
+def cron_uninstall(db: Database) -> Shown:
     """Remove the tick's job. With no job (or no pg_cron), there is nothing to do: exit 0."""
-    removed = cron_jobs.uninstall(settings.db)
-    if as_json:
-        echo_json(removed)
-    elif removed["removed"] is not None:
-        click.echo(f"removed pg_cron job {removed['job_name']} (id {removed['removed']})")
+    removed = cron_jobs.uninstall(db)
+    if removed["removed"] is not None:
+        said = f"removed pg_cron job {removed['job_name']} (id {removed['removed']})"
     elif "reason" in removed:
-        click.echo(f"no pg_cron job {removed['job_name']} to remove: {removed['reason']}")
+        said = f"no pg_cron job {removed['job_name']} to remove: {removed['reason']}"
     else:
-        click.echo(f"no pg_cron job {removed['job_name']}: nothing to remove")
+        said = f"no pg_cron job {removed['job_name']}: nothing to remove"
+    return Shown(removed, lambda: click.echo(said))
 
 
 CRON_RUN_COLUMNS: list[Column] = [
@@ -1308,17 +1254,18 @@ CRON_RUN_COLUMNS: list[Column] = [
     metavar="N",
     help="Show the last N runs.",
 )
-@json_option
-@pass_settings
-def cron_status(settings: Settings, runs: int, as_json: bool) -> None:
+@prints()
+@pass_db
+def cron_status(db: Database, runs: int) -> Shown:
     """Show the tick's job (schedule, command, database, active) and its last runs.
 
     Not installed: says so (exit 0; with --json, "job" is null). Exits 1 without pg_cron.
     """
-    report = cron_jobs.status(settings.db, runs)
-    if as_json:
-        echo_json(report)
-        return
+    report = cron_jobs.status(db, runs)
+    return Shown(report, lambda: echo_cron_status(report))
+
+
+def echo_cron_status(report: dict[str, Any]) -> None:
     job = report["job"]
     if job is None:
         click.echo(
@@ -1362,9 +1309,9 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
 
 
 @main.command()
-@json_option
-@pass_settings
-def version(settings: Settings, as_json: bool) -> None:
+@prints()
+@pass_db
+def version(db: Database) -> Shown:
     """Print pyworker's version, the schema version it needs, and the database's when it answers.
 
     `pyworker --version` prints pyworker's alone, without connecting. Exits 0 whatever the
@@ -1379,14 +1326,16 @@ def version(settings: Settings, as_json: bool) -> None:
         "problem": None,
     }
     try:
-        report["database"] = settings.db.where()
-        report["database_schema"] = settings.db.schema_version()
-        settings.db.check_schema()
+        report["database"] = db.where()
+        report["database_schema"] = db.schema_version()
+        db.check_schema()
     except (DatabaseUnavailable, SchemaMissing, SchemaMismatch) as error:
         report["problem"] = str(error)
-    if as_json:
-        echo_json(report)
-        return
+    return Shown(report, lambda: echo_version(report))
+
+
+def echo_version(report: dict[str, str | None]) -> None:
+    required = report["required_schema"]
     click.echo(f"pyworker {__version__}")
     click.echo(f"schema required: {required} or a later {REQUIRED_SCHEMA_VERSION[0]}.x")
     if report["database"] is None:

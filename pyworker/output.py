@@ -1,11 +1,13 @@
 """How the `pyworker` commands print: a table fitted to the terminal, fields, or JSON.
 
-Moved out of pyworker.cli as it stood, so that commands registered by other packages (the
-crawler's, through the `pyworker.commands` entry points) print as the core's do.
+A command returns what it shows and `@prints` prints it, as JSON with --json: commands registered
+by other packages (the crawler's, through the `pyworker.commands` entry points) print as the
+core's do.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -19,6 +21,46 @@ from typing import Any
 import click
 
 from pyworker.db import dump_json
+
+@dataclass
+class Shown:
+    """What a command shows when a table or fields will not do: `value`, which --json prints,
+    `text()`, which prints it for a person, and the command's exit code."""
+
+    value: Any
+    text: Callable[[], None]
+    exit_code: int = 0
+
+
+def prints(
+    columns: Sequence[Column] = (), *, empty: str = ""
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator of a command that returns what it shows, and takes --json for it.
+
+    The command returns rows (a table of `columns`, or `empty` when there are none), one row (a
+    dict: `key: value` lines), or a Shown; --json prints the value as one JSON document.
+    """
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def printing(*args: Any, as_json: bool, **kwargs: Any) -> None:
+            shown = command(*args, **kwargs)
+            value = shown.value if isinstance(shown, Shown) else shown
+            if as_json:
+                echo_json(value)
+            elif isinstance(shown, Shown):
+                shown.text()
+            elif isinstance(shown, dict):
+                echo_fields(shown)
+            else:
+                echo_table(shown, columns, empty)
+            if isinstance(shown, Shown) and shown.exit_code:
+                click.get_current_context().exit(shown.exit_code)
+
+        return json_option(printing)
+
+    return decorate
+
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """The --json flag every operator command takes."""

@@ -23,7 +23,6 @@ How Sqitch names things (App::Sqitch 1.x, Plan.pm, Plan/Change.pm, Plan/Tag.pm, 
 from __future__ import annotations
 
 import getpass
-import json
 import hashlib
 import os
 import re
@@ -43,6 +42,7 @@ from psycopg.rows import dict_row
 
 from pyworker.config import default_database_url
 from pyworker.errors import ConfigurationError, DatabaseUnavailable, Refused
+from pyworker.output import Shown, prints
 
 REGISTRY = "sqitch"
 # The registry release this module writes and reads (App::Sqitch::Engine registry_release).
@@ -760,14 +760,15 @@ def upgrade(ctx: click.Context, no_verify: bool, to: str | None) -> None:
 
 
 @schema.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@prints()
 @click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
+def status(ctx: click.Context) -> Shown:
     """Show the project, the last change and tag deployed, and the changes not deployed yet."""
     report = _deployer(ctx).status().as_json()
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
+    return Shown(report, lambda: echo_status(report))
+
+
+def echo_status(report: dict[str, Any]) -> None:
     click.echo(f"project: {report['project']} (plan: {report['plan']})")
     last = report["last_change"]
     if last is None:

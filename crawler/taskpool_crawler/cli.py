@@ -19,11 +19,11 @@ from pyworker.errors import NotFound
 from pyworker.output import (
     Column,
     counted,
+    Shown,
     echo_fields,
-    echo_json,
     echo_page,
     echo_table,
-    json_option,
+    prints,
 )
 from taskpool_crawler import storage
 from taskpool_crawler.db import CrawlerDatabase
@@ -92,11 +92,9 @@ def payloads() -> None:
 @click.option(
     "--page", type=click.IntRange(min=1), default=1, show_default=True, help="Page number."
 )
-@json_option
+@prints()
 @pass_settings
-def list_payloads(
-    settings: Settings, store: int | None, status: str | None, limit: int, page: int, as_json: bool
-) -> None:
+def list_payloads(settings: Settings, store: int | None, status: str | None, limit: int, page: int) -> Shown:
     """List payloads, newest fetch first, a page at a time, and how many there are in all.
 
     saved: recorded, not applied yet; applied: its products are in the database; corrupt: the
@@ -107,15 +105,16 @@ def list_payloads(
     if store is not None:
         db.get_dispensary(store)
     rows = db.list_payloads(store=store, status=status, limit=limit, offset=(page - 1) * limit)
-    if as_json:
-        echo_json(rows)
-        return
-    total = db.count_payloads(store=store, status=status)
-    filtered = store is not None or status is not None
-    echo_page(
-        rows, PAYLOAD_COLUMNS, total=total, page=page, limit=limit,
-        noun="matching payload" if filtered else "payload",
-    )
+
+    def page_of_all() -> None:
+        total = db.count_payloads(store=store, status=status)
+        filtered = store is not None or status is not None
+        echo_page(
+            rows, PAYLOAD_COLUMNS, total=total, page=page, limit=limit,
+            noun="matching payload" if filtered else "payload",
+        )
+
+    return Shown(rows, page_of_all)
 
 
 @payloads.command("show")
@@ -125,9 +124,9 @@ def list_payloads(
     is_flag=True,
     help="Also read the payload's file (under TASKPOOL_STORAGE_DIR) and list its products.",
 )
-@json_option
+@prints()
 @pass_settings
-def show_payload(settings: Settings, payload_id: int, products: bool, as_json: bool) -> None:
+def show_payload(settings: Settings, payload_id: int, products: bool) -> Shown:
     """Show payload ID: its store, file, checksum, status and what applying it changed.
 
     With --products, the products its file holds, normalized as product_refresh reads them; a
@@ -147,12 +146,15 @@ def show_payload(settings: Settings, payload_id: int, products: bool, as_json: b
             storage.PayloadPathRefused,
             CorruptMenu,
         ) as error:
-            if not as_json:
+            if not click.get_current_context().params.get("as_json"):
                 echo_fields(row)
             raise click.ClickException(str(error)) from error
-    if as_json:
-        echo_json({"payload": row, **({"products": rows} if rows is not None else {})})
-        return
+    return Shown(
+        {"payload": row, **({"products": rows} if rows is not None else {})}, lambda: echo_payload(row, rows)
+    )
+
+
+def echo_payload(row: dict[str, Any], rows: list[dict[str, Any]] | None) -> None:
     echo_fields(row)
     if rows is not None:
         click.echo()
@@ -167,7 +169,7 @@ def show_payload(settings: Settings, payload_id: int, products: bool, as_json: b
     "--store", type=int, metavar="ID", help="Compare the store's two newest applied payloads."
 )
 @click.option("--summary", is_flag=True, help="Print the counts only, not each product.")
-@json_option
+@prints()
 @pass_settings
 def diff_payloads(
     settings: Settings,
@@ -175,8 +177,7 @@ def diff_payloads(
     to_id: int | None,
     store: int | None,
     summary: bool,
-    as_json: bool,
-) -> None:
+) -> Shown:
     """Show what changed on a store's menu between payloads FROM and TO, or between the two
     newest applied payloads of --store: products added and removed, price and stock changes.
 
@@ -194,10 +195,7 @@ def diff_payloads(
         document = db.diff_payloads(from_id, to_id)
     else:
         raise click.UsageError("give two payload ids, FROM and TO, or --store ID")
-    if as_json:
-        echo_json(diff_json(document, details=not summary))
-        return
-    echo_diff(document, details=not summary)
+    return Shown(diff_json(document, details=not summary), lambda: echo_diff(document, details=not summary))
 
 
 def diff_json(document: dict[str, Any], *, details: bool) -> dict[str, Any]:
@@ -276,7 +274,7 @@ def resync() -> None:
 @click.option(
     "--priority", type=int, default=0, show_default=True, help="The tasks' priority (-100..100)."
 )
-@json_option
+@prints()
 @pass_settings
 def generate_resync(
     settings: Settings,
@@ -284,8 +282,7 @@ def generate_resync(
     day: datetime | None,
     time_zone: str | None,
     priority: int,
-    as_json: bool,
-) -> None:
+) -> Shown:
     """Plan a day of product_resync: one task per active store, in --batches slots.
 
     Idempotent: a store planned for that day once, or with a product_resync under way, is
@@ -296,10 +293,9 @@ def generate_resync(
     plan = crawler_db(settings).generate_resync_plan(
         batches, day.date() if day is not None else None, time_zone, priority
     )
-    if as_json:
-        echo_json({**plan, "batches": batches, "priority": priority})
-    else:
-        click.echo(describe_resync_plan(plan, batches))
+    return Shown(
+        {**plan, "batches": batches, "priority": priority}, lambda: click.echo(describe_resync_plan(plan, batches))
+    )
 
 
 def describe_resync_plan(plan: dict[str, Any], batches: int) -> str:
