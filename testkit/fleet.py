@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,18 +199,27 @@ class Process:
         except subprocess.TimeoutExpired:
             raise self.error(f"{self.name} still running after {timeout:g} s\n{self.describe()}") from None
 
+    def terminate(self) -> None:
+        """SIGTERM its group, once (a second SIGTERM tells pyworker to exit at once); a stopped
+        process is woken first."""
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+
+    def wait_or_kill(self, timeout: float) -> int | None:
+        """Its exit code within `timeout` seconds, else SIGKILL its group and wait."""
+        if self.popen is None:
+            return None
+        try:
+            return self.popen.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            return self.popen.wait(timeout=10)
+
     def stop(self, grace: float = 10.0) -> int | None:
-        """SIGTERM its group, then SIGKILL after `grace` seconds (a stopped process is woken
-        first); its exit code."""
+        """SIGTERM, then SIGKILL after `grace` seconds; its exit code."""
         if self.alive:
-            self.signal(signal.SIGCONT)
-            self.signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                self.signal(signal.SIGKILL)
-                self.popen.wait(timeout=10)
-        return self.returncode
+            self.terminate()
+        return self.wait_or_kill(grace)
 
     def kill(self) -> None:
         """SIGKILL it and every process below it (commands run in sessions of their own), by PID."""
@@ -280,10 +290,10 @@ class Fleet:
         """SIGTERM every living process at once, then SIGKILL those still running after `grace` s."""
         living = [process for process in self.processes.values() if process.alive]
         for process in living:
-            process.signal(signal.SIGCONT)
-            process.signal(signal.SIGTERM)
+            process.terminate()
+        deadline = time.monotonic() + grace
         for process in living:
-            process.stop(grace)
+            process.wait_or_kill(deadline - time.monotonic())
 
     def kill_all(self) -> None:
         """SIGKILL every process still running, and the commands it runs."""
