@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from testkit.env import REPO_ROOT
 from testkit.waiting import WaitTimeout, wait_until
@@ -244,16 +245,19 @@ class Fleet:
 
     def add(
         self, name: str, argv: list[str], env: Mapping[str, str], *, separate_stdout: bool = False,
-        cwd: Path | None = None,
+        cwd: Path | None = None, kind: type[Process] = Process, **fields: Any,
     ) -> Process:
-        """A process named `name`, not started yet: its log is <log_dir>/<name>.log (with
-        `separate_stdout`, <name>.stderr.log and <name>.stdout.log)."""
+        """A process named `name` (a `kind`, given `fields`), not started yet: its log is
+        <log_dir>/<name>.log (with `separate_stdout`, <name>.stderr.log and <name>.stdout.log).
+        A name stays with its process while it runs: reusing it then fails."""
+        if name in self.processes and self.processes[name].alive:
+            raise self.error(f"{name} is already running (pid {self.processes[name].pid})")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if separate_stdout:
             log, out = self.log_dir / f"{name}.stderr.log", self.log_dir / f"{name}.stdout.log"
         else:
             log, out = self.log_dir / f"{name}.log", None
-        process = Process(name, list(argv), dict(env), log, cwd or self.cwd, out, self.error)
+        process = kind(name, list(argv), dict(env), log, cwd or self.cwd, out, self.error, **fields)
         self.processes[name] = process
         return process
 

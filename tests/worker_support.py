@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -183,7 +184,7 @@ class WorkerProcess(Process):
         return self.name
 
     @property
-    def process(self) -> Any:
+    def process(self) -> subprocess.Popen | None:
         return self.popen
 
 
@@ -247,12 +248,10 @@ class Workers(Fleet):
         """Start a worker, `program` (by default `python -m pyworker`) with `args` on its command
         line, in `cwd` (by default the log directory); with `ready`, wait until it has logged
         that it is starting."""
-        worker = WorkerProcess(
+        worker = self.add(
             worker_id, [*program, *args], self.env(role, worker_id, **settings),
-            self.log_dir / f"{worker_id}.stderr.log", cwd or self.log_dir,
-            self.log_dir / f"{worker_id}.stdout.log", failure, role=role,
+            separate_stdout=True, cwd=cwd or self.log_dir, kind=WorkerProcess, role=role,
         )
-        self.processes[worker_id] = worker
         worker.start()
         if ready:
             worker.wait_for_log(f"Starting worker {worker_id} for role: {role}")
