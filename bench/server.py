@@ -9,20 +9,19 @@ own with plain tables.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
-from pyworker.config import database_url_for
+from pyworker.testing.database import insert_role
+from testkit import databases
+from testkit.env import libpq, url_for
 
 TEMPLATE = "taskpool_bench_template"
 BENCH_DB = "taskpool_bench"
@@ -31,15 +30,6 @@ PGBENCH_DB = "taskpool_bench_pgbench"
 
 # The roles the bench's handlers serve (bench/handlers.py), added to the template.
 BENCH_ROLES = ("bench_noop", "bench_sleep", "bench_sleep_other", "bench_wakeup")
-
-# libpq connection parameters and their environment variables, for pgbench and sqitch.
-LIBPQ_ENV = {
-    "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
-    "user": "PGUSER", "password": "PGPASSWORD", "passfile": "PGPASSFILE",
-    "options": "PGOPTIONS", "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT",
-    "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY", "connect_timeout": "PGCONNECT_TIMEOUT",
-}
-
 
 class BenchError(Exception):
     """A step of the bench failed; the message says which and why."""
@@ -56,16 +46,15 @@ class Server:
             raise BenchError(f"pgbench is not in {pg_bindir} nor on PATH: run `make deps`")
 
     def url_for(self, dbname: str) -> str:
-        return database_url_for(self.url, dbname)
+        return url_for(self.url, dbname)
 
     def admin(self) -> psycopg.Connection:
         """An autocommit connection to DATABASE_URL's own database."""
         try:
-            return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-        except psycopg.OperationalError as exc:
+            return databases.admin(self.url)
+        except databases.DatabaseError as exc:
             raise BenchError(
-                f"cannot connect to DATABASE_URL's server: {exc}\n"
-                "Start the project cluster with `make db`, or point DATABASE_URL at a running server."
+                f"{exc}\nStart the project cluster with `make db`, or point DATABASE_URL at a running server."
             ) from exc
 
     def connect(self, dbname: str) -> psycopg.Connection:
@@ -79,53 +68,29 @@ class Server:
                     for name in names}
 
     def drop(self, dbname: str) -> None:
-        with self.admin() as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+        databases.drop(self.url, dbname)
 
     def create(self, dbname: str, template: str | None = None) -> str:
         """(Re)create `dbname`, empty or as a copy of `template`; its URL."""
-        self.drop(dbname)
-        query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname))
-        if template:
-            query += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
-        with self.admin() as conn:
-            conn.execute(query)
-        return self.url_for(dbname)
+        return databases.create(self.url, dbname, template)
 
     def env(self, dbname: str) -> dict[str, str]:
         """os.environ plus the PG* variables that point libpq tools at `dbname`."""
-        env = {k: v for k, v in os.environ.items() if k != "SQITCH_TARGET"}
-        params = conninfo_to_dict(self.url)
-        params["dbname"] = dbname
-        for key, value in params.items():
-            if key in LIBPQ_ENV and value is not None:
-                env[LIBPQ_ENV[key]] = str(value)
-        return env
+        return libpq(self.url, dbname)
 
     def deploy_template(self) -> None:
-        """Deploy the Sqitch plan into TEMPLATE, add the bench roles, then keep everyone out."""
-        self.create(TEMPLATE)
-        # Sqitch takes the server from the libpq environment; the target names only the database.
-        target = "db:pg:///" + quote(TEMPLATE, safe="")
-        result = subprocess.run(
-            ["sqitch", "deploy", "--verify", target],
-            cwd=self.checkout, env=self.env(TEMPLATE), capture_output=True, text=True,
-        )
-        if result.returncode != 0:
-            raise BenchError(
-                f"sqitch deploy into {TEMPLATE} (plan in {self.checkout}) failed:\n"
-                f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
-            )
-        with self.connect(TEMPLATE) as conn:
-            for role in BENCH_ROLES:
-                conn.execute(
-                    "INSERT INTO task_roles (role, description, requires_store)"
-                    " VALUES (%s, 'make bench', false)",
-                    (role,),
-                )
-        with self.admin() as conn:
-            # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the template.
-            conn.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(TEMPLATE)))
+        """Deploy the Sqitch plan (of the checkout) into TEMPLATE, add the bench roles, then keep
+        everyone out."""
+
+        def add_roles(url: str) -> None:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for role in BENCH_ROLES:
+                    insert_role(conn, role, description="make bench", requires_store=False)
+
+        try:
+            databases.template(self.url, TEMPLATE, setup=add_roles, project=self.checkout)
+        except databases.DatabaseError as error:
+            raise BenchError(f"the bench template ({TEMPLATE}, plan in {self.checkout}): {error}") from error
 
     def fresh_bench_db(self) -> str:
         """A new copy of the deployed template as BENCH_DB; its URL."""

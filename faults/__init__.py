@@ -7,6 +7,6 @@ execution through their own connection), the scheduler's tick, and faults inject
 (signals, pg_terminate_backend, a PostgreSQL restart, the database clock). A checker reads what
 happened from the database and the worker logs; the report is one table (results/).
 
-Modules: harness (processes, databases, fault events), handlers (the recording handlers),
+Modules: harness (a scenario's world, on the test kit testkit/), handlers (the recording handlers),
 checker (the invariants), report (the table), scenarios/ (one module per family of faults).
 """

@@ -5,14 +5,19 @@ Prints one table, writes it to results/ (JSON and Markdown), exits 1 when a scen
 
 from __future__ import annotations
 
+import secrets
 import sys
 import tempfile
 from pathlib import Path
 
 import click
 
-from faults import databases, report, scenarios
-from faults.harness import REPO_ROOT, Context, server_url
+from faults import report, scenarios
+from faults.harness import REPO_ROOT, Context, ScenarioError, server_url
+from testkit import databases
+
+TEMPLATE = "taskpool_faults_template"
+PREFIX = "taskpool_faults_"
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,13 +45,16 @@ def main(quick: bool, only: str | None, soak_minutes: float | None, worker_args:
     log_root = logs or Path(tempfile.mkdtemp(prefix="taskpool-faults-"))
     form = "quick" if quick else "full"
     click.echo(f"faults: {form} form, scenarios {numbers}, server {server}, logs in {log_root}")
-    databases.deploy_template(server)
+    try:
+        template = databases.template(server, TEMPLATE)
+    except databases.DatabaseError as error:
+        raise ScenarioError(f"the scenarios' template could not be made: {error}") from error
     done: list[report.Result] = []
     try:
         for number in numbers:
             log_dir = log_root / f"{number:02d}"
             log_dir.mkdir(parents=True, exist_ok=True)
-            with databases.scenario_database(server, number) as url:
+            with databases.copy(server, TEMPLATE, f"{PREFIX}{number}_{secrets.token_hex(3)}") as url:
                 ctx = Context(url, log_dir, quick=quick, worker_args=worker_args,
                               soak_seconds=None if soak_minutes is None else soak_minutes * 60)
                 result = scenarios.run(number, ctx)
@@ -54,7 +62,7 @@ def main(quick: bool, only: str | None, soak_minutes: float | None, worker_args:
             click.echo(f"faults: {number}. {result.name}: {result.verdict} in {result.seconds:.0f} s"
                        + (f" ({result.notes()})" if result.verdict != "PASS" else ""))
     finally:
-        databases.drop_template(server)
+        template.drop()
         if done:
             click.echo()
             click.echo(report.text_table(done))

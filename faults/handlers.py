@@ -1,9 +1,9 @@
 """Handlers for the fault suite, loaded by its worker processes (PYWORKER_HANDLERS=faults.handlers).
 
 Every execution is recorded in fault_executions (harness.FIXTURE) through this process's own
-connection, not the worker's: a fault aimed at the worker's sessions must not take the record
-with it, and the record must say what really ran, whatever the worker later manages to tell the
-database. The row is written when the handler starts and closed when it ends; an execution cut
+connection (a testkit.recorder Recorder), not the worker's: a fault aimed at the worker's sessions
+must not take the record with it, and the record must say what really ran, whatever the worker
+later manages to tell the database. The row is written when the handler starts and closed when it ends; an execution cut
 short by SIGKILL keeps ended_at NULL, and the checker ends it at the kill recorded in
 fault_events.
 
@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from typing import Any
 
-import psycopg
-
 from pyworker.db import Task
 from pyworker.handlers import Aborted, handler
+from testkit.recorder import Recorder
 
 STEP_SECONDS = 0.01
 
@@ -43,34 +41,9 @@ END = (
     " outcome = %(outcome)s WHERE id = %(id)s"
 )
 
-_lock = threading.Lock()
-_conn: psycopg.Connection | None = None
-
-
-def _record(query: str, params: dict[str, Any]) -> Any:
-    """One statement on this process's recording connection, reconnecting while it fails.
-
-    The record must not be lost to the very faults under test (a terminated session, a restarted
-    server), so it is retried for up to a minute before the handler gives up.
-    """
-    global _conn
-    deadline = time.monotonic() + 60
-    with _lock:
-        while True:
-            try:
-                if _conn is None or _conn.closed or _conn.broken:
-                    _conn = psycopg.connect(
-                        os.environ["DATABASE_URL"],
-                        autocommit=True,
-                        connect_timeout=5,
-                        application_name=f"fault recorder {os.environ.get('WORKER_ID', '')}",
-                    )
-                cursor = _conn.execute(query, params)
-                return cursor.fetchone()[0] if cursor.description else None
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+# The record must not be lost to the very faults under test (a terminated session, a restarted
+# server): a statement is retried for up to a minute before the handler gives up.
+_record = Recorder("fault recorder", patience=60)
 
 
 @handler("fault_work")

@@ -6,15 +6,13 @@ worker processes (`python -m pyworker`, handlers from faults.handlers), the sche
 (`pyworker scheduler`), and a log directory. Faults are recorded in fault_events at the instant
 they hit, in database time (clock_timestamp()), so the checker can line them up with claims and
 executions. Python here never writes a task row: tasks are enqueued with enqueue_tasks and
-everything else is the workers' doing.
+everything else is the workers' doing. The processes and the waiting are the test kit's
+(testkit/: fleet, waiting), with ScenarioError as their failure.
 """
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -23,13 +21,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
-from pyworker.config import default_database_url
+import testkit.fleet
+from pyworker.testing.database import insert_role
+from testkit import waiting
+from testkit.env import REPO_ROOT, server_url  # noqa: F401 (the suite imports them from here)
+from testkit.fleet import Process, pyworker_argv, worker_env
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
 
 # What the suite adds to a scenario's database; none of it is part of the schema.
@@ -98,22 +98,9 @@ class ScenarioError(Exception):
     """The scenario could not run as written (a deadline passed, a process would not start)."""
 
 
-def server_url() -> str:
-    """The server the suite runs on: $DATABASE_URL, else the project cluster as the libpq
-    environment (PGPORT, ...) amends it."""
-    return os.environ.get("DATABASE_URL") or default_database_url()
-
-
 def wait_until(check: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
     """The first truthy value of `check()`; ScenarioError after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise ScenarioError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+    return waiting.wait_until(check, timeout, what, interval=interval, error=ScenarioError)
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -123,59 +110,6 @@ def percentile(values: list[float], fraction: float) -> float | None:
     ordered = sorted(values)
     rank = max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))
     return ordered[rank]
-
-
-@dataclass
-class Process:
-    """A process the harness started (a worker or the scheduler), its log appended across restarts."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    log_path: Path
-    popen: subprocess.Popen | None = None
-    restarts: int = 0
-
-    def start(self) -> None:
-        # A restart appends to the log; a first start begins a new one.
-        with open(self.log_path, "ab" if self.restarts else "wb") as log:
-            self.popen = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                cwd=REPO_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None
-        return self.popen.pid
-
-    @property
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def signal(self, signum: int) -> None:
-        if self.alive:
-            os.killpg(self.pid, signum)
-
-    def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after `grace` seconds; a stopped process is woken first."""
-        if not self.alive:
-            return
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.popen.wait(timeout=10)
 
 
 @dataclass
@@ -221,15 +155,7 @@ class Context:
         """Create the suite's fixture, the role fault_work (ROLE_DEFAULTS, overridden) and the
         workers' login (WORKER_LOGIN)."""
         self.conn.execute(FIXTURE)
-        settings = {**ROLE_DEFAULTS, **role_settings}
-        columns = ["role", *settings]
-        self.conn.execute(
-            sql.SQL("INSERT INTO task_roles ({}) VALUES ({})").format(
-                sql.SQL(", ").join(map(sql.Identifier, columns)),
-                sql.SQL(", ").join([sql.Placeholder()] * len(columns)),
-            ),
-            [ROLE, *settings.values()],
-        )
+        insert_role(self.conn, ROLE, **{**ROLE_DEFAULTS, **role_settings})
         # The default schedules would add crawler tasks no worker here serves.
         self.conn.execute("SELECT update_schedule(name, enabled => false) FROM task_schedules")
         self.conn.execute(
@@ -304,22 +230,13 @@ class Context:
     # Processes
 
     def _process(self, name: str, argv: list[str], env: dict[str, str]) -> Process:
-        process = Process(name, argv, env, self.log_dir / f"{name}.log")
+        process = Process(name, argv, env, self.log_dir / f"{name}.log", error=ScenarioError)
         self.processes.append(process)
         return process
 
     def base_env(self) -> dict[str, str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("WORKER_", "PYWORKER_", "POLL_", "HEARTBEAT_", "SHUTDOWN_"))
-        }
-        env.update(
-            DATABASE_URL=self.url,
-            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-            PYTHONUNBUFFERED="1",
-        )
-        return env
+        """The environment of a pyworker process on the scenario's database (no worker settings)."""
+        return worker_env(self.url)
 
     def fleet(
         self,
@@ -341,33 +258,28 @@ class Context:
             self.fleet_shapes.append(shape)
         for number in range(1, count + 1):
             name = f"{prefix}{number}"
-            env = self.base_env()
-            env.update(
-                DATABASE_URL=worker_url(url or self.url),
+            env = worker_env(
+                worker_url(url or self.url),
                 WORKER_ROLE=ROLE,
                 WORKER_ID=name,
-                POLL_INTERVAL_MS=str(poll_ms),
-                HEARTBEAT_INTERVAL_MS=str(heartbeat_ms),
-                SHUTDOWN_GRACE_SECONDS=str(grace),
-                WORKER_CONCURRENCY=str(concurrency),
+                POLL_INTERVAL_MS=poll_ms,
+                HEARTBEAT_INTERVAL_MS=heartbeat_ms,
+                SHUTDOWN_GRACE_SECONDS=grace,
+                WORKER_CONCURRENCY=concurrency,
                 PYWORKER_HANDLERS="faults.handlers",
             )
-            argv = [sys.executable, "-m", "pyworker", *self.worker_args]
-            fleet.workers[name] = self._process(name, argv, env)
-        for worker in fleet.workers.values():
+            fleet.processes[name] = self._process(name, pyworker_argv(*self.worker_args), env)
+        for worker in fleet.processes.values():
             worker.start()
         fleet.wait_ready()
         return fleet
 
     def scheduler(self, interval_seconds: int = 1, name: str = "scheduler") -> Process:
         """`pyworker scheduler`: the tick (stale recovery, schedules) every `interval_seconds`."""
-        argv = [
-            sys.executable, "-m", "pyworker", "--worker-id", name,
-            "scheduler", "--interval-seconds", str(interval_seconds),
-        ]
+        argv = pyworker_argv("--worker-id", name, "scheduler", "--interval-seconds", str(interval_seconds))
         process = self._process(name, argv, self.base_env())
         process.start()
-        wait_until(lambda: "Starting scheduler" in process.log(), 20, f"{name} to start")
+        process.wait_for_log("Starting scheduler", 20)
         return process
 
     def close(self) -> None:
@@ -429,31 +341,21 @@ class Producer:
         return self.acknowledged
 
 
-@dataclass
-class Fleet:
+class Fleet(testkit.fleet.Fleet):
     """Worker processes of one scenario, by id; kills are recorded with the tasks they orphan."""
 
-    context: Context
-    concurrency: int = CONCURRENCY
-    workers: dict[str, Process] = field(default_factory=dict)
+    def __init__(self, context: Context, concurrency: int = CONCURRENCY) -> None:
+        super().__init__(context.log_dir, error=ScenarioError)
+        self.context = context
+        self.concurrency = concurrency
 
     def wait_ready(self, names: Iterable[str] | None = None) -> None:
-        for name in names or list(self.workers):
-            worker = self.workers[name]
-            marker = f"Starting worker {name} for role"
-
-            def started(worker: Process = worker, marker: str = marker) -> bool:
-                if worker.log().count(marker) > worker.restarts:
-                    return True
-                if not worker.alive:
-                    raise ScenarioError(f"worker {worker.name} exited at start:\n{worker.log()[-3000:]}")
-                return False
-
-            wait_until(started, 30, f"worker {name} to start")
+        for name in names or list(self.processes):
+            self.processes[name].wait_for_log(f"Starting worker {name} for role", 30, since_restart=True)
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> list[list[int]]:
         """Kill worker `name` (its whole process group); record the kill and its orphans."""
-        worker = self.workers[name]
+        worker = self.processes[name]
         worker.signal(signum)
         worker.popen.wait(timeout=10)
         return self._record_death(name, "kill", signal=signal.Signals(signum).name)
@@ -464,7 +366,7 @@ class Fleet:
         The orphans are the tasks the worker held once its sessions are gone (a statement in
         flight when the client died may still commit): those the tick must recover.
         """
-        worker = self.workers[name]
+        worker = self.processes[name]
         died_at = self.context.scalar("SELECT clock_timestamp()")
         wait_until(
             lambda: self.context.sessions_gone(name), 20, f"the sessions of {name} to end"
@@ -488,28 +390,18 @@ class Fleet:
         )
         return orphans
 
-    def restart(self, name: str) -> None:
+    def restart(self, name: str) -> Process:
         """Start worker `name` again, under the same id (a pod restarted with its name)."""
-        worker = self.workers[name]
-        worker.restarts += 1
-        worker.start()
+        worker = super().restart(name)
         self.wait_ready([name])
+        return worker
 
     def revive_dead(self) -> list[str]:
         """Restart every worker that died on its own (a handler killed it); record each death."""
         revived = []
-        for name, worker in self.workers.items():
-            if worker.popen is not None and worker.popen.poll() is not None:
+        for name, worker in self.processes.items():
+            if worker.popen is not None and not worker.alive:
                 self._record_death(name, "died", returncode=worker.popen.returncode)
                 self.restart(name)
                 revived.append(name)
         return revived
-
-    def logs(self) -> dict[str, str]:
-        return {name: worker.log() for name, worker in self.workers.items()}
-
-    def stop(self) -> None:
-        for worker in self.workers.values():
-            worker.stop()
-
-

@@ -3,100 +3,41 @@
 The server is the one DATABASE_URL names (default: the project cluster that `make db` starts).
 The Sqitch plan is deployed once per session into a template database; every test that asks
 for `db_url` or `conn` gets a fresh copy of it (CREATE DATABASE ... TEMPLATE), dropped after the
-test. All databases live on DATABASE_URL's server, reached as DATABASE_URL's user.
+test. All databases live on DATABASE_URL's server, reached as DATABASE_URL's user. The plumbing
+is the test kit's (testkit/, shared with bench/ and faults/); the helpers below keep the names
+the tests import.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from pyworker.config import default_database_url
-from worker_support import Run, Workers, cli_runner_for, create_test_pool
+from psycopg.conninfo import make_conninfo
+from testkit import databases
+from testkit.databases import DatabaseError
+from testkit.env import REPO_ROOT, libpq, server_url, url_for  # noqa: F401 (REPO_ROOT: for tests)
+from worker_support import Run, Workers, cli_runner_for, create_test_pool, fail
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# Names tests import from here (REPO_ROOT too): the kit's, under the names they had.
+database_url = server_url
+url_for_database = url_for
+libpq_env = libpq
+
 TEMPLATE_DATABASE = "taskpool_pytest_template"
 COPY_PREFIX = "taskpool_pytest_"
-
-# libpq connection parameters and their environment variables, for the tools run as subprocesses.
-LIBPQ_ENV = {
-    "host": "PGHOST",
-    "hostaddr": "PGHOSTADDR",
-    "port": "PGPORT",
-    "dbname": "PGDATABASE",
-    "user": "PGUSER",
-    "password": "PGPASSWORD",
-    "passfile": "PGPASSFILE",
-    "options": "PGOPTIONS",
-    "application_name": "PGAPPNAME",
-    "connect_timeout": "PGCONNECT_TIMEOUT",
-    "client_encoding": "PGCLIENTENCODING",
-    "service": "PGSERVICE",
-    "sslmode": "PGSSLMODE",
-    "sslrootcert": "PGSSLROOTCERT",
-    "sslcert": "PGSSLCERT",
-    "sslkey": "PGSSLKEY",
-    "sslcrl": "PGSSLCRL",
-    "gssencmode": "PGGSSENCMODE",
-    "channel_binding": "PGCHANNELBINDING",
-    "target_session_attrs": "PGTARGETSESSIONATTRS",
-}
-
-
-def database_url() -> str:
-    """The server to test against: $DATABASE_URL, else the project cluster as the libpq
-    environment (PGPORT, ...) amends it."""
-    return os.environ.get("DATABASE_URL") or default_database_url()
-
-
-def url_for_database(url: str, dbname: str) -> str:
-    """The same server and user as `url` (a URL or a key=value string), another database."""
-    if "://" in url:
-        # Not urlunsplit(): it drops the "//" of an empty host (postgresql:///db?host=/socket).
-        parts = urlsplit(url)
-        query = f"?{parts.query}" if parts.query else ""
-        return f"{parts.scheme}://{parts.netloc}/{quote(dbname, safe='')}{query}"
-    return make_conninfo(url, dbname=dbname)
-
-
-def sqitch_target(url: str, dbname: str) -> str:
-    """The db:pg:// URI Sqitch wants for `dbname` on `url`'s server."""
-    if url.startswith(("postgresql://", "postgres://")):
-        return "db:pg:" + url_for_database(url, dbname).split(":", 1)[1]
-    # A key=value string has no URI form: the server comes from the libpq environment.
-    return "db:pg:///" + quote(dbname, safe="")
-
-
-def libpq_env(url: str, dbname: str) -> dict[str, str]:
-    """os.environ plus the PG* variables that point libpq tools at `dbname` on `url`'s server."""
-    env = {k: v for k, v in os.environ.items() if k != "SQITCH_TARGET"}
-    params = conninfo_to_dict(url)
-    params["dbname"] = dbname
-    for key, value in params.items():
-        if key in LIBPQ_ENV and value is not None:
-            env[LIBPQ_ENV[key]] = str(value)
-    return env
 
 
 def admin_connect() -> psycopg.Connection:
     """An autocommit connection to DATABASE_URL itself, for CREATE and DROP DATABASE."""
     try:
-        return psycopg.connect(database_url(), autocommit=True, connect_timeout=10)
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"cannot connect to the server in DATABASE_URL: {exc}\n"
-            "Start the project cluster with `make db`, or point DATABASE_URL at a running server.",
-            pytrace=False,
-        )
+        return databases.admin(database_url())
+    except DatabaseError as exc:
+        fail(f"{exc}\nStart the project cluster with `make db`, or point DATABASE_URL at a running server.")
 
 
 def drop_database(admin: psycopg.Connection, dbname: str) -> None:
@@ -106,63 +47,24 @@ def drop_database(admin: psycopg.Connection, dbname: str) -> None:
     )
 
 
-def deploy(dbname: str) -> None:
-    """`sqitch deploy --verify` the plan into `dbname`, failing the tests with Sqitch's output."""
-    sqitch = shutil.which("sqitch")
-    if sqitch is None:
-        pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
-    url = database_url()
-    result = subprocess.run(
-        [sqitch, "deploy", "--verify", sqitch_target(url, dbname)],
-        cwd=REPO_ROOT,
-        env=libpq_env(url, dbname),
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        pytest.fail(
-            f"sqitch deploy into {dbname} failed (exit {result.returncode}):\n"
-            f"{result.stdout}{result.stderr}",
-            pytrace=False,
-        )
-
-
 @pytest.fixture(scope="session")
 def template_database() -> Iterator[str]:
     """Name of a database holding the deployed plan, made once per session."""
-    name = sql.Identifier(TEMPLATE_DATABASE)
-    with admin_connect() as admin:
-        drop_database(admin, TEMPLATE_DATABASE)
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    deploy(TEMPLATE_DATABASE)
-    with admin_connect() as admin:
-        # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the template, and a
-        # pg_cron job scheduled into it would connect every minute: keep everyone out.
-        admin.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(name))
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-            (TEMPLATE_DATABASE,),
-        )
-    yield TEMPLATE_DATABASE
-    with admin_connect() as admin:
-        drop_database(admin, TEMPLATE_DATABASE)
+    admin_connect().close()  # the server answers, or the tests fail with the hint
+    try:
+        template = databases.template(database_url(), TEMPLATE_DATABASE)
+    except DatabaseError as exc:
+        fail(f"the test template ({TEMPLATE_DATABASE}) could not be made: {exc}")
+    yield template.name
+    template.drop()
 
 
 @pytest.fixture
 def db_url(template_database: str) -> Iterator[str]:
     """URL of a fresh copy of the deployed template, dropped after the test."""
     name = COPY_PREFIX + secrets.token_hex(4)
-    with admin_connect() as admin:
-        admin.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(template_database)
-            )
-        )
-    try:
-        yield url_for_database(database_url(), name)
-    finally:
-        with admin_connect() as admin:
-            drop_database(admin, name)
+    with databases.copy(database_url(), template_database, name) as url:
+        yield url
 
 
 @pytest.fixture
@@ -170,6 +72,23 @@ def conn(db_url: str) -> Iterator[psycopg.Connection]:
     """An autocommit psycopg connection to the test's own database."""
     with psycopg.connect(db_url, autocommit=True) as connection:
         yield connection
+
+
+@pytest.fixture
+def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
+    """Shift taskpool's clock back (e.g. '2 hours') for every session, the CLI's included, until
+    real_clock(conn) or the end of the test."""
+
+    def shift(ago: str) -> None:
+        conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (f"-{ago}",))
+
+    yield shift
+    real_clock(conn)
+
+
+def real_clock(conn: psycopg.Connection) -> None:
+    """Put taskpool's clock back on the database's own, for every session."""
+    conn.execute("SELECT set_taskpool_clock_offset('0')")
 
 
 # Worker processes (tests/test_worker*.py; the plumbing is in worker_support.py)
@@ -201,14 +120,8 @@ def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
 @pytest.fixture
 def empty_db_url() -> Iterator[str]:
     """URL of an empty database (no taskpool schema) on the test server, dropped after the test."""
-    name = COPY_PREFIX + "empty_" + secrets.token_hex(4)
-    with admin_connect() as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield url_for_database(database_url(), name)
-    finally:
-        with admin_connect() as admin:
-            drop_database(admin, name)
+    with databases.empty(database_url(), COPY_PREFIX + "empty_" + secrets.token_hex(4)) as url:
+        yield url
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from conftest import real_clock
 from worker_support import Run, run_json
 
 from pyworker import cli, output
@@ -73,23 +74,6 @@ def task_count(conn: psycopg.Connection) -> int:
 
 def status_of(conn: psycopg.Connection, task_id: int) -> str:
     return conn.execute("SELECT status FROM worker_tasks WHERE id = %s", (task_id,)).fetchone()[0]
-
-
-def real_clock(conn: psycopg.Connection) -> None:
-    """Put taskpool's clock back on the database's own, for every session."""
-    conn.execute("SELECT set_taskpool_clock_offset('0')")
-
-
-@pytest.fixture
-def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
-    """Shift taskpool's clock back (e.g. '2 hours') for every session, the CLI's included, until
-    real_clock(conn) or the end of the test."""
-
-    def shift(ago: str) -> None:
-        conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (f"-{ago}",))
-
-    yield shift
-    real_clock(conn)
 
 
 def completed_task(conn: psycopg.Connection) -> int:

@@ -8,7 +8,7 @@ range, an unknown schedule, role or time zone, a malformed day).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from conftest import real_clock
 from worker_support import Run, run_json
 
 from pyworker import cli
@@ -55,23 +56,6 @@ def fields(result: Result) -> dict[str, str]:
     assert result.exit_code == 0, result.output
     pairs = (line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
     return {key.strip(): value.strip() for key, value in pairs}
-
-
-def real_clock(conn: psycopg.Connection) -> None:
-    """Put taskpool's clock back on the database's own, for every session."""
-    conn.execute("SELECT set_taskpool_clock_offset('0')")
-
-
-@pytest.fixture
-def in_the_past(conn: psycopg.Connection) -> Iterator[Callable[[str], None]]:
-    """Shift taskpool's clock back (e.g. '2 hours') for every session, the CLI's included, until
-    real_clock(conn) or the end of the test."""
-
-    def shift(ago: str) -> None:
-        conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (f"-{ago}",))
-
-    yield shift
-    real_clock(conn)
 
 
 def test_the_new_commands_are_listed_with_help() -> None:

@@ -15,8 +15,11 @@ import time
 import psycopg
 from worker_support import (
     Workers,
+    attempt_history,
+    completions,
     enqueue,
     fetch_one,
+    recover_stale,
     task_row,
     wait_for,
     wait_for_execution,
@@ -24,35 +27,8 @@ from worker_support import (
 )
 
 
-def completions(conn: psycopg.Connection, task_id: int) -> list[tuple[int, str]]:
-    """(attempt, worker_id) of each completion the handler recorded for the task."""
-    return conn.execute(
-        "SELECT attempt, worker_id FROM test_completions WHERE task_id = %s ORDER BY attempt",
-        (task_id,),
-    ).fetchall()
-
-
-def attempt_history(conn: psycopg.Connection, task_id: int) -> list[tuple[int, str, str]]:
-    """(attempt, worker_id, outcome) of each attempt that ended without completing the task."""
-    return conn.execute(
-        "SELECT attempt, worker_id, outcome FROM worker_task_attempts"
-        " WHERE task_id = %s ORDER BY attempt",
-        (task_id,),
-    ).fetchall()
-
-
 def registered_workers(conn: psycopg.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT worker_id FROM task_workers ORDER BY worker_id")]
-
-
-def recover_stale(conn: psycopg.Connection, timeout: float = 10.0) -> int:
-    """Call recover_stale_tasks() until it recovers something (the role's threshold is 2 s)."""
-    return wait_for(
-        lambda: fetch_one(conn, "SELECT recover_stale_tasks()")[0],
-        timeout,
-        "recover_stale_tasks() to recover the silent worker's task",
-        interval=0.2,
-    )
 
 
 def test_three_workers_drain_2000_tasks_each_completed_exactly_once(

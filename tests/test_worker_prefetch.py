@@ -11,24 +11,19 @@ import signal
 import time
 
 import psycopg
-from test_worker import attempt_history, completions, recover_stale
 from worker_support import (
     Workers,
+    attempt_history,
+    completions,
+    executions,
     enqueue,
     fetch_one,
+    recover_stale,
     task_row,
     wait_for,
     wait_for_execution,
     wait_for_status,
 )
-
-
-def executions(conn: psycopg.Connection, task_id: int) -> list[tuple[int, str]]:
-    """(attempt, worker_id) of each time a handler ran the task."""
-    return conn.execute(
-        "SELECT attempt, worker_id FROM test_executions WHERE task_id = %s ORDER BY attempt",
-        (task_id,),
-    ).fetchall()
 
 
 def count_completed(conn: psycopg.Connection) -> int:

@@ -24,17 +24,15 @@ Roles (the tests insert their task_roles rows):
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import warnings
 from typing import Any
 
-import psycopg
-
 from pyworker.db import Task
 from pyworker.errors import PermanentError, Snooze
 from pyworker.handlers import Aborted, Completion, handler
+from testkit.recorder import Recorder
 
 STEP_SECONDS = 0.05
 
@@ -42,27 +40,9 @@ handler_log = logging.getLogger("worker_handlers")
 # A library's logger, as requests or psycopg have: its lines reach the worker's log too.
 library_log = logging.getLogger("acme_client")
 
-_lock = threading.Lock()
-_conn: psycopg.Connection | None = None
-
-
-def _execute(query: str, params: dict[str, Any]) -> None:
-    """Run one statement on this process's own connection, reconnecting once if it broke."""
-    global _conn
-    with _lock:
-        for attempt in (1, 2):
-            if _conn is None or _conn.closed or _conn.broken:
-                _conn = psycopg.connect(
-                    os.environ["DATABASE_URL"],
-                    autocommit=True,
-                    application_name=f"test handlers {os.environ.get('WORKER_ID', '')}",
-                )
-            try:
-                _conn.execute(query, params)
-                return
-            except psycopg.OperationalError:
-                if attempt == 2:
-                    raise
+# This process's own connection (a test that terminates the worker's must not take the record
+# with it), reconnected once if it broke.
+_execute = Recorder("test handlers")
 
 
 def _owner(task: Task) -> dict[str, Any]:

@@ -1,34 +1,37 @@
-"""Plumbing for the worker tests: worker processes, their logs, and waiting with deadlines.
+"""The worker tests' side of the test kit (testkit/): worker processes, their logs, waiting with
+deadlines, the test roles and tables, and the helpers the worker tests share.
 
 A worker is started as operators start it, `python -m pyworker` with its settings in environment
-variables, its stderr written to a log file under the test's tmp_path. The `workers` fixture
-(core_fixtures.py) kills (SIGKILL, by PID) every worker it started that is still alive at teardown,
-with the commands it runs, and prints their logs, which pytest shows when the test failed.
+variables, its stderr written to a log file under the test's tmp_path (Workers, a testkit.fleet
+Fleet). The `workers` fixture (core_fixtures.py) kills (SIGKILL, by PID) every worker it started that
+is still alive at teardown, with the commands it runs, and prints their logs, which pytest shows when
+the test failed. The kit's failures are pytest's here (`failure`), without a traceback.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn
 
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
 from psycopg import sql
+from pyworker.testing.database import insert_role
+from testkit.fleet import Fleet, Process, pyworker_argv, worker_env
+from testkit.fleet import kill_if_running, process_gone  # noqa: F401 (the tests import them here)
+from testkit.waiting import wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
 COMMANDS = TESTS_DIR / "worker_commands.py"
 
-T = TypeVar("T")
 
 # The tables the handlers of worker_handlers.py write to; the `pool` fixture creates them.
 TABLES = """
@@ -64,27 +67,18 @@ ROLES = {
 }
 
 
-def wait_for(
-    check: Callable[[], T],
-    timeout: float,
-    what: str,
-    *,
-    interval: float = 0.05,
-    also: Callable[[], str] | None = None,
-) -> T:
-    """Call `check` until it returns something truthy, and return that; fail after `timeout` s.
+def failure(message: str) -> BaseException:
+    """pytest's failure without a traceback: the kit's `error` in the tests."""
+    return pytest.fail.Exception(message, pytrace=False)
 
-    `also` adds diagnostics to the failure (e.g. a worker's log).
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            extra = f"\n{also()}" if also is not None else ""
-            pytest.fail(f"timed out after {timeout} s waiting for {what}{extra}", pytrace=False)
-        time.sleep(interval)
+
+def fail(message: str) -> NoReturn:
+    raise failure(message)
+
+
+# Call `check` until it returns something truthy, and return that; fail after `timeout` s
+# (`also` adds diagnostics to the failure, e.g. a worker's log).
+wait_for = partial(wait_until, error=failure)
 
 
 def fetch_one(conn: psycopg.Connection, query: str, params: Any = None) -> Any:
@@ -138,98 +132,72 @@ def wait_for_execution(
     )
 
 
+def completions(conn: psycopg.Connection, task_id: int) -> list[tuple[int, str]]:
+    """(attempt, worker_id) of each completion the handler recorded for the task."""
+    return conn.execute(
+        "SELECT attempt, worker_id FROM test_completions WHERE task_id = %s ORDER BY attempt",
+        (task_id,),
+    ).fetchall()
+
+
+def executions(conn: psycopg.Connection, task_id: int) -> list[tuple[int, str]]:
+    """(attempt, worker_id) of each time a handler ran the task."""
+    return conn.execute(
+        "SELECT attempt, worker_id FROM test_executions WHERE task_id = %s ORDER BY attempt",
+        (task_id,),
+    ).fetchall()
+
+
+def attempt_history(conn: psycopg.Connection, task_id: int) -> list[tuple[int, str, str]]:
+    """(attempt, worker_id, outcome) of each attempt that ended without completing the task."""
+    return conn.execute(
+        "SELECT attempt, worker_id, outcome FROM worker_task_attempts"
+        " WHERE task_id = %s ORDER BY attempt",
+        (task_id,),
+    ).fetchall()
+
+
+def recover_stale(conn: psycopg.Connection, timeout: float = 10.0) -> int:
+    """Call recover_stale_tasks() until it recovers something (the role's threshold is 2 s)."""
+    return wait_for(
+        lambda: fetch_one(conn, "SELECT recover_stale_tasks()")[0],
+        timeout,
+        "recover_stale_tasks() to recover the silent worker's task",
+        interval=0.2,
+    )
+
+
 def enqueue(conn: psycopg.Connection, role: str, payload: dict[str, Any] | None = None) -> int:
     return conn.execute(
         "SELECT id FROM enqueue_task(%s::text, %s::jsonb)", (role, json.dumps(payload or {}))
     ).fetchone()[0]
 
 
-def process_gone(pid: int) -> bool:
-    """True when no process `pid` runs any more.
-
-    A zombie counts as gone: it has exited, only nobody reaped it. Here the init process does
-    not reap orphans, so a killed command's orphaned child stays a zombie for good.
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    # The state follows the command name, which is in parentheses and may contain spaces.
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
 @dataclass
-class WorkerProcess:
-    """One `python -m pyworker` process and its log."""
+class WorkerProcess(Process):
+    """One `python -m pyworker` process and its log (stderr; stdout has a file of its own)."""
 
-    worker_id: str
-    role: str
-    process: subprocess.Popen
-    log_path: Path
+    role: str = ""
 
     @property
-    def pid(self) -> int:
-        return self.process.pid
+    def worker_id(self) -> str:
+        return self.name
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def describe(self, lines: int = 40) -> str:
-        """The worker's state and the last `lines` lines of its log."""
-        code = self.process.poll()
-        state = "running" if code is None else f"exited with {code}"
-        log = self.log().splitlines()
-        cut = (
-            f" (last {lines} of {len(log)} lines; all in {self.log_path})"
-            if len(log) > lines
-            else ""
-        )
-        tail = "\n".join(log[-lines:])
-        return f"--- worker {self.worker_id} (pid {self.pid}, {state}) stderr{cut}:\n{tail}"
-
-    def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
-        """The log once it contains `text`; fails at once if the worker exits first."""
-
-        def found() -> str | None:
-            log = self.log()
-            if text in log:
-                return log
-            if self.process.poll() is not None:
-                pytest.fail(
-                    f"worker {self.worker_id} exited before logging {text!r}\n{self.describe()}",
-                    pytrace=False,
-                )
-            return None
-
-        return wait_for(
-            found, timeout, f"{text!r} in the log of {self.worker_id}", also=self.describe
-        )
-
-    def send(self, signum: int) -> None:
-        self.process.send_signal(signum)
-
-    def wait(self, timeout: float) -> int:
-        """The exit code; fails if the worker is still running after `timeout` seconds."""
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(
-                f"worker {self.worker_id} still running after {timeout} s\n{self.describe()}",
-                pytrace=False,
-            )
+    @property
+    def process(self) -> subprocess.Popen | None:
+        return self.popen
 
 
-class Workers:
+class Workers(Fleet):
     """Starts worker processes for one test; `kill_all` ends those still alive."""
 
     def __init__(self, db_url: str, log_dir: Path) -> None:
+        super().__init__(log_dir, error=failure, cwd=log_dir)
         self.db_url = db_url
-        self.log_dir = log_dir
-        self.started: list[WorkerProcess] = []
+
+    @property
+    def started(self) -> list[WorkerProcess]:
+        return list(self.processes.values())
 
     def env(
         self,
@@ -248,34 +216,21 @@ class Workers:
         concurrency: int = 1,
         extra_env: dict[str, str] | None = None,
     ) -> dict[str, str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(
-                ("WORKER_", "PYWORKER_", "POLL_", "HEARTBEAT_", "LOG_", "SHUTDOWN_")
-            )
-        }
-        env.update(
-            DATABASE_URL=database_url or self.db_url,
+        env = worker_env(
+            database_url or self.db_url,
+            pythonpath=[TESTS_DIR],
             WORKER_ROLE=role,
             WORKER_ID=worker_id,
-            POLL_INTERVAL_MS=str(poll_ms),
-            HEARTBEAT_INTERVAL_MS=str(heartbeat_ms),
+            POLL_INTERVAL_MS=poll_ms,
+            HEARTBEAT_INTERVAL_MS=heartbeat_ms,
             LOG_FORMAT=log_format,
-            SHUTDOWN_GRACE_SECONDS=str(grace),
-            WORKER_PREFETCH=str(prefetch),
-            WORKER_CONCURRENCY=str(concurrency),
-            PYTHONPATH=os.pathsep.join(
-                filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")])
-            ),
-            PYTHONUNBUFFERED="1",
+            SHUTDOWN_GRACE_SECONDS=grace,
+            WORKER_PREFETCH=prefetch,
+            WORKER_CONCURRENCY=concurrency,
+            LOG_LEVEL=log_level,
+            PYWORKER_HANDLERS=handlers,
+            PYWORKER_COMMAND=command,
         )
-        if log_level is not None:
-            env["LOG_LEVEL"] = log_level
-        if handlers is not None:
-            env["PYWORKER_HANDLERS"] = handlers
-        if command is not None:
-            env["PYWORKER_COMMAND"] = command
         env.update(extra_env or {})
         return env
 
@@ -286,30 +241,18 @@ class Workers:
         *,
         ready: bool = True,
         args: tuple[str, ...] = (),
-        program: tuple[str, ...] = (sys.executable, "-m", "pyworker"),
+        program: tuple[str, ...] = tuple(pyworker_argv()),
         cwd: Path | None = None,
         **settings: Any,
     ) -> WorkerProcess:
         """Start a worker, `program` (by default `python -m pyworker`) with `args` on its command
         line, in `cwd` (by default the log directory); with `ready`, wait until it has logged
         that it is starting."""
-        log_path = self.log_dir / f"{worker_id}.stderr.log"
-        with (
-            open(log_path, "wb") as log,
-            open(self.log_dir / f"{worker_id}.stdout.log", "wb") as out,
-        ):
-            process = subprocess.Popen(
-                [*program, *args],
-                env=self.env(role, worker_id, **settings),
-                cwd=cwd or self.log_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=log,
-                # Its own session: a Ctrl-C on pytest's terminal does not reach it; teardown does.
-                start_new_session=True,
-            )
-        worker = WorkerProcess(worker_id, role, process, log_path)
-        self.started.append(worker)
+        worker = self.add(
+            worker_id, [*program, *args], self.env(role, worker_id, **settings),
+            separate_stdout=True, cwd=cwd or self.log_dir, kind=WorkerProcess, role=role,
+        )
+        worker.start()
         if ready:
             worker.wait_for_log(f"Starting worker {worker_id} for role: {role}")
         return worker
@@ -322,65 +265,17 @@ class Workers:
         code = worker.wait(timeout)
         return code, worker.log()
 
-    def kill_all(self) -> None:
-        """SIGKILL each worker still running, and the commands it runs, by PID."""
-        for worker in self.started:
-            if worker.process.poll() is None:
-                # Its command handlers run in their own sessions: collect them before the
-                # worker dies and they are orphaned. SIGKILL ends a stopped process too.
-                children = descendants(worker.pid)
-                worker.process.kill()
-                for pid in children:
-                    kill_if_running(pid)
-            worker.process.wait(timeout=10)
-
-    def describe(self) -> str:
-        return "\n".join(worker.describe() for worker in self.started)
-
 
 def create_test_pool(conn: psycopg.Connection) -> None:
     """Create the handlers' tables and insert the test roles into the database of `conn`."""
     conn.execute(TABLES)
     for role, settings in ROLES.items():
-        columns = ["role", *settings]
-        conn.execute(
-            sql.SQL("INSERT INTO task_roles ({}) VALUES ({})").format(
-                sql.SQL(", ").join(map(sql.Identifier, columns)),
-                sql.SQL(", ").join([sql.Placeholder()] * len(columns)),
-            ),
-            [role, *settings.values()],
-        )
+        insert_role(conn, role, **settings)
 
 
 def command_line(*args: str) -> str:
     """A PYWORKER_COMMAND running tests/worker_commands.py with `args`."""
     return shlex.join([sys.executable, str(COMMANDS), *args])
-
-
-def descendants(pid: int) -> list[int]:
-    """The PIDs of the processes below `pid`, children first."""
-    found: list[int] = []
-    try:
-        threads = list(Path(f"/proc/{pid}/task").iterdir())
-    except FileNotFoundError:
-        return found
-    for thread in threads:
-        try:
-            children = [int(child) for child in (thread / "children").read_text().split()]
-        except FileNotFoundError:
-            continue
-        for child in children:
-            found += [child, *descendants(child)]
-    return found
-
-
-def kill_if_running(pid: int) -> None:
-    """SIGKILL `pid` unless it is gone (cleanup of a command's processes after a failed test)."""
-    if not process_gone(pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def register(conn: psycopg.Connection, worker_id: str, role: str = "store_discovery") -> str:

@@ -66,7 +66,7 @@ def clock_jumps(ctx: Context, result: Result) -> None:
     ctx.scheduler(1)
     heartbeat = 3
     fleet = ctx.fleet(1, heartbeat_ms=heartbeat * 1000)
-    slots = len(fleet.workers) * fleet.concurrency
+    slots = len(fleet.processes) * fleet.concurrency
     phase = ctx.scale(4.0, 20.0)
     try:
         time.sleep(phase)

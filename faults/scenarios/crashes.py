@@ -48,7 +48,7 @@ def sigkill_storm(ctx: Context, result: Result) -> None:
     deadline = time.monotonic() + ctx.scale(180, 900)
     while ctx.unfinished() > 0 and time.monotonic() < deadline:
         time.sleep(rng.uniform(*pause))
-        name = rng.choice(sorted(fleet.workers))
+        name = rng.choice(sorted(fleet.processes))
         fleet.kill(name)
         kills += 1
         fleet.restart(name)
@@ -103,8 +103,8 @@ def zombie_worker(ctx: Context, result: Result) -> None:
             20, f"the zombie to start task {task_id}",
         )
         time.sleep(stop_after)
-        zombie.workers[name].signal(signal.SIGSTOP)
-        ctx.event("sigstop", name, zombie.workers[name].pid, task_id=task_id)
+        zombie.processes[name].signal(signal.SIGSTOP)
+        ctx.event("sigstop", name, zombie.processes[name].pid, task_id=task_id)
         # A rescuer per round, gone before the next: each round's task goes to the zombie.
         rescuer = ctx.fleet(1, prefix=f"rescuer{number}-")
         wait_until(
@@ -118,14 +118,14 @@ def zombie_worker(ctx: Context, result: Result) -> None:
         rescuer_logs.update(rescuer.logs())
         heartbeat = ctx.scalar("SELECT heartbeat_task(%s, %s, 1)", (task_id, name))
         result.check(f"round {number}: the zombie's heartbeat is answered lost", heartbeat == "lost", heartbeat)
-        log_before = zombie.workers[name].log()
-        zombie.workers[name].signal(signal.SIGCONT)
-        ctx.event("sigcont", name, zombie.workers[name].pid, task_id=task_id)
+        log_before = zombie.processes[name].log()
+        zombie.processes[name].signal(signal.SIGCONT)
+        ctx.event("sigcont", name, zombie.processes[name].pid, task_id=task_id)
         pattern = re.compile(
             rf"Task {task_id}: heartbeat answered lost|Task {task_id} was lost before its outcome was recorded"
         )
         found = wait_until(
-            lambda: pattern.search(zombie.workers[name].log()[len(log_before):]), 15,
+            lambda: pattern.search(zombie.processes[name].log()[len(log_before):]), 15,
             f"the zombie to learn it lost task {task_id}",
         )
         paths["heartbeat refused" if "heartbeat" in found.group(0) else "completion refused"] += 1
@@ -153,7 +153,7 @@ def zombie_worker(ctx: Context, result: Result) -> None:
         (len(ids), len(ids)),
     )
     result.check("one completion per task, the rescuer's", completions)
-    result.check("the zombie logged no completion", not re.search(r"Task \d+ completed", zombie.workers[name].log()))
+    result.check("the zombie logged no completion", not re.search(r"Task \d+ completed", zombie.processes[name].log()))
     result.figure("zombie refused at", paths)
 
 
@@ -366,12 +366,12 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
     finally:
         acknowledged = producer.stop()
     ctx.drain(ctx.scale(120, 300))
-    alive = sum(worker.alive for worker in fleet.workers.values())
+    alive = sum(worker.alive for worker in fleet.processes.values())
     fleet.stop()
     logs = fleet.logs()
     ctx.enqueued = acknowledged
     result.hold(measure(ctx.conn, acknowledged, logs))
-    result.check("every worker survived the restarts", alive == len(fleet.workers), f"{alive} of {len(fleet.workers)} alive")
+    result.check("every worker survived the restarts", alive == len(fleet.processes), f"{alive} of {len(fleet.processes)} alive")
     backoffs = sum(len(re.findall(r"retrying in \d", log)) for log in logs.values())
     result.check("the workers reconnected with backoff", backoffs > 0, "no retry logged")
     # Completions per second; full throughput = 80 % of the median second before the first restart.

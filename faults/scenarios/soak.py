@@ -17,15 +17,15 @@ THRESHOLD = 3
 
 
 def kill_a_worker(ctx: Context, fleet: Fleet, rng: random.Random) -> str:
-    name = rng.choice(sorted(fleet.workers))
+    name = rng.choice(sorted(fleet.processes))
     fleet.kill(name)
     fleet.restart(name)
     return "kill -9"
 
 
 def stop_a_worker(ctx: Context, fleet: Fleet, rng: random.Random) -> str:
-    name = rng.choice(sorted(fleet.workers))
-    worker = fleet.workers[name]
+    name = rng.choice(sorted(fleet.processes))
+    worker = fleet.processes[name]
     worker.signal(signal.SIGSTOP)
     ctx.event("sigstop", name, worker.pid)
     time.sleep(THRESHOLD + 2.5)
@@ -35,7 +35,7 @@ def stop_a_worker(ctx: Context, fleet: Fleet, rng: random.Random) -> str:
 
 
 def terminate_sessions(ctx: Context, fleet: Fleet, rng: random.Random) -> str:
-    name = rng.choice(sorted(fleet.workers))
+    name = rng.choice(sorted(fleet.processes))
     ctx.scalar(
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()"
         " AND (application_name = %(name)s OR starts_with(application_name, %(name)s || ' '))",

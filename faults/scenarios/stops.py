@@ -32,7 +32,7 @@ def stops(ctx: Context, result: Result) -> None:
     ctx.scheduler(TICK_SECONDS)
     fleet = ctx.fleet(1, prefix="stopper", grace=GRACE, heartbeat_ms=300)
     name = "stopper1"
-    worker = fleet.workers[name]
+    worker = fleet.processes[name]
     slots = fleet.concurrency
 
     def running(ids: list[int]) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -41,6 +42,45 @@ from pyworker.worker import drain
 SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"
 SQITCH_DIR_ENV = "TASKPOOL_SQITCH_DIR"
 DATABASE_PREFIX = "taskpool_testing_"
+
+# libpq's connection parameters and their environment variables: for Sqitch (psql), which takes
+# the server from the environment when it is given as a key=value string (no db:pg: URI form),
+# and for the other libpq tools a test runs (pgbench, psql).
+LIBPQ_ENV = {
+    "host": "PGHOST",
+    "hostaddr": "PGHOSTADDR",
+    "port": "PGPORT",
+    "dbname": "PGDATABASE",
+    "user": "PGUSER",
+    "password": "PGPASSWORD",
+    "passfile": "PGPASSFILE",
+    "options": "PGOPTIONS",
+    "application_name": "PGAPPNAME",
+    "connect_timeout": "PGCONNECT_TIMEOUT",
+    "client_encoding": "PGCLIENTENCODING",
+    "service": "PGSERVICE",
+    "sslmode": "PGSSLMODE",
+    "sslrootcert": "PGSSLROOTCERT",
+    "sslcert": "PGSSLCERT",
+    "sslkey": "PGSSLKEY",
+    "sslcrl": "PGSSLCRL",
+    "gssencmode": "PGGSSENCMODE",
+    "channel_binding": "PGCHANNELBINDING",
+    "target_session_attrs": "PGTARGETSESSIONATTRS",
+}
+
+
+def libpq_env(url: str, dbname: str | None = None) -> dict[str, str]:
+    """os.environ (less SQITCH_TARGET) plus the PG* variables that point libpq tools at `url`'s
+    server as its user, and at `dbname` if given (else at `url`'s database)."""
+    env = {k: v for k, v in os.environ.items() if k != "SQITCH_TARGET"}
+    params = conninfo_to_dict(url)
+    if dbname is not None:
+        params["dbname"] = dbname
+    for key, value in params.items():
+        if key in LIBPQ_ENV and value is not None:
+            env[LIBPQ_ENV[key]] = str(value)
+    return env
 
 
 class TestDatabaseError(ConfigurationError):
@@ -70,7 +110,8 @@ def sqitch_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(given)
 
 
-def _connect_admin(url: str) -> psycopg.Connection:
+def connect_admin(url: str) -> psycopg.Connection:
+    """An autocommit connection to `url` (the server's own database), to create and drop databases."""
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as error:
@@ -81,7 +122,7 @@ def _connect_admin(url: str) -> psycopg.Connection:
 
 def create_database(server: str, name: str, *, template: str | None = None) -> str:
     """CREATE DATABASE `name` on `server` (a copy of `template`); its URL."""
-    with _connect_admin(server) as admin:
+    with connect_admin(server) as admin:
         statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
         if template is not None:
             statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
@@ -91,44 +132,77 @@ def create_database(server: str, name: str, *, template: str | None = None) -> s
 
 def drop_database(server: str, name: str) -> None:
     """DROP DATABASE `name` on `server` if it exists, ending its sessions first."""
-    with _connect_admin(server) as admin:
+    with connect_admin(server) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def deploy(url: str, project: Path) -> None:
+def deploy(url: str, project: Path, *, verify: bool = False) -> None:
     """Deploy the plan of `project` into the database of `url`, as `pyworker schema apply` does
-    (into Sqitch's registry, as `sqitch deploy` would)."""
+    (into Sqitch's registry, as `sqitch deploy` would), running each change's verify script with
+    `verify`."""
     try:
-        Deployer(url, Plan.load(project)).deploy(install=True)
+        Deployer(url, Plan.load(project), verify=verify).deploy(install=True)
     except TaskpoolError as error:
         raise TestDatabaseError(f"deploying {project}/sqitch.plan failed: {error}") from error
 
 
-class Template:
-    """A database holding the deployed plan, made once (per test session), copied per test."""
+def insert_role(conn: psycopg.Connection, role: str, **settings: Any) -> None:
+    """Insert a role into task_roles through `conn` (settings: its columns, e.g. max_retries=0,
+    backoff_base="1 second"); the others take their defaults."""
+    columns = ["role", *settings]
+    conn.execute(
+        sql.SQL("INSERT INTO task_roles ({}) VALUES ({})").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.SQL(", ").join([sql.Placeholder()] * len(columns)),
+        ),
+        [role, *settings.values()],
+    )
 
-    def __init__(self, server: str | None = None, project: str | os.PathLike[str] | None = None) -> None:
+
+class Template:
+    """A database holding the deployed plan, made once (per test session), copied per test.
+
+    `name` is a fixed name (a leftover of that name is dropped first), else a random one;
+    `verify` deploys with `sqitch deploy --verify`."""
+
+    def __init__(
+        self,
+        server: str | None = None,
+        project: str | os.PathLike[str] | None = None,
+        *,
+        name: str | None = None,
+        verify: bool = False,
+    ) -> None:
         self.server = server_url(server)
         self.project = sqitch_dir(project)
-        self.name = DATABASE_PREFIX + secrets.token_hex(4)
+        self.name = name or DATABASE_PREFIX + secrets.token_hex(4)
+        self.verify = verify
         self._copies = 0
         self._made = False
 
-    def create(self) -> None:
+    def create(self, setup: Callable[[str], None] | None = None) -> None:
+        """Create and deploy the template; `setup(url)` then adds what every copy shares (roles,
+        tables), before the template is closed to connections."""
+        drop_database(self.server, self.name)
         url = create_database(self.server, self.name)
         self._made = True
-        deploy(url, self.project)
-        with _connect_admin(self.server) as admin:
-            # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the template.
+        deploy(url, self.project, verify=self.verify)
+        if setup is not None:
+            setup(url)
+        with connect_admin(self.server) as admin:
+            # CREATE DATABASE ... TEMPLATE fails while anyone is connected to the template, and a
+            # pg_cron job scheduled into it would connect every minute: keep everyone out.
             admin.execute(
                 sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(self.name))
             )
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (self.name,))
 
-    def copy(self) -> TaskpoolDatabase:
-        """A fresh database with the deployed plan, for one test; drop() it after."""
-        self._copies += 1
-        name = f"{self.name}_{self._copies}"
+    def copy(self, name: str | None = None) -> TaskpoolDatabase:
+        """A fresh database with the deployed plan (named `name`, else after the template), for
+        one test; drop() it after."""
+        if name is None:
+            self._copies += 1
+            name = f"{self.name}_{self._copies}"
         url = create_database(self.server, name, template=self.name)
         return TaskpoolDatabase(url, server=self.server, name=name)
 
@@ -223,15 +297,8 @@ class TaskpoolDatabase:
         """Insert a role into task_roles (settings: its columns, e.g. max_retries=0,
         backoff_base="1 second"); the others take their defaults. Roles are data: a test
         database has the seeded ones only."""
-        columns = ["role", *settings]
         with self.connect() as conn, _translated():
-            conn.execute(
-                sql.SQL("INSERT INTO task_roles ({}) VALUES ({})").format(
-                    sql.SQL(", ").join(map(sql.Identifier, columns)),
-                    sql.SQL(", ").join([sql.Placeholder()] * len(columns)),
-                ),
-                [role, *settings.values()],
-            )
+            insert_role(conn, role, **settings)
 
     def enqueue(self, role: str, payload: Mapping[str, Any] | None = None, **fields: Any) -> int:
         """Enqueue one task (fields as enqueue_tasks takes them: dispensary_id, priority,

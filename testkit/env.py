@@ -1,0 +1,30 @@
+"""The server under test, its databases' URLs, and the libpq environment for subprocesses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyworker.config import database_url_for, default_database_url
+from pyworker.testing.database import LIBPQ_ENV, libpq_env
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+__all__ = ["LIBPQ_ENV", "REPO_ROOT", "libpq", "server_url", "url_for"]
+
+
+def server_url() -> str:
+    """The server to test against: $DATABASE_URL, else the project cluster as the libpq
+    environment (PGPORT, ...) amends it."""
+    return os.environ.get("DATABASE_URL") or default_database_url()
+
+
+def url_for(url: str, dbname: str) -> str:
+    """The same server, user and options as `url` (a URL or a key=value string), another database."""
+    return database_url_for(url, dbname)
+
+
+def libpq(url: str, dbname: str | None = None) -> dict[str, str]:
+    """os.environ plus the PG* variables that point libpq tools (sqitch, psql, pgbench) at
+    `dbname` (default: `url`'s own) on `url`'s server."""
+    return libpq_env(url, dbname)
