@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from conftest import real_clock
+from core_fixtures import real_clock
 from worker_support import Run, run_json
 
 from pyworker import cli, output
