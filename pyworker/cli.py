@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
+import os
 import re
 import shlex
 import sys
@@ -204,11 +205,12 @@ class TaskpoolGroup(SharedOptionsGroup):
             return self._invoke_with_exit_codes(ctx)
         except click.ClickException as error:
             settings = ctx.find_object(Settings)
-            if not (_runs_a_worker(ctx, settings) and settings.log_format == "json"):
+            if not (_runs_a_worker(ctx, settings) and settings.worker["log_format"] == "json"):
                 raise
             # A worker logging JSON says why it cannot run in JSON too: a log shipper reading its
             # stderr gets no line it cannot parse.
-            logs.setup(settings.log_format, settings.log_level, settings.worker_id, " ".join(settings.roles))
+            worker = settings.worker
+            logs.setup(worker["log_format"], worker["log_level"], worker["worker_id"], " ".join(worker["role"]))
             logs.log.error(error.format_message(), extra=logs.event("worker_refused_to_start"))
             ctx.exit(error.exit_code)
 
@@ -235,7 +237,7 @@ class TaskpoolGroup(SharedOptionsGroup):
 
 def _runs_a_worker(ctx: click.Context, settings: Settings | None) -> bool:
     """Whether this invocation is `pyworker --role R` (a worker), not an operator command."""
-    return settings is not None and bool(settings.roles) and ctx.invoked_subcommand is None
+    return settings is not None and bool(settings.worker["role"]) and ctx.invoked_subcommand is None
 
 
 def _verbose(ctx: click.Context) -> bool:
@@ -251,23 +253,14 @@ def _traceback_if(ctx: click.Context) -> None:
 
 @dataclass
 class Settings:
-    """The global options, resolved from the command line or the environment (`ctx.obj`)."""
+    """The options of the main group, read once from the command line or the environment
+    (`ctx.obj`): the global ones, and `worker`, the worker's, by their option names as given (the
+    command line's units: milliseconds, a command line as one string)."""
 
     database_url: str
     verbose: bool
     wide: bool
-    roles: tuple[str, ...]
-    worker_id: str
-    poll_interval_ms: int
-    heartbeat_interval_ms: int
-    handlers: tuple[str, ...]
-    command: str | None
-    log_format: str
-    log_level: str
-    shutdown_grace_seconds: float
-    concurrency: int | None
-    processes: int
-    prefetch: int
+    worker: dict[str, Any]
     _db: Database | None = field(default=None, init=False, repr=False)
 
     @property
@@ -286,28 +279,38 @@ class Settings:
 
     def worker_config(self) -> WorkerConfig:
         """The WorkerConfig of `pyworker --role R` (intervals in seconds)."""
-        assert self.roles
+        worker = self.worker
         try:
-            command = tuple(shlex.split(self.command)) if self.command else ()
+            command = tuple(shlex.split(worker["command"])) if worker["command"] else ()
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="'--command' / PYWORKER_COMMAND")
         try:
             return WorkerConfig(
                 database_url=self.database_url,
-                roles=parse_roles(self.roles),
-                worker_id=self.worker_id,
-                poll_interval=self.poll_interval_ms / 1000,
-                heartbeat_interval=self.heartbeat_interval_ms / 1000,
-                handler_modules=self.handlers,
+                roles=parse_roles(worker["role"]),
+                worker_id=worker["worker_id"],
+                poll_interval=worker["poll_interval_ms"] / 1000,
+                heartbeat_interval=worker["heartbeat_interval_ms"] / 1000,
+                handler_modules=tuple(worker["handlers"]),
                 command=command,
-                log_format=self.log_format,
-                log_level=self.log_level,
-                shutdown_grace=self.shutdown_grace_seconds,
-                prefetch=self.prefetch,
-                concurrency=self.concurrency,
+                log_format=worker["log_format"],
+                log_level=worker["log_level"],
+                shutdown_grace=worker["shutdown_grace_seconds"],
+                prefetch=worker["prefetch"],
+                concurrency=worker["concurrency"],
             )
         except ValueError as error:
             raise click.UsageError(str(error))
+
+    def worker_environment(self, ctx: click.Context) -> dict[str, str]:
+        """This process's environment with every worker option set in its variable, as the
+        worker processes of --processes read them."""
+        environment = {**os.environ, "DATABASE_URL": self.database_url}
+        for param in ctx.command.params:
+            value = self.worker.get(param.name or "")
+            if isinstance(param, click.Option) and param.envvar and value is not None:
+                environment[str(param.envvar)] = " ".join(value) if param.multiple else str(value)
+        return environment
 
 
 pass_settings = click.make_pass_decorator(Settings)
@@ -435,24 +438,7 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     " completions are recorded in batches (a crash re-runs the unrecorded ones).",
 )
 @click.pass_context
-def main(
-    ctx: click.Context,
-    database_url: str,
-    verbose: bool,
-    wide: bool,
-    role: tuple[str, ...],
-    worker_id: str | None,
-    poll_interval_ms: int,
-    heartbeat_interval_ms: int,
-    handlers: tuple[str, ...],
-    command: str | None,
-    log_format: str,
-    log_level: str | None,
-    shutdown_grace_seconds: float,
-    concurrency: int | None,
-    processes: int,
-    prefetch: int,
-) -> None:
+def main(ctx: click.Context, database_url: str, verbose: bool, wide: bool, **worker: Any) -> None:
     """taskpool worker and operator commands.
 
     With --role and no command, run a worker for that role (or for several from one process:
@@ -464,36 +450,24 @@ def main(
     Exit codes: 0 done; 1 refused (the reason is printed); 2 bad usage or bad input, an unknown
     name or id included (a role, schedule, task, payload or store that does not exist).
     """
-    settings = Settings(
-        database_url=database_url,
-        verbose=verbose,
-        wide=wide,
-        roles=tuple(role),
-        worker_id=worker_id or default_worker_id(),
-        poll_interval_ms=poll_interval_ms,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        handlers=tuple(handlers),
-        command=command,
-        log_format=log_format,
-        log_level=log_level or ("debug" if verbose else "info"),
-        shutdown_grace_seconds=shutdown_grace_seconds,
-        concurrency=concurrency,
-        processes=processes,
-        prefetch=prefetch,
-    )
+    worker["worker_id"] = worker["worker_id"] or default_worker_id()
+    worker["log_level"] = worker["log_level"] or ("debug" if verbose else "info")
+    settings = Settings(database_url, verbose, wide, worker)
     ctx.call_on_close(settings.close)
     ctx.obj = settings
     if ctx.invoked_subcommand is not None:
         return
-    if not role:
+    if not worker["role"]:
         click.echo(ctx.get_help())
         ctx.exit(0)
     config = settings.worker_config()
     # Imported here: the operator commands need none of the worker's machinery.
-    if processes == 1:
+    if worker["processes"] == 1:
         code = importlib.import_module("pyworker.worker").run_worker(config)
     else:
-        code = importlib.import_module("pyworker.supervisor").run_workers(config, processes)
+        code = importlib.import_module("pyworker.supervisor").run_workers(
+            config, worker["processes"], settings.worker_environment(ctx)
+        )
     ctx.exit(code)
 
 
@@ -1303,7 +1277,11 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
     # Imported here: the other commands need none of the loop's machinery.
     scheduler_module = importlib.import_module("pyworker.scheduler")
     code = scheduler_module.run_scheduler(
-        settings.database_url, interval_seconds, settings.worker_id, settings.log_format, settings.log_level
+        settings.database_url,
+        interval_seconds,
+        settings.worker["worker_id"],
+        settings.worker["log_format"],
+        settings.worker["log_level"],
     )
     click.get_current_context().exit(code)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -24,28 +23,11 @@ from pyworker.runtime import Doorbell, stop_signals
 log = logging.getLogger("pyworker")
 
 
-def run_workers(config: WorkerConfig, processes: int) -> int:
-    """Run `processes` worker processes (ids <worker_id>-1..M), each running up to
-    config.concurrency tasks at once, under a Supervisor: a child that dies is restarted with
-    the same id, SIGTERM/SIGINT are forwarded (docs/supervisor.md)."""
-    envs = []
-    for number in range(1, processes + 1):
-        env = {
-            **os.environ,
-            "DATABASE_URL": config.database_url,
-            "WORKER_ROLE": " ".join(map(str, config.roles)),
-            "WORKER_ID": f"{config.worker_id}-{number}",
-            "POLL_INTERVAL_MS": str(round(config.poll_interval * 1000)),
-            "HEARTBEAT_INTERVAL_MS": str(round(config.heartbeat_interval * 1000)),
-            "PYWORKER_HANDLERS": " ".join(config.handler_modules),
-            "PYWORKER_COMMAND": shlex.join(config.command),
-            "LOG_FORMAT": config.log_format,
-            "LOG_LEVEL": config.log_level,
-            "SHUTDOWN_GRACE_SECONDS": str(config.shutdown_grace),
-            "WORKER_PREFETCH": str(config.prefetch),
-            "WORKER_CONCURRENCY": str(config.concurrency),
-        }
-        envs.append(env)
+def run_workers(config: WorkerConfig, processes: int, environment: dict[str, str]) -> int:
+    """Run `processes` worker processes (ids <worker_id>-1..M), each with `environment` (every
+    setting of `config` in its variable) and its own WORKER_ID, under a Supervisor: a child that
+    dies is restarted with the same id, SIGTERM/SIGINT are forwarded (docs/supervisor.md)."""
+    envs = [{**environment, "WORKER_ID": f"{config.worker_id}-{number}"} for number in range(1, processes + 1)]
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     return Supervisor(envs, SupervisorSettings.from_environ()).run()
 

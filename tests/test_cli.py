@@ -7,6 +7,8 @@ names no task included).
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import pty
@@ -191,8 +193,9 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
             raise calls.error
         return calls.code
 
-    def run_workers(config: Any, processes: int) -> int:
+    def run_workers(config: Any, processes: int, environment: dict[str, str]) -> int:
         calls.run_workers.append((config, processes))
+        calls.environment = environment
         return calls.code
 
     module.run_worker = run_worker
@@ -270,6 +273,24 @@ def test_processes_runs_several_workers_and_returns_their_code(
     ((config, processes),) = fake_worker.run_workers
     assert (config.role, processes, config.concurrency) == ("store_discovery", 4, 8)
     assert fake_worker.run_worker == []
+
+
+def test_each_worker_process_reads_the_same_settings_from_its_environment(
+    fake_worker: types.SimpleNamespace,
+) -> None:
+    options = [
+        "--role", "store_discovery=2", "--role", "product_resync", "--processes", "3", "--concurrency", "5",
+        "--poll-interval-ms", "250", "--heartbeat-interval-ms", "1500", "--handlers", "a.b", "--handlers", "c",
+        "--command", "crawl --store '{dispensary_id}'", "--log-format", "json", "--log-level", "warning",
+        "--shutdown-grace-seconds", "2.5", "--prefetch", "9", "--worker-id", "fleet",
+    ]
+    assert CliRunner().invoke(cli.main, options).exit_code == 0
+    ((parent, _processes),) = fake_worker.run_workers
+    child_environment = {**fake_worker.environment, "WORKER_ID": "fleet-2"}
+    result = CliRunner().invoke(cli.main, [], env=child_environment)
+    assert result.exit_code == 0, result.output
+    (child,) = fake_worker.run_worker
+    assert child == dataclasses.replace(parent, worker_id="fleet-2")
 
 
 def test_concurrency_runs_one_worker_process_with_that_many_slots(
