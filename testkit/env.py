@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 from pyworker.config import database_url_for, default_database_url
 from pyworker.testing.database import LIBPQ_ENV, libpq_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-__all__ = ["LIBPQ_ENV", "REPO_ROOT", "libpq", "server_url", "url_for"]
+__all__ = ["LIBPQ_ENV", "REPO_ROOT", "libpq", "server_url", "sqitch_target", "url_for"]
 
 
 def server_url() -> str:
@@ -28,3 +29,11 @@ def libpq(url: str, dbname: str | None = None) -> dict[str, str]:
     """os.environ plus the PG* variables that point libpq tools (sqitch, psql, pgbench) at
     `dbname` (default: `url`'s own) on `url`'s server."""
     return libpq_env(url, dbname)
+
+
+def sqitch_target(url: str, dbname: str) -> str:
+    """The db:pg: URI Sqitch wants for `dbname` on `url`'s server (with libpq(url, dbname) as its
+    environment, where `url` is a key=value string that has no URI form)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "db:pg:" + url_for(url, dbname).split(":", 1)[1]
+    return "db:pg:///" + quote(dbname, safe="")

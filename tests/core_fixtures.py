@@ -20,7 +20,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from testkit import databases
 from testkit.databases import DatabaseError
-from testkit.env import REPO_ROOT, libpq, server_url, url_for  # noqa: F401 (REPO_ROOT: for tests)
+from testkit.env import REPO_ROOT, libpq, server_url, sqitch_target, url_for  # noqa: F401 (for tests)
 from worker_support import Run, Workers, cli_runner_for, create_test_pool, fail
 
 # Names tests import from here (REPO_ROOT too): the kit's, under the names they had.
