@@ -24,6 +24,8 @@ from pyworker.config import default_database_url
 from worker_support import Run, Workers, cli_runner_for, create_test_pool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The Sqitch projects a test database gets, in order: the queue core and the reference crawler.
+SQITCH_PROJECTS = (REPO_ROOT, REPO_ROOT / "crawler" / "sqitch")
 TEMPLATE_DATABASE = "taskpool_pytest_template"
 COPY_PREFIX = "taskpool_pytest_"
 
@@ -107,24 +109,26 @@ def drop_database(admin: psycopg.Connection, dbname: str) -> None:
 
 
 def deploy(dbname: str) -> None:
-    """`sqitch deploy --verify` the plan into `dbname`, failing the tests with Sqitch's output."""
+    """`sqitch deploy --verify` the core's plan, then the crawler's (crawler/sqitch/, which
+    requires the core's), into `dbname`, failing the tests with Sqitch's output."""
     sqitch = shutil.which("sqitch")
     if sqitch is None:
         pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
     url = database_url()
-    result = subprocess.run(
-        [sqitch, "deploy", "--verify", sqitch_target(url, dbname)],
-        cwd=REPO_ROOT,
-        env=libpq_env(url, dbname),
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        pytest.fail(
-            f"sqitch deploy into {dbname} failed (exit {result.returncode}):\n"
-            f"{result.stdout}{result.stderr}",
-            pytrace=False,
+    for project in SQITCH_PROJECTS:
+        result = subprocess.run(
+            [sqitch, "deploy", "--verify", sqitch_target(url, dbname)],
+            cwd=project,
+            env=libpq_env(url, dbname),
+            capture_output=True,
+            text=True,
         )
+        if result.returncode != 0:
+            pytest.fail(
+                f"sqitch deploy of {project} into {dbname} failed (exit {result.returncode}):\n"
+                f"{result.stdout}{result.stderr}",
+                pytrace=False,
+            )
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,8 @@ Where:
   project cluster, amended by PGPORT and the rest of the libpq environment). The databases are
   made on that server, as that user; the database it names is only connected to, to create and
   drop them.
-- the Sqitch project (sqitch.plan, sqitch.conf, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR,
+- the Sqitch project (sqitch.plan, sqitch.conf, deploy/, revert/, verify/; the crawler's project in
+  its crawler/sqitch/ is deployed after it when there): TASKPOOL_SQITCH_DIR,
   else the source checkout that holds the pyworker package (an editable install, `pip install
   -e`, of the taskpool repository).
 """
@@ -117,7 +118,7 @@ def drop_database(server: str, name: str) -> None:
 
 
 def deploy(url: str, project: Path) -> None:
-    """`sqitch deploy` the plan of `project` into the database of `url`."""
+    """`sqitch deploy` the plans of `project` (the core's, then the crawler's) into the database of `url`."""
     sqitch = shutil.which("sqitch")
     if sqitch is None:
         raise TestDatabaseError(
@@ -133,13 +134,18 @@ def deploy(url: str, project: Path) -> None:
             if key in _LIBPQ_ENV and value is not None:
                 env[_LIBPQ_ENV[key]] = str(value)
         target = "db:pg:///" + quote(str(conninfo_to_dict(url).get("dbname", "")), safe="")
-    result = subprocess.run(
-        [sqitch, "deploy", target], cwd=project, env=env, capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        raise TestDatabaseError(
-            f"sqitch deploy from {project} failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+    # The core's project, then the reference crawler's (crawler/sqitch/, requiring the core's)
+    # when the checkout has it.
+    for top in (project, project / "crawler" / "sqitch"):
+        if not (top / "sqitch.plan").is_file():
+            continue
+        result = subprocess.run(
+            [sqitch, "deploy", target], cwd=top, env=env, capture_output=True, text=True
         )
+        if result.returncode != 0:
+            raise TestDatabaseError(
+                f"sqitch deploy from {top} failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+            )
 
 
 class Template:
