@@ -20,7 +20,7 @@ from conftest import REPO_ROOT
 # What `make psql` needs: the Makefile, its scripts, the Sqitch project, and the files the venv
 # stamp depends on (the venv itself is the one running the tests).
 BUILD_FILES = ("Makefile", "pyproject.toml", "pyworker/__init__.py", "sqitch.conf", "sqitch.plan")
-BUILD_DIRS = ("scripts", "deploy", "revert", "verify")
+BUILD_DIRS = ("scripts", "deploy", "revert", "verify", "registry", "crawler/sqitch")
 
 
 def free_port() -> int:
