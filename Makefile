@@ -156,6 +156,9 @@ test-upgrade: deps db
 		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state >"$$old/upgraded.state"; \
 		diff -u --label fresh --label "upgraded from $$from" "$$old/fresh.state" "$$old/upgraded.state" || { \
 			echo "test-upgrade: the schema or registry upgraded from $$from differs from a fresh deploy's" >&2; exit 1; }; \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -f registry/split_crawler.sql; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state | diff -q - "$$old/upgraded.state" >/dev/null || { \
+			echo 'test-upgrade: registry/split_crawler.sql run again changed the split registry' >&2; exit 1; }; \
 		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
 			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
 		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql; \
