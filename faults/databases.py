@@ -31,7 +31,7 @@ def _drop(admin: psycopg.Connection, name: str) -> None:
 
 
 def deploy_template(server: str) -> str:
-    """Deploy the Sqitch plan into a fresh TEMPLATE database on `server`; its name."""
+    """Deploy the core's and the crawler's Sqitch plans into a fresh TEMPLATE database; its name."""
     if not server.startswith(("postgresql://", "postgres://")):
         raise ScenarioError("python -m faults needs DATABASE_URL as a postgresql:// URL")
     sqitch = shutil.which("sqitch")
@@ -42,11 +42,13 @@ def deploy_template(server: str) -> str:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
     target = "db:pg:" + database_url_for(server, TEMPLATE).split(":", 1)[1]
     env = {key: value for key, value in os.environ.items() if key != "SQITCH_TARGET"}
-    done = subprocess.run(
-        [sqitch, "deploy", "--verify", target], cwd=REPO_ROOT, env=env, capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise ScenarioError(f"sqitch deploy into {TEMPLATE} failed:\n{done.stdout}{done.stderr}")
+    # The core's project, then the crawler's: the scenarios run the crawler's default schedules.
+    for project in (REPO_ROOT, REPO_ROOT / "crawler" / "sqitch"):
+        done = subprocess.run(
+            [sqitch, "deploy", "--verify", target], cwd=project, env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise ScenarioError(f"sqitch deploy of {project} into {TEMPLATE} failed:\n{done.stdout}{done.stderr}")
     with _admin(server) as admin:
         # Nobody may stay connected to a template (a pg_cron job scheduled into it would).
         admin.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(TEMPLATE)))
