@@ -1,4 +1,5 @@
--- 26_schedules_hostile: what hostile values do to schedules, planning and the idle-transaction
+-- 26_schedules_hostile (with the crawler deployed: its resync_plan schedules run the crawler's
+-- generate_resync_tasks): what hostile values do to schedules, planning and the idle-transaction
 -- guard (issue 11, items 8, 9, 11 and 17): an infinite run time is refused, and one bad schedule
 -- no longer stops the tick; a long stale threshold no longer makes a role unclaimable; a
 -- resync_plan schedule moves on to local midnight across daylight-saving changes; a day
