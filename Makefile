@@ -29,6 +29,10 @@ UPGRADE_DB ?= taskpool_upgrade
 # changes after it.
 UPGRADE_FROM ?= $(sort @v0.3.0 $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' sqitch.plan))
 TEST_DB ?= taskpool_test
+CRAWLER_TEST_DB ?= taskpool_crawler_test
+# The commit whose sqitch.plan is the combined plan of before the split (registry/combined.plan):
+# the parent of the commit that added registry/combined.plan. test-upgrade deploys its releases.
+COMBINED_REV ?= $(shell git rev-list -1 HEAD -- registry/combined.plan 2>/dev/null)^
 DEMO_DB ?= taskpool_demo
 PG_BINDIR ?= /usr/lib/postgresql/15/bin
 PYTHON ?= python3
@@ -50,7 +54,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql test-py faults faults-quick clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql sql-prove test-py faults faults-quick clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -99,13 +103,13 @@ endif
 db-stop:
 	@$(CLUSTER) stop
 
-# TARGET deploy: deploy the Sqitch plan into DATABASE_URL, verifying each change
+# TARGET deploy: deploy the core's Sqitch plan, then the crawler's (crawler/sqitch/), into DATABASE_URL, verifying each change
 deploy: deps db
-	@$(PGENV) sqitch deploy --verify
+	@$(PGENV) scripts/deploy
 
-# TARGET revert: revert every Sqitch change from DATABASE_URL
+# TARGET revert: revert every Sqitch change from DATABASE_URL: the crawler's, then the core's
 revert: deps db
-	@$(PGENV) sqitch revert -y
+	@$(PGENV) scripts/revert
 
 # TARGET cron: deploy, then schedule the tick (tick_schedules()) every minute with pg_cron (pyworker cron install)
 cron: deps db deploy
@@ -126,42 +130,80 @@ psql: deps db deploy
 # TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade, test-sql, test-py
 test: deps db deploy test-roundtrip test-upgrade test-sql test-py
 
-# TARGET test-roundtrip: deploy, revert and deploy again in a scratch database (ROUNDTRIP_DB)
+# TARGET test-roundtrip: deploy (core and crawler), revert and deploy again in a scratch database (ROUNDTRIP_DB)
 test-roundtrip: deps db
 	@$(PGENV) dropdb --if-exists --force '$(ROUNDTRIP_DB)'; \
 	$(PGENV) createdb '$(ROUNDTRIP_DB)'; \
-	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch deploy --verify; \
-	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch revert -y; \
-	$(PGENV) -d '$(ROUNDTRIP_DB)' sqitch deploy --verify; \
+	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/deploy; \
+	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/revert; \
+	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/deploy; \
 	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
 
-# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it, give it tasks in every state, upgrade in place, check them (UPGRADE_DB)
+# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), give it tasks in every state, upgrade in place to the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (UPGRADE_DB)
 test-upgrade: deps db
-	@set -e; for from in $(UPGRADE_FROM); do \
-		echo "test-upgrade: from $$from to the head of the plan"; \
+	@old=$$(mktemp -d); trap 'rm -rf "$$old"' EXIT; \
+	git archive '$(COMBINED_REV)' sqitch.plan sqitch.conf deploy revert verify | tar -x -C "$$old"; \
+	cmp -s "$$old/sqitch.plan" registry/combined.plan || { \
+		echo 'test-upgrade: the sqitch.plan of COMBINED_REV=$(COMBINED_REV) is not registry/combined.plan' >&2; exit 1; }; \
+	$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)_fresh'; \
+	$(PGENV) createdb '$(UPGRADE_DB)_fresh'; \
+	$(PGENV) -d '$(UPGRADE_DB)_fresh' scripts/deploy >/dev/null; \
+	$(PGENV) -d '$(UPGRADE_DB)_fresh' scripts/registry-state >"$$old/fresh.state"; \
+	$(PGENV) dropdb --force '$(UPGRADE_DB)_fresh'; \
+	for from in $(UPGRADE_FROM); do \
+		echo "test-upgrade: from $$from of the combined plan to the head of the split plans"; \
 		$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'; \
 		$(PGENV) createdb '$(UPGRADE_DB)'; \
-		$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from"; \
+		(cd "$$old" && $(CURDIR)/$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from"); \
 		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -o /dev/null -f sql_tests/upgrade/seed.sql; \
-		$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/deploy; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state >"$$old/upgraded.state"; \
+		diff -u --label fresh --label "upgraded from $$from" "$$old/fresh.state" "$$old/upgraded.state" || { \
+			echo "test-upgrade: the schema or registry upgraded from $$from differs from a fresh deploy's" >&2; exit 1; }; \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -f registry/split_crawler.sql; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state | diff -q - "$$old/upgraded.state" >/dev/null || { \
+			echo 'test-upgrade: registry/split_crawler.sql run again changed the split registry' >&2; exit 1; }; \
 		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
 			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
 		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql; \
 		$(PGENV) dropdb --force '$(UPGRADE_DB)'; \
-	done
+	done; \
+	echo 'test-upgrade: a registry with a change the combined plan does not have stops the upgrade'; \
+	$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'; \
+	$(PGENV) createdb '$(UPGRADE_DB)'; \
+	(cd "$$old" && $(CURDIR)/$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --to @v0.3.0 >/dev/null); \
+	$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO sqitch.changes \
+		SELECT md5('unknown'), NULL, 'not_in_the_combined_plan', project, '', now(), committer_name, \
+		       committer_email, planned_at, planner_name, planner_email FROM sqitch.changes LIMIT 1"; \
+	if $(PGENV) -d '$(UPGRADE_DB)' scripts/deploy >"$$old/unknown.log" 2>&1 \
+		|| ! grep -q 'changes it does not know: not_in_the_combined_plan' "$$old/unknown.log"; then \
+		cat "$$old/unknown.log" >&2; echo 'test-upgrade: the unknown change was not refused' >&2; exit 1; \
+	fi; \
+	$(PGENV) dropdb --force '$(UPGRADE_DB)'
 
-# TARGET test-sql: deploy into a fresh TEST_DB, load pgTAP and sql_tests/helpers, run pg_prove on sql_tests/
+# TARGET test-sql: the core's pgTAP files (sql_tests/) in a database with the core alone (TEST_DB), the crawler's (crawler/sql_tests/) with both (CRAWLER_TEST_DB)
 test-sql: deps db
-	@$(PGENV) dropdb --if-exists --force '$(TEST_DB)'
-	@$(PGENV) createdb '$(TEST_DB)'
-	@$(PGENV) -d '$(TEST_DB)' sqitch deploy --verify
-	@$(PGENV) -d '$(TEST_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+	@scripts/split-registry --check
+	@$(MAKE) -s sql-prove SQL_DB='$(TEST_DB)' DEPLOY_ARGS=--core-only SQL_TESTS=sql_tests \
+		SQL_FIXTURES=crawler/sqitch/deploy/crawler_roles.sql
+	@$(MAKE) -s sql-prove SQL_DB='$(CRAWLER_TEST_DB)' DEPLOY_ARGS= SQL_TESTS=crawler/sql_tests
+
+# sql-prove: deploy (DEPLOY_ARGS) into a fresh SQL_DB, load pgTAP, sql_tests/helpers and
+# SQL_FIXTURES, run pg_prove on SQL_TESTS/*.sql. The core's tests use six roles and their chains
+# as data: the crawler's (crawler/sqitch/deploy/crawler_roles.sql, INSERTs into core tables and
+# no crawler object), loaded as a fixture into the core-only database.
+sql-prove:
+	@$(PGENV) dropdb --if-exists --force '$(SQL_DB)'
+	@$(PGENV) createdb '$(SQL_DB)'
+	@$(PGENV) -d '$(SQL_DB)' scripts/deploy $(DEPLOY_ARGS) >/dev/null
+	@$(PGENV) -d '$(SQL_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
 		-c 'CREATE EXTENSION IF NOT EXISTS pgtap'
-	@export LC_ALL=C; shopt -s nullglob; for helper in sql_tests/helpers/*.sql; do \
-		echo "test-sql: loading $$helper"; \
-		$(PGENV) -d '$(TEST_DB)' psql -X -q -v ON_ERROR_STOP=1 -f "$$helper"; \
+	@export LC_ALL=C; shopt -s nullglob; for helper in sql_tests/helpers/*.sql $(SQL_FIXTURES); do \
+		echo "test-sql: loading $$helper into $(SQL_DB)"; \
+		$(PGENV) -d '$(SQL_DB)' psql -X -q -v ON_ERROR_STOP=1 -f "$$helper"; \
 	done
-	@$(PGENV) -d '$(TEST_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls sql_tests/*.sql)
+	@echo 'test-sql: $(SQL_TESTS) against $(SQL_DB) (scripts/deploy $(DEPLOY_ARGS))'
+	@$(PGENV) -d '$(SQL_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls $(SQL_TESTS)/*.sql)
 
 # TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/) against DATABASE_URL's server
 test-py: deps db

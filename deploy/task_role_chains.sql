@@ -23,9 +23,4 @@ COMMENT ON COLUMN task_role_chains.per_store_ids IS
     'true: result->result_key is an array of store ids, one to_role task per store. '
     'false: one to_role task for the same store, with payload {result_key: the value}.';
 
-INSERT INTO task_role_chains (from_role, to_role, result_key, per_store_ids) VALUES
-    ('store_discovery',   'product_discovery', 'newStoreIds', true),
-    ('product_discovery', 'product_refresh',   'payload_id',  false),
-    ('product_resync',    'product_refresh',   'payload_id',  false);
-
 COMMIT;

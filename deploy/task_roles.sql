@@ -47,12 +47,4 @@ COMMENT ON COLUMN task_roles.run_timeout IS
 COMMENT ON COLUMN task_roles.requires_store IS
     'Tasks of this role name a dispensary_id: they act on one store and obey per-store exclusion.';
 
-INSERT INTO task_roles (role, description, requires_store, stale_threshold, backoff_base, backoff_cap) VALUES
-    ('store_discovery',       'Find stores on a platform and upsert dispensaries',     false, '30 minutes', '1 minute',   '1 hour'),
-    ('entry_point_discovery', 'Resolve the platform id of a store known by its URL',    true,  '10 minutes', '30 seconds', '1 hour'),
-    ('product_discovery',     'First crawl of a newly found store',                     true,  '10 minutes', '30 seconds', '1 hour'),
-    ('product_resync',        'Fetch a store''s menu and save the raw payload',         true,  '10 minutes', '30 seconds', '1 hour'),
-    ('product_refresh',       'Load a saved payload and upsert the store''s products',  true,  '10 minutes', '30 seconds', '30 minutes'),
-    ('analytics_refresh',     'Refresh the analytics materialized views',               false, '30 minutes', '1 minute',   '1 hour');
-
 COMMIT;

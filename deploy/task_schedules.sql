@@ -54,11 +54,4 @@ COMMENT ON COLUMN task_schedules.last_error IS
 CREATE INDEX task_schedules_due_idx ON task_schedules (next_run_at) WHERE enabled;
 COMMENT ON INDEX task_schedules_due_idx IS 'Serves tick_schedules: enabled schedules in due order.';
 
--- The default schedules: store discovery daily, the daily resync plan at midnight UTC, and
--- analytics every six hours. All due at once, so the first tick after a deploy runs them.
-INSERT INTO task_schedules (name, role, kind, interval_hours, priority, next_run_at) VALUES
-    ('store_discovery',    'store_discovery',   'single',      24, 5, taskpool_now()),
-    ('daily_resync_plan',  'product_resync',    'resync_plan', 24, 0, date_trunc('day', taskpool_now(), 'UTC')),
-    ('analytics_refresh',  'analytics_refresh', 'single',       6, 0, taskpool_now());
-
 COMMIT;

@@ -31,7 +31,6 @@
 -- requires: after_status_change_parents_and_waiters
 -- requires: task_chain
 -- requires: catalog_comments
--- requires: crawler_catalog_comments
 
 BEGIN;
 SET client_min_messages = 'warning';

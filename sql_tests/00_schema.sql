@@ -213,7 +213,6 @@ SELECT results_eq(
       ORDER BY 1, 2$$,
     $$VALUES
         ('dispensaries', 'dispensaries_name_not_blank'),
-        ('dispensaries', 'dispensaries_platform_id_needs_platform'),
         ('dispensaries', 'dispensaries_state_code_is_two_letters'),
         ('task_roles', 'task_roles_backoff_positive_and_capped'),
         ('task_roles', 'task_roles_max_payload_bytes_positive'),

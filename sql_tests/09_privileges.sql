@@ -89,15 +89,14 @@ WHERE p.pronamespace = 'public'::regnamespace
 SELECT results_eq(
     $$SELECT proname FROM taskpool_functions
       WHERE has_function_privilege('taskpool_worker', oid, 'EXECUTE') ORDER BY proname$$,
-    $$VALUES ('acquire_platform_request'), ('apply_menu_payload'), ('claim_and_start_tasks'), ('claim_task'),
+    $$VALUES ('acquire_platform_request'), ('claim_and_start_tasks'), ('claim_task'),
              ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
-             ('fail_task'), ('get_crawl_payload'), ('get_dispensary'), ('heartbeat_task'), ('heartbeat_tasks'),
-             ('heartbeat_worker'),
-             ('mark_payload_corrupt'), ('mark_worker_waiting'), ('mark_worker_waiting'), ('record_crawl_payload'),
-             ('record_platform_result'), ('refresh_analytics'), ('register_worker'), ('register_worker'),
-             ('release_task'), ('set_store_platform_id'), ('snooze_task'), ('start_task'), ('taskpool_now'),
-             ('taskpool_schema_version'), ('upsert_discovered_stores'), ('worker_wake_channel')$$,
-    'Should let taskpool_worker execute exactly the worker-side functions (the crawl handlers'' included)');
+             ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
+             ('mark_worker_waiting'), ('mark_worker_waiting'),
+             ('record_platform_result'), ('register_worker'), ('register_worker'),
+             ('release_task'), ('snooze_task'), ('start_task'), ('taskpool_now'),
+             ('taskpool_schema_version'), ('worker_wake_channel')$$,
+    'Should let taskpool_worker execute exactly the worker-side functions (the crawler''s are in crawler/sql_tests)');
 SELECT is_empty(
     $$SELECT oid::regprocedure::text FROM taskpool_functions WHERE has_function_privilege('tp_nobody', oid, 'EXECUTE')$$,
     'Should let PUBLIC execute none of the taskpool functions');
@@ -106,12 +105,9 @@ SELECT is((SELECT count(*) FROM taskpool_functions
                              'start_task', 'heartbeat_task', 'complete_task', 'fail_task', 'snooze_task',
                              'release_task', 'cancel_task', 'retry_task', 'recover_stale_tasks', 'prune_tasks',
                              'register_worker', 'heartbeat_worker', 'deregister_worker', 'taskpool_schema_version',
-                             'upsert_discovered_stores', 'record_crawl_payload', 'mark_payload_corrupt',
-                             'get_crawl_payload', 'get_dispensary', 'apply_menu_payload', 'diff_payloads',
-                             'diff_latest_payloads', 'refresh_analytics', 'acquire_platform_request',
-                             'record_platform_result', 'set_store_platform_id', 'claim_and_start_tasks',
+                             'acquire_platform_request', 'record_platform_result', 'claim_and_start_tasks',
                              'complete_tasks', 'mark_worker_waiting', 'worker_wake_channel')),
-          37::bigint, 'Should have checked all thirty-seven public taskpool functions above (register_worker and mark_worker_waiting in two forms each)');
+          27::bigint, 'Should have checked all twenty-seven public taskpool functions above (register_worker and mark_worker_waiting in two forms each)');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],

@@ -1,8 +1,9 @@
--- 12_schedules: task_schedules and its default rows; tick_schedules (stale recovery, then each due
--- schedule once: single, per_store, errors kept per schedule, the cadence without drift or
--- backlog); trigger_schedule and update_schedule, the operator's handles.
+-- 12_schedules: task_schedules; tick_schedules (stale recovery, then each due schedule once:
+-- single, per_store, errors kept per schedule, the cadence without drift or backlog);
+-- trigger_schedule and update_schedule, the operator's handles. (The crawler's default schedules
+-- and a resync_plan schedule's run, generate_resync_tasks, are crawler/sql_tests/12_schedules_crawler.sql.)
 BEGIN;
-SELECT plan(71);
+SELECT plan(67);
 
 -- What a rejected call must leave as it was (tests.rejects' tables).
 \set written_tables '''{task_schedules, worker_tasks}'''
@@ -73,17 +74,6 @@ SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours, paylo
 SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours, batches) VALUES ('t12_x', 'store_discovery', 1, 1441)$$,
     '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_batches_in_range"',
     'Should refuse 1441 batches');
-
--- The default schedules.
-SELECT results_eq(
-    $$SELECT name, role, kind, interval_hours, priority, state_code, payload, batches, time_zone
-      FROM task_schedules
-      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh')
-      ORDER BY name$$,
-    $$VALUES ('analytics_refresh'::text, 'analytics_refresh'::text, 'single'::text, 6, 0, NULL::text, '{}'::jsonb, 6, 'UTC'::text),
-             ('daily_resync_plan', 'product_resync', 'resync_plan', 24, 0, NULL, '{}', 6, 'UTC'),
-             ('store_discovery', 'store_discovery', 'single', 24, 5, NULL, '{}', 6, 'UTC')$$,
-    'Should ship store discovery daily at priority 5, the daily resync plan and analytics every 6 hours');
 
 /****************************************************************************/
 -- Fixtures: only this file's schedules and stores are live (this rolls back)
@@ -186,10 +176,6 @@ SELECT results_eq(
     'Should not run a schedule that is not due yet, nor a disabled one');
 SELECT is((SELECT count(*) FROM worker_tasks WHERE payload ->> 's' IN ('future', 'disabled')), 0::bigint,
     'Should create no task for a schedule not due or disabled');
-SELECT is_empty(
-    $$SELECT name FROM task_schedules
-      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh') AND last_run_at IS NOT NULL$$,
-    'Should leave the disabled default schedules alone');
 
 -- A second tick in the same transaction: nothing is due any more.
 SELECT count(*) AS tasks_before FROM worker_tasks \gset
@@ -226,31 +212,11 @@ SELECT results_eq(
     $$VALUES (NULL::timestamptz, NULL::integer, NULL::text)$$,
     'Should record nothing of a triggered run that failed');
 
--- A resync_plan schedule: today in its time zone, its batches and priority.
-UPDATE dispensaries SET active = false WHERE active;
-INSERT INTO tests.fx (name, id) VALUES
-    ('plan_1', tests.make_store(name := 't12 plan 1')),
-    ('plan_2', tests.make_store(name := 't12 plan 2'));
-SELECT is((SELECT last_task_count FROM trigger_schedule('t12_plan')), 2,
-    'Should plan one product_resync per active store from a resync_plan schedule');
-SELECT results_eq(
-    $$SELECT f.name, e.day, e.slot, e.scheduled_for, t.priority
-      FROM resync_plan_entries e
-      JOIN tests.fx f ON f.id = e.dispensary_id
-      JOIN worker_tasks t ON t.id = e.task_id
-      ORDER BY f.name$$,
-    $$SELECT v.name, (now() AT TIME ZONE 'America/New_York')::date, v.slot,
-             ((now() AT TIME ZONE 'America/New_York')::date + v.slot * interval '6 hours') AT TIME ZONE 'America/New_York',
-             7
-      FROM (VALUES ('plan_1'::text, 0), ('plan_2', 1)) AS v(name, slot)
-      ORDER BY v.name$$,
-    'Should plan today in the schedule''s time zone, in its batches (4: every 6 hours) at its priority');
-
 SELECT tests.rejects($$SELECT trigger_schedule('t12_nope')$$,
     'P0002', 'schedule ''t12_nope'' does not exist', 'triggering an unknown schedule',
     tables := :written_tables);
 SELECT is(tests.error_hint($$SELECT trigger_schedule('t12_nope')$$),
-    'Schedules: analytics_refresh, daily_resync_plan, store_discovery, t12_boundary, t12_broken, t12_disabled, '
+    'Schedules: t12_boundary, t12_broken, t12_disabled, '
     't12_due, t12_fails, t12_future, t12_late, t12_per_store, t12_plan, t12_state.',
     'Should list the schedules, sorted, in the hint for an unknown schedule');
 SELECT tests.rejects($$SELECT trigger_schedule(NULL)$$,

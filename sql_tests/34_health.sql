@@ -3,6 +3,12 @@
 BEGIN;
 SELECT plan(46);
 
+-- Three enabled schedules (the core ships none; a deploy with the crawler has its three).
+INSERT INTO task_schedules (name, role, kind, interval_hours, priority, next_run_at) VALUES
+    ('t34_daily',    'store_discovery',   'single', 24, 5, taskpool_now()),
+    ('t34_often',    'analytics_refresh', 'single',  6, 0, taskpool_now()),
+    ('t34_nightly',  'analytics_refresh', 'single', 24, 0, taskpool_now());
+
 -- pg_temp.health: one check's row of taskpool_health(), with fresh pg_stat_activity data.
 CREATE FUNCTION pg_temp.health(name text, max_tick_age interval DEFAULT NULL,
                                max_snapshot_age interval DEFAULT NULL)

@@ -23,7 +23,7 @@ BUILD_FILES = (
     "Makefile", "pyproject.toml", "pyworker/__init__.py", "crawler/pyproject.toml", "sqitch.conf",
     "sqitch.plan",
 )
-BUILD_DIRS = ("scripts", "deploy", "revert", "verify")
+BUILD_DIRS = ("scripts", "deploy", "revert", "verify", "registry", "crawler/sqitch")
 
 
 def free_port() -> int:

@@ -12,7 +12,8 @@ Where:
   drop them.
 - the Sqitch project (sqitch.plan, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR, else the
   one the package carries (pyworker/sqitch/ in the wheel; the checkout's root for an editable
-  install, `pip install -e`, of the taskpool repository).
+  install, `pip install -e`, of the taskpool repository). A checkout's reference crawler, a Sqitch
+  project of its own in crawler/sqitch/, is deployed after it when it is there.
 """
 
 from __future__ import annotations
@@ -138,12 +139,16 @@ def drop_database(server: str, name: str) -> None:
 
 def deploy(url: str, project: Path, *, verify: bool = False) -> None:
     """Deploy the plan of `project` into the database of `url`, as `pyworker schema apply` does
-    (into Sqitch's registry, as `sqitch deploy` would), running each change's verify script with
-    `verify`."""
-    try:
-        Deployer(url, Plan.load(project), verify=verify).deploy(install=True)
-    except TaskpoolError as error:
-        raise TestDatabaseError(f"deploying {project}/sqitch.plan failed: {error}") from error
+    (into Sqitch's registry, as `sqitch deploy` would), then the reference crawler's
+    (crawler/sqitch/, which requires the core's) when the checkout has it; each change's verify
+    script runs with `verify`."""
+    for top in (project, project / "crawler" / "sqitch"):
+        if not (top / "sqitch.plan").is_file():
+            continue
+        try:
+            Deployer(url, Plan.load(top), verify=verify).deploy(install=True)
+        except TaskpoolError as error:
+            raise TestDatabaseError(f"deploying {top}/sqitch.plan failed: {error}") from error
 
 
 def insert_role(conn: psycopg.Connection, role: str, **settings: Any) -> None:

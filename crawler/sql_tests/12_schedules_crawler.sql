@@ -1,0 +1,52 @@
+-- 12_schedules_crawler: the crawler's default schedules (crawler_schedules), and what a
+-- resync_plan schedule runs, generate_resync_tasks. (The schedules themselves, the tick and the
+-- operator's handles are the core's: sql_tests/12_schedules.sql.)
+BEGIN;
+SELECT plan(4);
+
+-- The default schedules.
+SELECT results_eq(
+    $$SELECT name, role, kind, interval_hours, priority, state_code, payload, batches, time_zone
+      FROM task_schedules
+      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh')
+      ORDER BY name$$,
+    $$VALUES ('analytics_refresh'::text, 'analytics_refresh'::text, 'single'::text, 6, 0, NULL::text, '{}'::jsonb, 6, 'UTC'::text),
+             ('daily_resync_plan', 'product_resync', 'resync_plan', 24, 0, NULL, '{}', 6, 'UTC'),
+             ('store_discovery', 'store_discovery', 'single', 24, 5, NULL, '{}', 6, 'UTC')$$,
+    'Should ship store discovery daily at priority 5, the daily resync plan and analytics every 6 hours');
+
+/****************************************************************************/
+-- Fixtures: only this file's schedules and stores are live (this rolls back)
+
+UPDATE task_schedules SET enabled = false WHERE enabled;
+UPDATE dispensaries SET active = false WHERE active;
+INSERT INTO task_schedules (name, role, kind, interval_hours, priority, batches, time_zone, enabled, next_run_at) VALUES
+    ('t12_plan', 'product_resync', 'resync_plan', 24, 7, 4, 'America/New_York', false, now() - interval '1 hour');
+
+SELECT tick_schedules() AS report \gset
+SELECT is_empty(
+    $$SELECT name FROM task_schedules
+      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh') AND last_run_at IS NOT NULL$$,
+    'Should leave the disabled default schedules alone');
+
+-- A resync_plan schedule: today in its time zone, its batches and priority.
+INSERT INTO tests.fx (name, id) VALUES
+    ('plan_1', tests.make_store(name := 't12 plan 1')),
+    ('plan_2', tests.make_store(name := 't12 plan 2'));
+SELECT is((SELECT last_task_count FROM trigger_schedule('t12_plan')), 2,
+    'Should plan one product_resync per active store from a resync_plan schedule');
+SELECT results_eq(
+    $$SELECT f.name, e.day, e.slot, e.scheduled_for, t.priority
+      FROM resync_plan_entries e
+      JOIN tests.fx f ON f.id = e.dispensary_id
+      JOIN worker_tasks t ON t.id = e.task_id
+      ORDER BY f.name$$,
+    $$SELECT v.name, (now() AT TIME ZONE 'America/New_York')::date, v.slot,
+             ((now() AT TIME ZONE 'America/New_York')::date + v.slot * interval '6 hours') AT TIME ZONE 'America/New_York',
+             7
+      FROM (VALUES ('plan_1'::text, 0), ('plan_2', 1)) AS v(name, slot)
+      ORDER BY v.name$$,
+    'Should plan today in the schedule''s time zone, in its batches (4: every 6 hours) at its priority');
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,1 @@
+../../sql_tests/46_catalog_comments.sql
