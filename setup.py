@@ -1,6 +1,7 @@
 """The build step pyproject.toml cannot say: put taskpool's Sqitch project into the wheel.
 
-sqitch.plan and its deploy/, revert/ and verify/ scripts stay at the repository root, where
+sqitch.plan and its deploy/, revert/ and verify/ scripts (and registry/, the in-place move of a
+database deployed before the crawler had a project of its own) stay at the repository root, where
 Sqitch reads them; each build copies them into the package as pyworker/sqitch/, which
 `pyworker schema apply | upgrade | status` (pyworker/schema.py) read. An editable install copies
 nothing: pyworker/schema.py falls back to the checkout's root.
@@ -14,7 +15,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 SQITCH_FILES = ["sqitch.plan"]
-SQITCH_DIRS = ["deploy", "revert", "verify"]
+SQITCH_DIRS = ["deploy", "revert", "verify", "registry"]
 
 
 class BuildPyWithSchema(build_py):

@@ -473,6 +473,7 @@ class Deployer:
                         [REGISTRY_RELEASE, self.committer_name, self.committer_email],
                     )
                 self._check_release(conn)
+                self._move_registry(conn)
                 if not install and not self._project_registered(conn):
                     raise SchemaRefused(
                         f"this database's Sqitch registry has no {self.plan.project} project: install"
@@ -496,6 +497,15 @@ class Deployer:
                     conn.execute("SELECT pg_advisory_unlock(%s)", [SQITCH_LOCK])
                 except psycopg.Error:
                     pass  # the session's end releases the lock
+
+    def _move_registry(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
+        """Run the registry moves the project carries (registry/*.sql, as `make deploy` runs them):
+        a database deployed with an older layout of the plans (the one plan of before the
+        crawler's project of its own) is moved in place onto this one; a no-op elsewhere."""
+        for script in sorted((self.plan.top_dir / "registry").glob("*.sql")):
+            # psql's meta-commands (\set ON_ERROR_STOP) aside, the script is plain SQL.
+            text = "\n".join(line for line in script.read_text().splitlines() if not line.startswith("\\"))
+            conn.execute(text.encode())
 
     def _lock(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         """The lock Sqitch holds while it deploys: one deploy at a time, whichever tool runs it."""

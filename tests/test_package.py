@@ -39,7 +39,7 @@ from pyworker.schema import Deployer, Plan, SchemaRefused
 
 # What a source distribution holds (MANIFEST.in), enough to build the wheel.
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "sqitch.plan", "sqitch.conf"]
-SOURCE_DIRS = ["pyworker", "deploy", "revert", "verify"]
+SOURCE_DIRS = ["pyworker", "deploy", "revert", "verify", "registry"]
 ROLE = "package_check"
 # The registry columns that must agree with Sqitch's: all but when and by whom.
 REGISTRY_ROWS = {
@@ -105,14 +105,16 @@ def installed_env(home: Path, url: str) -> dict[str, str]:
     return {"PATH": str(home / "venv" / "bin"), "HOME": str(home), "LANG": "C.UTF-8", "DATABASE_URL": url}
 
 
-def sqitch(url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`sqitch ARGS` from the checkout against `url`'s database."""
+def sqitch(
+    url: str, *args: str, check: bool = True, top: Path = REPO_ROOT
+) -> subprocess.CompletedProcess[str]:
+    """`sqitch ARGS` from the checkout (or the Sqitch project in `top`) against `url`'s database."""
     if shutil.which("sqitch") is None:
         pytest.fail("sqitch is not installed: run `make deps`", pytrace=False)
     dbname = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
     result = subprocess.run(
         ["sqitch", *args, sqitch_target(database_url(), dbname)],
-        cwd=REPO_ROOT, env=libpq_env(database_url(), dbname), capture_output=True, text=True,
+        cwd=top, env=libpq_env(database_url(), dbname), capture_output=True, text=True,
     )
     if check:
         assert result.returncode == 0, f"sqitch {' '.join(args)}:\n{result.stdout}{result.stderr}"
@@ -134,6 +136,15 @@ def drop(url: str) -> None:
 @pytest.fixture
 def empty_database() -> Iterator[str]:
     url = new_database("empty")
+    yield url
+    drop(url)
+
+
+@pytest.fixture(scope="module")
+def sqitch_deployed() -> Iterator[str]:
+    """An empty database into which `sqitch deploy --verify` put the core's plan."""
+    url = new_database("sqitch")
+    sqitch(url, "deploy", "--verify")
     yield url
     drop(url)
 
@@ -187,7 +198,7 @@ def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
     assert wheel.name.startswith("taskpool_pg-")
     assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator", "taskpool_crawler"))]
     assert {"pyworker/py.typed", "pyworker/schema.py", "pyworker/sqitch_registry.sql",
-            "pyworker/sqitch/sqitch.plan"} <= names
+            "pyworker/sqitch/sqitch.plan", "pyworker/sqitch/registry/split_crawler.sql"} <= names
     # Every script the checkout's plan has, the wheel has, byte for byte where it matters: the
     # deploy scripts' hashes are the registry's script_hash.
     for kind in ("deploy", "revert", "verify"):
@@ -244,9 +255,8 @@ def test_the_installed_wheel_applies_the_schema_and_runs_a_task(installed: Path,
     assert worker.returncode == 0, output
 
 
-def test_the_registry_is_the_one_sqitch_writes(applied: str, db_url: str):
-    # db_url: a copy of the session's template, which `sqitch deploy --verify` deployed.
-    by_pyworker, by_sqitch = registry_rows(applied), registry_rows(db_url)
+def test_the_registry_is_the_one_sqitch_writes(applied: str, sqitch_deployed: str):
+    by_pyworker, by_sqitch = registry_rows(applied), registry_rows(sqitch_deployed)
     assert by_sqitch["shape"] and len(by_sqitch["changes"]) == len(Plan.load(REPO_ROOT).changes)
     for table in [*REGISTRY_ROWS, "shape"]:
         assert by_pyworker[table] == by_sqitch[table], table
@@ -256,7 +266,7 @@ def test_the_registry_is_the_one_sqitch_writes(applied: str, db_url: str):
     assert {t.id for t in plan.tags} == {row[0] for row in by_sqitch["tags"]}
 
 
-def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database: str, db_url: str):
+def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database: str, sqitch_deployed: str):
     refused = run_installed(installed, empty_database, "schema", "upgrade", check=False)
     assert refused.returncode == 1 and "pyworker schema apply" in refused.stderr, refused.stderr
 
@@ -271,7 +281,7 @@ def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database
     # the plan, where a few fail on a database Sqitch alone deployed too (their objects were
     # replaced later): the same ones fail here, and no other.
     after_the_tag = ("--from", "@v0.5.0")
-    assert failed_verifies(empty_database, *after_the_tag) == failed_verifies(db_url, *after_the_tag)
+    assert failed_verifies(empty_database, *after_the_tag) == failed_verifies(sqitch_deployed, *after_the_tag)
 
     # A change the package's plan does not know (deployed from a newer plan): refused, untouched.
     with psycopg.connect(empty_database) as conn:
@@ -282,6 +292,38 @@ def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database
         )
     refused = run_installed(installed, empty_database, "schema", "upgrade", check=False)
     assert refused.returncode == 1 and "does not know: from_the_future" in refused.stderr, refused.stderr
+
+
+def combined_plan_checkout(into: Path) -> Path:
+    """The one plan (and its scripts) of before the crawler had a Sqitch project of its own, from
+    the repository's history: the revision before registry/combined.plan was added."""
+    added = subprocess.run(
+        ["git", "rev-list", "-1", "HEAD", "--", "registry/combined.plan"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    archive = subprocess.run(
+        ["git", "archive", f"{added}^", "sqitch.plan", "sqitch.conf", "deploy", "revert", "verify"],
+        cwd=REPO_ROOT, capture_output=True, check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    assert (into / "sqitch.plan").read_bytes() == (REPO_ROOT / "registry" / "combined.plan").read_bytes()
+    return into
+
+
+def test_upgrade_moves_a_database_of_the_combined_plan_in_place(
+    installed: Path, empty_database: str, tmp_path: Path
+):
+    combined = combined_plan_checkout(tmp_path)
+    sqitch(empty_database, "deploy", "--no-verify", "--to", "@v0.5.0", top=combined)
+    upgraded = run_installed(installed, empty_database, "schema", "upgrade")
+    assert f"+ {Plan.load(REPO_ROOT).changes[-1].name}" in upgraded.stdout
+    # Sqitch agrees: the core is up to date, and the crawler's changes are its own project's now,
+    # where `sqitch deploy` of the crawler's plan takes them on.
+    assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status").stdout
+    crawler = REPO_ROOT / "crawler" / "sqitch"
+    assert "# Project:  taskpool_crawler" in sqitch(empty_database, "status", top=crawler).stdout
+    sqitch(empty_database, "deploy", "--verify", top=crawler)
+    assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status", top=crawler).stdout
 
 
 def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_database: str):
