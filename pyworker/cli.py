@@ -711,7 +711,7 @@ def list_tasks(
     if role is not None:
         check_role(db, role)
     if store is not None:
-        db.get_dispensary(store)
+        db.check_store(store)
     tasks = db.list_tasks(
         role=role, status=status, store=store, limit=limit, offset=(page - 1) * limit
     )
@@ -1064,39 +1064,6 @@ SCHEDULE_COLUMNS: list[Column] = [
     ("last_tasks", "last_task_count"),
     ("last_error", "last_error"),
 ]
-
-
-@main.group()
-def stores() -> None:
-    """Add the stores (dispensaries) that per-store tasks name."""
-
-
-@stores.command("add")
-@click.argument("name")
-@click.option("--platform", metavar="P", help="The platform that serves its menu, e.g. dutchie.")
-@click.option("--state-code", metavar="XX", help="Its state's two capital letters, e.g. CA.")
-@click.option("--city", metavar="CITY", help="Its city.")
-@click.option(
-    "--menu-url",
-    metavar="URL",
-    help="Where its menu is; entry_point_discovery resolves it to the store's platform id.",
-)
-@prints()
-@pass_db
-def add_store(
-    db: Database,
-    name: str,
-    platform: str | None,
-    state_code: str | None,
-    city: str | None,
-    menu_url: str | None,
-) -> dict[str, Any]:
-    """Add store NAME (add_store()), active from now on, and print it: its id is what
-    `enqueue --store` takes.
-
-    A bad value exits 2, naming it; a menu URL another store has exits 1, naming that store.
-    """
-    return db.add_store(name, platform=platform, state_code=state_code, city=city, menu_url=menu_url)
 
 
 @main.group()

@@ -30,6 +30,7 @@ from psycopg.types.json import Jsonb, set_json_loads
 
 from pyworker.errors import (
     DatabaseUnavailable,
+    NotFound,
     Refused,
     SchemaMismatch,
     SchemaMissing,
@@ -195,10 +196,6 @@ PRUNE_TASKS_IN_BATCHES = (
 )
 COUNT_PRUNABLE_TASKS = "SELECT count_prunable_tasks(%(older_than)s::interval) AS tasks"
 ROLES = "SELECT role FROM task_roles ORDER BY role"
-ADD_STORE = (
-    "SELECT * FROM add_store(%(name)s::text, platform => %(platform)s::text,"
-    " state_code => %(state_code)s::text, city => %(city)s::text, menu_url => %(menu_url)s::text)"
-)
 WORKERS = "SELECT * FROM v_workers ORDER BY role, worker_id"
 
 # Schedules, planning, capacity and health
@@ -219,7 +216,7 @@ HEALTH_CHECKS = (
 )
 
 # Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
-GET_DISPENSARY = "SELECT * FROM get_dispensary(%(dispensary_id)s::integer)"
+STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
 ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
@@ -738,21 +735,6 @@ class Database:
         """The known role names, in order."""
         return [row["role"] for row in self._rows(ROLES)]
 
-    def add_store(
-        self,
-        name: str,
-        *,
-        platform: str | None = None,
-        state_code: str | None = None,
-        city: str | None = None,
-        menu_url: str | None = None,
-    ) -> dict[str, Any]:
-        """The new store's row; InvalidInput naming a bad value, Refused for a menu URL taken."""
-        return self._one(
-            ADD_STORE,
-            {"name": name, "platform": platform, "state_code": state_code, "city": city, "menu_url": menu_url},
-        )
-
     def workers(self) -> list[dict[str, Any]]:
         return self._rows(WORKERS)
 
@@ -815,9 +797,10 @@ class Database:
         with self._translated(), conn.transaction():
             yield
 
-    def get_dispensary(self, dispensary_id: int) -> dict[str, Any]:
-        """The store's dispensaries row; NotFound when there is none."""
-        return self._one(GET_DISPENSARY, {"dispensary_id": dispensary_id})
+    def check_store(self, store_id: int) -> None:
+        """NotFound unless the store exists (a row of dispensaries, the stores tasks name)."""
+        if not self._one(STORE_EXISTS, {"store_id": store_id})["found"]:
+            raise NotFound(f"dispensary {store_id} does not exist")
 
     def acquire_platform_request(self, platform: str) -> float:
         """Seconds to wait before asking again (0: send the request now); Refused while the

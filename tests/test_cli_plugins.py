@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pyworker.cli import COMMANDS_ENTRY_POINT_GROUP
 
-CORE_COMMANDS = ("enqueue", "list", "health", "schedules", "stores", "cron", "version")
-CRAWLER_COMMANDS = ("payloads", "resync", "simulator")
+CORE_COMMANDS = ("enqueue", "list", "health", "schedules", "schema", "cron", "version")
+CRAWLER_COMMANDS = ("payloads", "resync", "simulator", "stores")
 
 
 def python(code: str, site: Path, cwd: Path) -> subprocess.CompletedProcess[str]:

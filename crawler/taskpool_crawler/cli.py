@@ -1,5 +1,6 @@
 """The crawler's commands: `pyworker payloads list|show|diff`, the menu payloads from the
-operator's side, and `pyworker resync generate`, a day of product resyncs.
+operator's side, `pyworker resync generate`, a day of product resyncs, and `pyworker stores add`
+(add_store(), with the crawler's columns: platform, state, city, menu URL).
 
 The package's `pyworker.commands` entry points add them to pyworker's main group (with
 `simulator`, taskpool_crawler.simulator.cli); they take its global options and settings. The
@@ -317,3 +318,36 @@ def describe_resync_plan(plan: dict[str, Any], batches: int) -> str:
     if not plan["created"]:
         return f"{line}: there is no active store"
     return line
+
+
+@click.group()
+def stores() -> None:
+    """Add the stores (dispensaries) that per-store tasks name."""
+
+
+@stores.command("add")
+@click.argument("name")
+@click.option("--platform", metavar="P", help="The platform that serves its menu, e.g. dutchie.")
+@click.option("--state-code", metavar="XX", help="Its state's two capital letters, e.g. CA.")
+@click.option("--city", metavar="CITY", help="Its city.")
+@click.option(
+    "--menu-url",
+    metavar="URL",
+    help="Where its menu is; entry_point_discovery resolves it to the store's platform id.",
+)
+@prints()
+@pass_settings
+def add_store(
+    settings: Settings,
+    name: str,
+    platform: str | None,
+    state_code: str | None,
+    city: str | None,
+    menu_url: str | None,
+) -> dict[str, Any]:
+    """Add store NAME (add_store()), active from now on, and print it: its id is what
+    `enqueue --store` takes.
+
+    A bad value exits 2, naming it; a menu URL another store has exits 1, naming that store.
+    """
+    return crawler_db(settings).add_store(name, platform=platform, state_code=state_code, city=city, menu_url=menu_url)

@@ -17,6 +17,11 @@ from psycopg.types.json import Jsonb
 from pyworker.db import Database
 
 # The handlers' side: stores found and resolved, payloads, analytics (granted to taskpool_worker)
+ADD_STORE = (
+    "SELECT * FROM add_store(%(name)s::text, platform => %(platform)s::text,"
+    " state_code => %(state_code)s::text, city => %(city)s::text, menu_url => %(menu_url)s::text)"
+)
+GET_DISPENSARY = "SELECT * FROM get_dispensary(%(dispensary_id)s::integer)"
 SET_STORE_PLATFORM_ID = (
     "SELECT * FROM set_store_platform_id(%(dispensary_id)s::integer,"
     " %(platform_dispensary_id)s::text)"
@@ -105,6 +110,25 @@ GENERATE_RESYNC_TASKS = (
 
 class CrawlerDatabase(Database):
     """One connection to the taskpool database, with the crawler's calls."""
+
+    def get_dispensary(self, dispensary_id: int) -> dict[str, Any]:
+        """The store's dispensaries row; NotFound when there is none."""
+        return self.query_one(GET_DISPENSARY, {"dispensary_id": dispensary_id})
+
+    def add_store(
+        self,
+        name: str,
+        *,
+        platform: str | None = None,
+        state_code: str | None = None,
+        city: str | None = None,
+        menu_url: str | None = None,
+    ) -> dict[str, Any]:
+        """The new store's row; InvalidInput naming a bad value, Refused for a menu URL taken."""
+        return self.query_one(
+            ADD_STORE,
+            {"name": name, "platform": platform, "state_code": state_code, "city": city, "menu_url": menu_url},
+        )
 
     def set_store_platform_id(self, dispensary_id: int, platform_dispensary_id: str) -> dict[str, Any]:
         """Record the store's id on its platform; the store's row."""
