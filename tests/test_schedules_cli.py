@@ -17,22 +17,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 from core_fixtures import real_clock
-from worker_support import Run, run_json
+from worker_support import Run, make_stores, run_json
 
 from pyworker import cli
 
 
 DEFAULT_SCHEDULES = ["analytics_refresh", "daily_resync_plan", "store_discovery"]
-
-
-def make_stores(conn: psycopg.Connection, count: int, *, active: bool = True) -> list[int]:
-    return [
-        conn.execute(
-            "INSERT INTO dispensaries (name, active) VALUES (%s, %s) RETURNING id",
-            (f"Store {n}", active),
-        ).fetchone()[0]
-        for n in range(count)
-    ]
 
 
 def schedule_row(conn: psycopg.Connection, name: str) -> dict[str, Any]:

@@ -314,3 +314,14 @@ def run_json(run: Run, *args: str) -> Any:
     result = run(*args, "--json")
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
+
+
+def make_stores(conn: psycopg.Connection, count: int, *, active: bool = True) -> list[int]:
+    """`count` stores (dispensaries rows) named Store 0.., active or not; their ids."""
+    return [
+        conn.execute(
+            "INSERT INTO dispensaries (name, active) VALUES (%s, %s) RETURNING id",
+            (f"Store {n}", active),
+        ).fetchone()[0]
+        for n in range(count)
+    ]

@@ -13,19 +13,9 @@ from zoneinfo import ZoneInfo
 import psycopg
 import pytest
 from click.testing import CliRunner
-from worker_support import Run, run_json
+from worker_support import Run, make_stores, run_json
 
 from pyworker import cli
-
-
-def make_stores(conn: psycopg.Connection, count: int, *, active: bool = True) -> list[int]:
-    return [
-        conn.execute(
-            "INSERT INTO dispensaries (name, active) VALUES (%s, %s) RETURNING id",
-            (f"Store {n}", active),
-        ).fetchone()[0]
-        for n in range(count)
-    ]
 
 
 def tasks_by_role(conn: psycopg.Connection) -> dict[str, int]:
