@@ -20,15 +20,10 @@ def server_url() -> str:
     return os.environ.get("DATABASE_URL") or default_database_url()
 
 
-def url_for(url: str, dbname: str) -> str:
-    """The same server, user and options as `url` (a URL or a key=value string), another database."""
-    return database_url_for(url, dbname)
-
-
-def libpq(url: str, dbname: str | None = None) -> dict[str, str]:
-    """os.environ plus the PG* variables that point libpq tools (sqitch, psql, pgbench) at
-    `dbname` (default: `url`'s own) on `url`'s server."""
-    return libpq_env(url, dbname)
+# The same server, user and options as a URL (or key=value string), another database; and
+# os.environ plus the PG* variables that point libpq tools (sqitch, psql, pgbench) at a database.
+url_for = database_url_for
+libpq = libpq_env
 
 
 def sqitch_target(url: str, dbname: str) -> str:
