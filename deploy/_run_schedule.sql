@@ -1,19 +1,19 @@
 -- Deploy taskpool:_run_schedule to pg
--- requires: task_schedules
--- requires: generate_resync_tasks
--- requires: _enqueue_specs
+-- requires: _run_schedule@v0.5.0
+-- requires: task_schedules_day_plan
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- _run_schedule
 -- Makes one schedule's tasks now, by its kind; returns how many it created (errors propagate).
-CREATE FUNCTION _run_schedule(schedule task_schedules)
+CREATE OR REPLACE FUNCTION _run_schedule(schedule task_schedules)
 RETURNS integer
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_count integer;
+    v_count   integer;
+    v_planner regprocedure;
 BEGIN
     CASE schedule.kind
     WHEN 'single' THEN
@@ -49,10 +49,18 @@ BEGIN
             RETURNING 1
         )
         SELECT count(*) INTO v_count FROM created;
-    WHEN 'resync_plan' THEN
-        v_count := generate_resync_tasks(schedule.batches,
-                                         (taskpool_now() AT TIME ZONE schedule.time_zone)::date,
-                                         schedule.time_zone, schedule.priority);
+    WHEN 'day_plan' THEN
+        v_planner := to_regprocedure(schedule.planner || '(task_schedules, date)');
+        IF v_planner IS NULL OR (SELECT p.prorettype FROM pg_proc p WHERE p.oid = v_planner) <> 'integer'::regtype THEN
+            RAISE EXCEPTION USING
+                ERRCODE = '42883',
+                MESSAGE = format('planner %s(task_schedules, date) returning integer does not exist', schedule.planner),
+                HINT = 'A day_plan schedule names a function planner(schedule task_schedules, day date) that returns the number of tasks it made.';
+        END IF;
+        EXECUTE (SELECT format('SELECT %I.%I($1, $2)', n.nspname, p.proname)
+                 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.oid = v_planner)
+        INTO v_count
+        USING schedule, (taskpool_now() AT TIME ZONE schedule.time_zone)::date;
     END CASE;
     RETURN v_count;
 END;

@@ -1,12 +1,13 @@
 -- Deploy taskpool:_schedule_next_run_at to pg
--- requires: task_schedules
+-- requires: _schedule_next_run_at@v0.5.0
+-- requires: task_schedules_day_plan
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- _schedule_next_run_at
 -- The first slot of a schedule's cadence strictly after a time: what next_run_at moves on to.
-CREATE FUNCTION _schedule_next_run_at(schedule task_schedules, later_than timestamptz)
+CREATE OR REPLACE FUNCTION _schedule_next_run_at(schedule task_schedules, later_than timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql
 STABLE
@@ -14,7 +15,7 @@ AS $$
 -- Example:
 --   SELECT _schedule_next_run_at(s, taskpool_now()) FROM task_schedules s WHERE s.name = 'daily_resync_plan';
 -- Slots are counted from the schedule's next_run_at, so a late tick neither drifts nor fires a
--- backlog. A schedule steps by interval_hours of elapsed time. A resync plan plans one local
+-- backlog. A schedule steps by interval_hours of elapsed time. A day plan plans one local
 -- day, so it steps by local days instead (ceil(interval_hours / 24), at least one) and runs
 -- at local midnight in its time_zone: counting hours would put it at 23:00 or 01:00 after a
 -- daylight-saving change, planning a day whose slots are past (every store at once) or late.
@@ -24,7 +25,7 @@ DECLARE
     v_anchor_day date;
     v_step_days  integer;
 BEGIN
-    IF schedule.kind = 'resync_plan' THEN
+    IF schedule.kind = 'day_plan' THEN
         v_anchor_day := (schedule.next_run_at AT TIME ZONE schedule.time_zone)::date;
         v_step_days := ceil(schedule.interval_hours / 24.0)::integer;
         RETURN (v_anchor_day

@@ -1,6 +1,6 @@
 -- Deploy taskpool:update_schedule to pg
--- requires: update_schedule@v0.3.0
--- requires: _schedule_next_run_at
+-- requires: update_schedule@v0.5.0
+-- requires: task_schedules_day_plan
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -19,7 +19,7 @@ AS $$
 --   SELECT name, enabled, next_run_at FROM update_schedule('analytics_refresh', interval_hours := 12);
 --   SELECT enabled FROM update_schedule('store_discovery', enabled := false);
 -- Omitted arguments keep their value. A new interval counts from the last run (or now, if it
--- never ran), never earlier than now. A resync plan, which runs at local midnight, goes to the
+-- never ran), never earlier than now. A day plan, which runs at local midnight, goes to the
 -- first local midnight of its new cadence after now instead.
 DECLARE
     v_schedule task_schedules := _lock_schedule(update_schedule.name);
@@ -42,7 +42,7 @@ BEGIN
     v_changed.interval_hours := coalesce(update_schedule.interval_hours, v_schedule.interval_hours);
     IF v_changed.interval_hours <> v_schedule.interval_hours THEN
         v_changed.next_run_at := CASE
-            WHEN v_schedule.kind = 'resync_plan' THEN _schedule_next_run_at(v_changed, taskpool_now())
+            WHEN v_schedule.kind = 'day_plan' THEN _schedule_next_run_at(v_changed, taskpool_now())
             ELSE greatest(taskpool_now(),
                           coalesce(v_schedule.last_run_at, taskpool_now())
                           + make_interval(hours => v_changed.interval_hours))

@@ -1,7 +1,60 @@
--- Revert taskpool:_run_schedule from pg
+-- Revert taskpool:_run_schedule from pg: back to the v0.5.0 body, which ran resync_plan schedules
 
 BEGIN;
+SET client_min_messages = 'warning';
 
-DROP FUNCTION _run_schedule(task_schedules);
+-- _run_schedule
+-- Makes one schedule's tasks now, by its kind; returns how many it created (errors propagate).
+CREATE OR REPLACE FUNCTION _run_schedule(schedule task_schedules)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_count integer;
+BEGIN
+    CASE schedule.kind
+    WHEN 'single' THEN
+        -- Through the enqueue checks: a payload the role refuses fails the run, named in last_error.
+        SELECT count(*) INTO v_count
+        FROM _enqueue_specs(jsonb_build_array(jsonb_build_object(
+                 'role', schedule.role,
+                 'priority', schedule.priority,
+                 'payload', schedule.payload
+                     || CASE WHEN schedule.state_code IS NULL THEN '{}'::jsonb
+                             ELSE jsonb_build_object('state_code', schedule.state_code) END)),
+             NULL);
+    WHEN 'per_store' THEN
+        -- Inserted as a set, so the one check of enqueue that can fail here is made by hand.
+        IF octet_length(schedule.payload::text) > (SELECT r.max_payload_bytes FROM task_roles r WHERE r.role = schedule.role) THEN
+            RAISE EXCEPTION USING
+                ERRCODE = '54000',
+                MESSAGE = format('payload is %s bytes; role %s allows at most %s', octet_length(schedule.payload::text),
+                                 schedule.role, (SELECT r.max_payload_bytes FROM task_roles r WHERE r.role = schedule.role));
+        END IF;
+        WITH created AS (
+            INSERT INTO worker_tasks (role, dispensary_id, platform, priority, max_retries, payload)
+            SELECT schedule.role, d.id, d.platform, schedule.priority, r.max_retries, schedule.payload
+            FROM dispensaries d
+            CROSS JOIN task_roles r
+            WHERE r.role = schedule.role
+              AND d.active
+              AND (schedule.state_code IS NULL OR d.state_code = schedule.state_code)
+              AND NOT EXISTS (SELECT FROM worker_tasks t
+                              WHERE t.dispensary_id = d.id AND t.role = schedule.role
+                                AND t.status IN ('pending', 'claimed', 'running'))
+            ORDER BY d.id
+            RETURNING 1
+        )
+        SELECT count(*) INTO v_count FROM created;
+    WHEN 'resync_plan' THEN
+        v_count := generate_resync_tasks(schedule.batches,
+                                         (taskpool_now() AT TIME ZONE schedule.time_zone)::date,
+                                         schedule.time_zone, schedule.priority);
+    END CASE;
+    RETURN v_count;
+END;
+$$;
+
+REVOKE ALL ON FUNCTION _run_schedule(task_schedules) FROM PUBLIC;
 
 COMMIT;

@@ -1,9 +1,10 @@
 -- 12_schedules: task_schedules; tick_schedules (stale recovery, then each due schedule once:
 -- single, per_store, errors kept per schedule, the cadence without drift or backlog);
--- trigger_schedule and update_schedule, the operator's handles. (The crawler's default schedules
--- and a resync_plan schedule's run, generate_resync_tasks, are crawler/sql_tests/12_schedules_crawler.sql.)
+-- day_plan, a schedule that calls its planner function for the local day; trigger_schedule and
+-- update_schedule, the operator's handles. (The crawler's default schedules and its planner,
+-- plan_product_resync, are crawler/sql_tests/12_schedules_crawler.sql.)
 BEGIN;
-SELECT plan(67);
+SELECT plan(74);
 
 -- What a rejected call must leave as it was (tests.rejects' tables).
 \set written_tables '''{task_schedules, worker_tasks}'''
@@ -14,7 +15,8 @@ SELECT plan(67);
 SELECT has_table('task_schedules', 'Should have table task_schedules');
 SELECT columns_are('task_schedules', ARRAY[
     'id', 'name', 'role', 'kind', 'enabled', 'interval_hours', 'priority', 'state_code', 'payload', 'batches',
-    'time_zone', 'last_run_at', 'next_run_at', 'last_task_count', 'last_error', 'created_at', 'updated_at'],
+    'time_zone', 'last_run_at', 'next_run_at', 'last_task_count', 'last_error', 'created_at', 'updated_at',
+    'planner'],
     'Should give task_schedules exactly its columns');
 SELECT col_is_pk('task_schedules', 'id', 'Should key task_schedules by id');
 SELECT col_is_unique('task_schedules', 'name', 'Should make schedule names unique');
@@ -36,8 +38,9 @@ SELECT results_eq(
       WHERE conrelid = 'task_schedules'::regclass AND contype = 'c' ORDER BY conname$$,
     $$VALUES ('task_schedules_batches_in_range'), ('task_schedules_interval_hours_in_range'),
              ('task_schedules_kind_known'), ('task_schedules_name_not_blank'),
-             ('task_schedules_payload_is_object'), ('task_schedules_priority_in_range'),
-             ('task_schedules_resync_plan_makes_resyncs'), ('task_schedules_run_times_finite'),
+             ('task_schedules_payload_is_object'), ('task_schedules_planner_is_a_name'),
+             ('task_schedules_planner_only_for_day_plan'), ('task_schedules_priority_in_range'),
+             ('task_schedules_run_times_finite'),
              ('task_schedules_state_code_is_two_letters')$$,
     'Should have exactly the named CHECK constraints of task_schedules');
 SELECT has_index('task_schedules', 'task_schedules_due_idx', ARRAY['next_run_at'],
@@ -57,8 +60,18 @@ SELECT throws_ok($$INSERT INTO task_schedules (name, role, kind, interval_hours)
     '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_kind_known"',
     'Should refuse an unknown kind');
 SELECT throws_ok($$INSERT INTO task_schedules (name, role, kind, interval_hours) VALUES ('t12_x', 'store_discovery', 'resync_plan', 1)$$,
-    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_resync_plan_makes_resyncs"',
-    'Should refuse a resync_plan schedule of a role other than product_resync');
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_kind_known"',
+    'Should refuse resync_plan, the kind day_plan replaced');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, kind, interval_hours) VALUES ('t12_x', 'store_discovery', 'day_plan', 24)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_planner_only_for_day_plan"',
+    'Should refuse a day_plan schedule that names no planner');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, planner, interval_hours) VALUES ('t12_x', 'store_discovery', 'tests.t12_plan_day', 24)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_planner_only_for_day_plan"',
+    'Should refuse a planner on a schedule that is not a day_plan');
+SELECT throws_ok($$INSERT INTO task_schedules (name, role, kind, planner, interval_hours)
+                   VALUES ('t12_x', 'store_discovery', 'day_plan', 'now(); DROP TABLE worker_tasks; --', 24)$$,
+    '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_planner_is_a_name"',
+    'Should refuse a planner that is not a function name');
 SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours) VALUES ('t12_x', 'store_discovery', 0)$$,
     '23514', 'new row for relation "task_schedules" violates check constraint "task_schedules_interval_hours_in_range"',
     'Should refuse an interval of 0 hours');
@@ -112,8 +125,15 @@ INSERT INTO task_schedules (name, role, kind, interval_hours, priority, state_co
     ('t12_future',    't12_single', 'single',    6, 0, NULL, '{"s": "future"}',     true,  now() + interval '1 minute'),
     ('t12_disabled',  't12_single', 'single',    6, 0, NULL, '{"s": "disabled"}',   false, now() - interval '1 hour'),
     ('t12_broken',    't12_tiny',   'single',    6, 0, NULL, '{"s": "0123456789"}', false, now() - interval '1 hour');
-INSERT INTO task_schedules (name, role, kind, interval_hours, priority, batches, time_zone, enabled, next_run_at) VALUES
-    ('t12_plan', 'product_resync', 'resync_plan', 24, 7, 4, 'America/New_York', false, now() - interval '1 hour');
+INSERT INTO task_schedules (name, role, kind, planner, interval_hours, priority, batches, time_zone, enabled, next_run_at) VALUES
+    ('t12_plan', 't12_single', 'day_plan', 'tests.t12_plan_day', 24, 7, 4, 'America/New_York', false, now() - interval '1 hour');
+
+-- A planner: one task saying which day it planned and the schedule's batches.
+CREATE FUNCTION tests.t12_plan_day(schedule task_schedules, day date) RETURNS integer
+LANGUAGE sql AS $$
+    SELECT count(*)::integer FROM enqueue_task(schedule.role,
+        jsonb_build_object('day', day, 'batches', schedule.batches), priority := schedule.priority);
+$$;
 
 /****************************************************************************/
 -- tick_schedules: each due schedule runs once
@@ -211,6 +231,19 @@ SELECT results_eq(
     $$SELECT last_run_at, last_task_count, last_error FROM task_schedules WHERE name = 't12_broken'$$,
     $$VALUES (NULL::timestamptz, NULL::integer, NULL::text)$$,
     'Should record nothing of a triggered run that failed');
+
+SELECT results_eq(
+    $$SELECT last_task_count, last_error FROM trigger_schedule('t12_plan')$$,
+    $$VALUES (1, NULL::text)$$,
+    'Should run a day_plan schedule through its planner, recording the tasks it made');
+SELECT results_eq(
+    $$SELECT priority, payload FROM worker_tasks WHERE role = 't12_single' AND payload ? 'day'$$,
+    $$VALUES (7, jsonb_build_object('day', (now() AT TIME ZONE 'America/New_York')::date, 'batches', 4))$$,
+    'Should hand the planner the schedule and today in the schedule''s time zone');
+UPDATE task_schedules SET planner = 'tests.t12_no_such_planner' WHERE name = 't12_plan';
+SELECT tests.rejects($$SELECT trigger_schedule('t12_plan')$$,
+    '42883', 'planner tests.t12_no_such_planner(task_schedules, date) returning integer does not exist',
+    'a day_plan whose planner does not exist', tables := :written_tables);
 
 SELECT tests.rejects($$SELECT trigger_schedule('t12_nope')$$,
     'P0002', 'schedule ''t12_nope'' does not exist', 'triggering an unknown schedule',

@@ -1,8 +1,8 @@
 -- 26_schedules_hostile: what hostile values do to schedules and the idle-transaction guard
 -- (issue 11, items 8, 9 and 11): an infinite run time is refused, and one bad schedule no longer
--- stops the tick; a long stale threshold no longer makes a role unclaimable; a resync_plan
+-- stops the tick; a long stale threshold no longer makes a role unclaimable; a day_plan
 -- schedule's next run is at local midnight across daylight-saving changes. (What the crawler's
--- generate_resync_tasks, which a resync_plan schedule runs, does with hostile days and time zones
+-- generate_resync_tasks, which a day_plan schedule runs, does with hostile days and time zones
 -- is crawler/sql_tests/26_schedules_hostile_crawler.sql.)
 BEGIN;
 SELECT plan(25);
@@ -95,13 +95,13 @@ SELECT lives_ok($$UPDATE task_roles SET stale_threshold = '1 year' WHERE role = 
     'Should accept a stale threshold of a year');
 
 /****************************************************************************/
--- Item 11: a resync_plan schedule moves on to local midnight of its time zone
+-- Item 11: a day_plan schedule moves on to local midnight of its time zone
 
 -- Planned last on a day of summer time and on one of standard time: whichever the offset of
 -- tomorrow, one of them crosses a daylight-saving change before its next run.
-INSERT INTO task_schedules (name, role, kind, interval_hours, batches, time_zone, next_run_at) VALUES
-    ('t26_plan_summer', 'product_resync', 'resync_plan', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-07-01')),
-    ('t26_plan_winter', 'product_resync', 'resync_plan', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-12-01'));
+INSERT INTO task_schedules (name, role, kind, planner, interval_hours, batches, time_zone, next_run_at) VALUES
+    ('t26_plan_summer', 'product_resync', 'day_plan', 'tests.t26_plan_day', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-07-01')),
+    ('t26_plan_winter', 'product_resync', 'day_plan', 'tests.t26_plan_day', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-12-01'));
 
 -- The next run after a given moment, around both changes of 2026 in New York.
 UPDATE task_schedules SET next_run_at = pg_temp.ny_midnight('2026-10-31') WHERE name = 't26_plan_summer';
@@ -121,24 +121,24 @@ UPDATE task_schedules SET interval_hours = 48 WHERE name = 't26_plan_summer';
 SELECT is(_schedule_next_run_at((SELECT s FROM task_schedules s WHERE name = 't26_plan_summer'),
                                 pg_temp.ny_midnight('2026-11-03') + interval '5 hours'),
     pg_temp.ny_midnight('2026-11-04'),
-    'Should keep a 48-hour resync plan on its every-other-day cadence, at local midnight');
+    'Should keep a 48-hour day plan on its every-other-day cadence, at local midnight');
 SELECT is(_schedule_next_run_at((SELECT s FROM task_schedules s WHERE name = 't26_plan_summer'),
                                 pg_temp.ny_midnight('2026-11-04') + interval '5 hours'),
     pg_temp.ny_midnight('2026-11-06'),
-    'Should skip the day off the cadence of a 48-hour resync plan');
+    'Should skip the day off the cadence of a 48-hour day plan');
 SELECT is(_schedule_next_run_at((SELECT s FROM task_schedules s WHERE name = 't26_good'),
                                 now() + interval '7 hours'),
     now() - interval '1 minute' + interval '12 hours',
-    'Should keep counting hours for a schedule that is not a resync plan');
+    'Should keep counting hours for a schedule that is not a day plan');
 
--- update_schedule moves a resync plan's next run to a local midnight too.
+-- update_schedule moves a day plan's next run to a local midnight too.
 -- Due at the next local midnight, where a tick puts it (crawler/sql_tests/26_schedules_hostile_crawler.sql).
 UPDATE task_schedules SET next_run_at = pg_temp.ny_midnight((now() AT TIME ZONE 'America/New_York')::date + 1)
 WHERE name = 't26_plan_winter';
 SELECT is((SELECT next_run_at FROM update_schedule('t26_plan_winter', interval_hours := 48)) AT TIME ZONE 'America/New_York'
           - (SELECT (next_run_at AT TIME ZONE 'America/New_York')::date FROM task_schedules WHERE name = 't26_plan_winter'),
     interval '0',
-    'Should put a resync plan whose interval changes at a local midnight');
+    'Should put a day plan whose interval changes at a local midnight');
 SELECT cmp_ok((SELECT next_run_at FROM task_schedules WHERE name = 't26_plan_winter'), '>', now(),
     'Should put it after now');
 

@@ -68,7 +68,7 @@ def test_schedules_list_shows_the_default_schedules(run: Run) -> None:
     by_name = {row[0]: row for row in rows}
     assert sorted(by_name) == DEFAULT_SCHEDULES
     assert by_name["store_discovery"][1:7] == ["store_discovery", "single", "true", "24", "h", "5"]
-    assert by_name["daily_resync_plan"][1:3] == ["product_resync", "resync_plan"]
+    assert by_name["daily_resync_plan"][1:3] == ["product_resync", "day_plan"]
     assert by_name["analytics_refresh"][4:6] == ["6", "h"]
 
 

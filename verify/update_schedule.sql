@@ -7,4 +7,6 @@ SELECT has_function_privilege('update_schedule(text, boolean, integer, integer)'
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
 WHERE proname = 'update_schedule' AND pg_get_functiondef(oid) LIKE '%_schedule_next_run_at(%';
 
+SELECT 1 / count(*) FROM pg_proc WHERE proname = 'update_schedule' AND prosrc LIKE '%day_plan%';
+
 ROLLBACK;

@@ -1,5 +1,5 @@
 -- 26_schedules_hostile_crawler: what hostile days and time zones do to the crawler's resync
--- planning, which a resync_plan schedule runs (issue 11, items 8, 11 and 17): an unknown time
+-- planning, which a day_plan schedule of plan_product_resync runs (issue 11, items 8, 11 and 17): an unknown time
 -- zone is the schedule's error, a daily plan runs at local midnight across daylight-saving changes,
 -- a day generate_resync_tasks cannot plan is refused with 22023. (The core's part, schedules and
 -- the idle-transaction guard, is sql_tests/26_schedules_hostile.sql.)
@@ -25,8 +25,8 @@ UPDATE dispensaries SET active = false WHERE active;
 /****************************************************************************/
 -- Item 8: a resync plan whose time zone is unknown records its error; the tick goes on
 
-INSERT INTO task_schedules (name, role, kind, interval_hours, batches, time_zone, next_run_at) VALUES
-    ('t26_bad_zone', 'product_resync', 'resync_plan', 24, 6, 'Mars/Olympus', now() - interval '2 minutes');
+INSERT INTO task_schedules (name, role, kind, planner, interval_hours, batches, time_zone, next_run_at) VALUES
+    ('t26_bad_zone', 'product_resync', 'day_plan', 'plan_product_resync', 24, 6, 'Mars/Olympus', now() - interval '2 minutes');
 
 SELECT lives_ok($$SELECT tick_schedules()$$,
     'Should tick through a schedule whose time zone is unknown');
@@ -58,13 +58,13 @@ SELECT is(generate_resync_tasks(6, '0001-01-01', 'Pacific/Kiritimati'), 1,
     'Should plan the first day, in the time zone furthest ahead of UTC');
 
 /****************************************************************************/
--- Item 11: a resync_plan schedule moves on to local midnight of its time zone
+-- Item 11: a day_plan schedule of plan_product_resync moves on to local midnight of its time zone
 
 -- Planned last on a day of summer time and on one of standard time: whichever the offset of
 -- tomorrow, one of them crosses a daylight-saving change before its next run.
-INSERT INTO task_schedules (name, role, kind, interval_hours, batches, time_zone, next_run_at) VALUES
-    ('t26_plan_summer', 'product_resync', 'resync_plan', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-07-01')),
-    ('t26_plan_winter', 'product_resync', 'resync_plan', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-12-01'));
+INSERT INTO task_schedules (name, role, kind, planner, interval_hours, batches, time_zone, next_run_at) VALUES
+    ('t26_plan_summer', 'product_resync', 'day_plan', 'plan_product_resync', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-07-01')),
+    ('t26_plan_winter', 'product_resync', 'day_plan', 'plan_product_resync', 24, 6, 'America/New_York', pg_temp.ny_midnight('2025-12-01'));
 SELECT tick_schedules();
 SELECT results_eq(
     $$SELECT name, last_error, next_run_at FROM task_schedules WHERE name LIKE 't26_plan_%' ORDER BY name$$,

@@ -97,7 +97,7 @@ WAITING_TASKS = (
     " FROM v_waiting_tasks w WHERE w.role = ANY(%(roles)s::text[])"
     " ORDER BY w.ready_at NULLS FIRST, w.id"
 )
-# Planning: the day defaults to today in the plan's time zone, as a resync_plan schedule's run takes it.
+# Planning: the day defaults to today in the plan's time zone, as the daily_resync_plan schedule's planner (plan_product_resync) takes it.
 GENERATE_RESYNC_TASKS = (
     "WITH plan AS (SELECT coalesce(%(time_zone)s::text, current_setting('TimeZone')) AS time_zone)"
     " SELECT d.day, p.time_zone, r.created, r.already_planned, r.resync_under_way"

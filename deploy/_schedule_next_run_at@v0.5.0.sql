@@ -1,0 +1,42 @@
+-- Deploy taskpool:_schedule_next_run_at to pg
+-- requires: task_schedules
+
+BEGIN;
+SET client_min_messages = 'warning';
+
+-- _schedule_next_run_at
+-- The first slot of a schedule's cadence strictly after a time: what next_run_at moves on to.
+CREATE FUNCTION _schedule_next_run_at(schedule task_schedules, later_than timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql
+STABLE
+AS $$
+-- Example:
+--   SELECT _schedule_next_run_at(s, taskpool_now()) FROM task_schedules s WHERE s.name = 'daily_resync_plan';
+-- Slots are counted from the schedule's next_run_at, so a late tick neither drifts nor fires a
+-- backlog. A schedule steps by interval_hours of elapsed time. A resync plan plans one local
+-- day, so it steps by local days instead (ceil(interval_hours / 24), at least one) and runs
+-- at local midnight in its time_zone: counting hours would put it at 23:00 or 01:00 after a
+-- daylight-saving change, planning a day whose slots are past (every store at once) or late.
+-- Raises what the time arithmetic raises (an unknown time zone, an infinite time): the tick
+-- records that as the schedule's error.
+DECLARE
+    v_anchor_day date;
+    v_step_days  integer;
+BEGIN
+    IF schedule.kind = 'resync_plan' THEN
+        v_anchor_day := (schedule.next_run_at AT TIME ZONE schedule.time_zone)::date;
+        v_step_days := ceil(schedule.interval_hours / 24.0)::integer;
+        RETURN (v_anchor_day
+                + v_step_days * (floor(((later_than AT TIME ZONE schedule.time_zone)::date - v_anchor_day)::numeric
+                                       / v_step_days)::integer + 1)
+               )::timestamp AT TIME ZONE schedule.time_zone;
+    END IF;
+    RETURN schedule.next_run_at + make_interval(hours => schedule.interval_hours)
+           * (floor(extract(epoch FROM later_than - schedule.next_run_at) / (schedule.interval_hours * 3600)) + 1);
+END;
+$$;
+
+REVOKE ALL ON FUNCTION _schedule_next_run_at(task_schedules, timestamptz) FROM PUBLIC;
+
+COMMIT;

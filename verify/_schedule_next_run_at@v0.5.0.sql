@@ -1,0 +1,7 @@
+-- Verify taskpool:_schedule_next_run_at on pg
+
+BEGIN;
+
+SELECT 'public._schedule_next_run_at(task_schedules, timestamptz)'::regprocedure;
+
+ROLLBACK;
