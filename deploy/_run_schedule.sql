@@ -53,7 +53,7 @@ BEGIN
         v_planner := to_regprocedure(schedule.planner || '(task_schedules, date)');
         IF v_planner IS NULL OR (SELECT p.prorettype FROM pg_proc p WHERE p.oid = v_planner) <> 'integer'::regtype THEN
             RAISE EXCEPTION USING
-                ERRCODE = '42883',
+                ERRCODE = '22023',
                 MESSAGE = format('planner %s(task_schedules, date) returning integer does not exist', schedule.planner),
                 HINT = 'A day_plan schedule names a function planner(schedule task_schedules, day date) that returns the number of tasks it made.';
         END IF;

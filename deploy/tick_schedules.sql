@@ -1,6 +1,6 @@
 -- Deploy taskpool:tick_schedules to pg
--- requires: tick_schedules@v0.4.0
--- requires: schedule_ticks
+-- requires: tick_schedules@v0.5.0
+-- requires: task_schedules_cadence
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -17,11 +17,11 @@ AS $$
 -- Due schedules are locked with FOR UPDATE SKIP LOCKED and moved on before commit, so ticks
 -- racing (pg_cron, `pyworker scheduler`, a person) run each due schedule exactly once: a
 -- rival skips the rows this tick holds, and once it commits, their next_run_at is no longer due.
--- A schedule moves on to the next slot of its cadence (_schedule_next_run_at: local midnight
--- for a resync plan). A schedule whose run or next slot fails keeps none of that run's tasks,
--- records last_error and is retried after least(interval_hours, 10 minutes), counted from now
--- so that a schedule whose own times cannot be computed with gets a finite one; the other
--- schedules run regardless.
+-- A schedule moves on to the next slot of its cadence (_schedule_next_run_at: the next cron
+-- slot, local midnight for a day plan). A schedule whose run or next slot fails keeps none of
+-- that run's tasks, records last_error and is retried after least(every, 10 minutes), or at its
+-- next cron slot when that is sooner, counted from now so that a schedule whose own times cannot
+-- be computed with gets a finite one; the other schedules run regardless.
 -- Each tick records itself in schedule_ticks, for taskpool_health(). A rival tick holding that row
 -- is recording a tick of the same moment: this one skips the row rather than wait for its commit.
 DECLARE
@@ -31,6 +31,7 @@ DECLARE
     v_error     text;
     v_recovered integer;
     v_report    jsonb := '[]';
+    v_retry_at  timestamptz;
 BEGIN
     v_recovered := recover_stale_tasks();
 
@@ -52,11 +53,19 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
             v_count := 0;
+            v_retry_at := v_now + least(coalesce(v_schedule.every, interval '10 minutes'), interval '10 minutes');
+            IF v_schedule.cron IS NOT NULL THEN
+                BEGIN
+                    v_retry_at := least(v_retry_at, cron_next_run(v_schedule.cron, v_now, v_schedule.time_zone));
+                EXCEPTION WHEN OTHERS THEN
+                    NULL;  -- its time zone is what failed: the 10 minutes stand
+                END;
+            END IF;
             UPDATE task_schedules s
             SET last_run_at = v_now,
                 last_task_count = 0,
                 last_error = v_error,
-                next_run_at = v_now + least(make_interval(hours => s.interval_hours), interval '10 minutes')
+                next_run_at = v_retry_at
             WHERE s.id = v_schedule.id;
         END;
 

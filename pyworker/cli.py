@@ -28,6 +28,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, BinaryIO
 
@@ -1052,12 +1053,19 @@ def echo_health(
 
 # Schedules and planning
 
+def describe_every(every: timedelta) -> str:
+    """A schedule's interval as the table shows it: whole hours as "N h", else minutes."""
+    seconds = round(every.total_seconds())
+    return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min"
+
+
 SCHEDULE_COLUMNS: list[Column] = [
     ("name", "name"),
     ("role", "role"),
     ("kind", "kind"),
     ("enabled", "enabled"),
-    ("every", lambda row: f"{row['interval_hours']} h"),
+    ("every", lambda row: row["cron"] or describe_every(row["every"])),
+    ("time_zone", "time_zone"),
     ("priority", "priority"),
     ("next_run_at", "next_run_at"),
     ("last_run_at", "last_run_at"),
@@ -1079,40 +1087,111 @@ def list_schedules(db: Database) -> list[dict[str, Any]]:
     return db.schedules()
 
 
-@schedules.command("update")
-@click.argument("name")
-@click.option("--enable", is_flag=True, help="Turn the schedule on.")
-@click.option("--disable", is_flag=True, help="Turn the schedule off.")
-@click.option(
-    "--interval-hours",
-    type=int,
-    metavar="N",
-    help="Run every N hours (1..8760), counted from the last run, never earlier than now.",
-)
-@click.option("--priority", type=int, metavar="N", help="Priority of its tasks (-100..100).")
-@prints()
-@pass_db
-def update_schedule(
-    db: Database,
-    name: str,
-    enable: bool,
-    disable: bool,
-    interval_hours: int | None,
-    priority: int | None,
-) -> dict[str, Any]:
-    """Change schedule NAME: enable or disable it, its interval or its tasks' priority.
+def schedule_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The fields of a schedule, as create and update take them (SQL checks each value)."""
+    options = [
+        click.option(
+            "--kind", type=click.Choice(["single", "per_store", "day_plan"]),
+            help="single: one task a run; per_store: one per active store; day_plan: --planner plans the day.",
+        ),
+        click.option(
+            "--every", metavar="INTERVAL",
+            help="Run every INTERVAL of elapsed time, 1 minute to 365 days ('15 minutes', '2h', '1 day').",
+        ),
+        click.option(
+            "--cron", metavar="EXPR",
+            help="Run at the slots of a five-field cron expression ('*/15 * * * *', '0 7 * * mon-fri', @daily).",
+        ),
+        click.option(
+            "--interval-hours", type=int, metavar="N",
+            help="Run every N hours (1..8760): --every in hours.",
+        ),
+        click.option(
+            "--time-zone", metavar="ZONE",
+            help="IANA time zone of the cron slots and day plans (UTC if never set).",
+        ),
+        click.option(
+            "--payload", type=JsonValue(),
+            help="Payload of its tasks, a JSON object.",
+        ),
+        click.option(
+            "--state", "state_code", metavar="XX",
+            help="Only stores of this state (two capital letters; '' clears it).",
+        ),
+        click.option(
+            "--priority", type=int, metavar="N",
+            help="Priority of its tasks (-100..100).",
+        ),
+        click.option(
+            "--batches", type=int, metavar="N",
+            help="Batches of a day plan (1..1440).",
+        ),
+        click.option(
+            "--planner", metavar="FUNCTION",
+            help="A day plan's SQL function planner(schedule, day) → integer.",
+        ),
+        click.option(
+            "--next-run-at", metavar="TIME",
+            help="When it is next due (a timestamp PostgreSQL reads).",
+        ),
+        click.option("--enable", is_flag=True, help="Turn the schedule on."),
+        click.option("--disable", is_flag=True, help="Turn the schedule off."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
-    Options left out keep their value. Prints the schedule. An unknown NAME exits 2, naming the
-    schedules there are, as do a value out of range and --enable with --disable.
-    """
+
+def schedule_fields(enable: bool, disable: bool, **fields: Any) -> dict[str, Any]:
+    """The options of schedule_options as the fields of create_schedule and update_schedule."""
     if enable and disable:
         raise click.UsageError("give --enable or --disable, not both")
-    enabled = True if enable else False if disable else None
-    if enabled is None and interval_hours is None and priority is None:
-        raise click.UsageError(
-            "give at least one of --enable, --disable, --interval-hours, --priority"
-        )
-    return db.update_schedule(name, enabled=enabled, interval_hours=interval_hours, priority=priority)
+    return {**fields, "enabled": True if enable else False if disable else None}
+
+
+@schedules.command("create")
+@click.argument("name")
+@click.option("--role", required=True, metavar="ROLE", help="The role of its tasks.")
+@schedule_options
+@prints()
+@pass_db
+def create_schedule(db: Database, name: str, role: str, **options: Any) -> dict[str, Any]:
+    """Add schedule NAME of ROLE, on one cadence: --every, --interval-hours or --cron.
+
+    An every schedule is due at once, a cron schedule at its next slot, a day plan at today's local
+    midnight, unless --next-run-at says otherwise. Prints the schedule. A bad value exits 2 naming
+    it, and nothing is written.
+    """
+    return db.create_schedule(name, role, **schedule_fields(**options))
+
+
+@schedules.command("update")
+@click.argument("name")
+@schedule_options
+@prints()
+@pass_db
+def update_schedule(db: Database, name: str, **options: Any) -> dict[str, Any]:
+    """Change schedule NAME: any of its fields; options left out keep their value.
+
+    One cadence at a time: --cron drops the interval, --every or --interval-hours drops the cron. A
+    new cadence or time zone moves the next run (an interval counts from the last run, never
+    earlier than now; cron to its next slot) unless --next-run-at is given. Prints the schedule.
+    An unknown NAME exits 2, naming the schedules there are, as does a bad value.
+    """
+    fields = schedule_fields(**options)
+    if all(value is None for value in fields.values()):
+        raise click.UsageError("give at least one field to change (see --help)")
+    return db.update_schedule(name, **fields)
+
+
+@schedules.command("delete")
+@click.argument("name")
+@prints()
+@pass_db
+def delete_schedule(db: Database, name: str) -> Shown:
+    """Delete schedule NAME; the tasks it made stay. An unknown NAME exits 2."""
+    row = db.delete_schedule(name)
+    return Shown(row, lambda: click.echo(f"schedule {row['name']} deleted"))
 
 
 @schedules.command("trigger")

@@ -201,10 +201,22 @@ WORKERS = "SELECT * FROM v_workers ORDER BY role, worker_id"
 # Schedules, planning, capacity and health
 TICK_SCHEDULES = "SELECT tick_schedules() AS report"
 SCHEDULES = "SELECT * FROM task_schedules ORDER BY name"
-UPDATE_SCHEDULE = (
-    "SELECT * FROM update_schedule(%(name)s::text, enabled => %(enabled)s::boolean,"
-    " interval_hours => %(interval_hours)s::integer, priority => %(priority)s::integer)"
-)
+# The fields create_schedule and update_schedule take by name, with their SQL types.
+SCHEDULE_FIELDS = {
+    "kind": "text",
+    "every": "interval",
+    "cron": "text",
+    "interval_hours": "integer",
+    "time_zone": "text",
+    "payload": "jsonb",
+    "state_code": "text",
+    "priority": "integer",
+    "batches": "integer",
+    "planner": "text",
+    "enabled": "boolean",
+    "next_run_at": "timestamptz",
+}
+DELETE_SCHEDULE = "SELECT * FROM delete_schedule(%(name)s::text)"
 TRIGGER_SCHEDULE = "SELECT * FROM trigger_schedule(%(name)s::text)"
 WORKER_CAPACITY_ROWS = "SELECT * FROM v_worker_capacity ORDER BY role"
 WORKER_CAPACITY_ROW = "SELECT * FROM v_worker_capacity WHERE role = %(role)s::text"
@@ -519,12 +531,12 @@ class Database:
                 self.close()
             raise translated from error
 
-    def _rows(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _rows(self, query: str | sql.Composable, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         conn = self.connect()
         with self._translated():
             return conn.execute(query, params).fetchall()
 
-    def _one(self, query: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def _one(self, query: str | sql.Composable, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
         rows = self._rows(query, params)
         return rows[0] if rows else None
 
@@ -747,18 +759,16 @@ class Database:
     def schedules(self) -> list[dict[str, Any]]:
         return self._rows(SCHEDULES)
 
-    def update_schedule(
-        self,
-        name: str,
-        *,
-        enabled: bool | None = None,
-        interval_hours: int | None = None,
-        priority: int | None = None,
-    ) -> dict[str, Any]:
-        return self._one(
-            UPDATE_SCHEDULE,
-            {"name": name, "enabled": enabled, "interval_hours": interval_hours, "priority": priority},
-        )
+    def create_schedule(self, name: str, role: str, **fields: Any) -> dict[str, Any]:
+        """create_schedule(name, role, ...) with the SCHEDULE_FIELDS given (None: its default)."""
+        return self._one(*_schedule_call("create_schedule", {"name": name, "role": role}, fields))
+
+    def update_schedule(self, name: str, **fields: Any) -> dict[str, Any]:
+        """update_schedule(name, ...): the SCHEDULE_FIELDS given change, None keeps a value."""
+        return self._one(*_schedule_call("update_schedule", {"name": name}, fields))
+
+    def delete_schedule(self, name: str) -> dict[str, Any]:
+        return self._one(DELETE_SCHEDULE, {"name": name})
 
     def trigger_schedule(self, name: str) -> dict[str, Any]:
         return self._one(TRIGGER_SCHEDULE, {"name": name})
@@ -820,3 +830,27 @@ class Database:
 def listen_query(channel: str) -> sql.Composed:
     """LISTEN on `channel` (an identifier, never a string literal)."""
     return sql.SQL("LISTEN {}").format(sql.Identifier(channel))
+
+
+def _schedule_call(
+    function: str, keys: dict[str, str], fields: dict[str, Any]
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """A call of a schedule function with the keys, then each field given (not None) by name."""
+    given = {key: value for key, value in fields.items() if value is not None}
+    unknown = set(given) - set(SCHEDULE_FIELDS)
+    if unknown:
+        raise TypeError(f"{function} takes no {', '.join(sorted(unknown))}")
+    arguments = [sql.SQL("{}::text").format(sql.Placeholder(key)) for key in keys] + [
+        sql.SQL("{} => {}::{}").format(
+            sql.Identifier(key), sql.Placeholder(key), sql.SQL(SCHEDULE_FIELDS[key])
+        )
+        for key in given
+    ]
+    query = sql.SQL("SELECT * FROM {}({})").format(
+        sql.Identifier(function), sql.SQL(", ").join(arguments)
+    )
+    params = {
+        **keys,
+        **{key: Jsonb(value) if SCHEDULE_FIELDS[key] == "jsonb" else value for key, value in given.items()},
+    }
+    return query, params

@@ -3,9 +3,11 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
+DROP FUNCTION update_schedule(text, boolean, integer, integer, jsonb, text, text, text, interval, text, text, integer, timestamptz);
+
 -- update_schedule
 -- Enables or disables a schedule, or changes its interval or priority; returns it.
-CREATE OR REPLACE FUNCTION update_schedule(
+CREATE FUNCTION update_schedule(
     name           text,
     enabled        boolean DEFAULT NULL,
     interval_hours integer DEFAULT NULL,
@@ -59,5 +61,9 @@ END;
 $$;
 
 REVOKE ALL ON FUNCTION update_schedule(text, boolean, integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION update_schedule(text, boolean, integer, integer) IS $$Enables or disables a schedule, or changes its interval or priority; returns it.
+Example:
+  SELECT name, enabled, next_run_at FROM update_schedule('analytics_refresh', interval_hours := 12);
+  SELECT enabled FROM update_schedule('store_discovery', enabled := false);$$;
 
 COMMIT;

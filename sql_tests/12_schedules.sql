@@ -16,7 +16,7 @@ SELECT has_table('task_schedules', 'Should have table task_schedules');
 SELECT columns_are('task_schedules', ARRAY[
     'id', 'name', 'role', 'kind', 'enabled', 'interval_hours', 'priority', 'state_code', 'payload', 'batches',
     'time_zone', 'last_run_at', 'next_run_at', 'last_task_count', 'last_error', 'created_at', 'updated_at',
-    'planner'],
+    'planner', 'every', 'cron'],
     'Should give task_schedules exactly its columns');
 SELECT col_is_pk('task_schedules', 'id', 'Should key task_schedules by id');
 SELECT col_is_unique('task_schedules', 'name', 'Should make schedule names unique');
@@ -28,16 +28,17 @@ SELECT results_eq(
         AND column_name IN ('kind', 'enabled', 'interval_hours', 'payload', 'batches', 'time_zone',
                             'last_run_at', 'next_run_at', 'last_task_count', 'last_error')
       ORDER BY column_name$$,
-    $$VALUES ('batches', 'integer', 'NO'), ('enabled', 'boolean', 'NO'), ('interval_hours', 'integer', 'NO'),
+    $$VALUES ('batches', 'integer', 'NO'), ('enabled', 'boolean', 'NO'), ('interval_hours', 'integer', 'YES'),
              ('kind', 'text', 'NO'), ('last_error', 'text', 'YES'), ('last_run_at', 'timestamp with time zone', 'YES'),
              ('last_task_count', 'integer', 'YES'), ('next_run_at', 'timestamp with time zone', 'NO'),
              ('payload', 'jsonb', 'NO'), ('time_zone', 'text', 'NO')$$,
-    'Should type the schedule columns, the run record nullable');
+    'Should type the schedule columns, the run record and interval_hours (NULL for cron and sub-hour schedules) nullable');
 SELECT results_eq(
     $$SELECT conname::text COLLATE "default" FROM pg_constraint
       WHERE conrelid = 'task_schedules'::regclass AND contype = 'c' ORDER BY conname$$,
-    $$VALUES ('task_schedules_batches_in_range'), ('task_schedules_interval_hours_in_range'),
-             ('task_schedules_kind_known'), ('task_schedules_name_not_blank'),
+    $$VALUES ('task_schedules_batches_in_range'), ('task_schedules_cron_parses'), ('task_schedules_every_in_range'),
+             ('task_schedules_interval_hours_in_range'),
+             ('task_schedules_kind_known'), ('task_schedules_name_not_blank'), ('task_schedules_one_cadence'),
              ('task_schedules_payload_is_object'), ('task_schedules_planner_is_a_name'),
              ('task_schedules_planner_only_for_day_plan'), ('task_schedules_priority_in_range'),
              ('task_schedules_run_times_finite'),
@@ -49,8 +50,10 @@ SELECT has_trigger('task_schedules', '_100_touch_updated_at', 'Should stamp upda
 SELECT function_returns('public', 'tick_schedules', ARRAY[]::text[], 'jsonb', 'tick_schedules() should return jsonb');
 SELECT function_returns('public', 'trigger_schedule', ARRAY['text'], 'task_schedules',
     'trigger_schedule(name) should return the schedule');
-SELECT function_returns('public', 'update_schedule', ARRAY['text', 'boolean', 'integer', 'integer'], 'task_schedules',
-    'update_schedule(name, enabled, interval_hours, priority) should return the schedule');
+SELECT function_returns('public', 'update_schedule',
+    ARRAY['text', 'boolean', 'integer', 'integer', 'jsonb', 'text', 'text', 'text', 'interval', 'text', 'text', 'integer',
+          'timestamp with time zone'], 'task_schedules',
+    'update_schedule(name, enabled, interval_hours, priority, ...) should return the schedule');
 
 -- The constraints, each fired by a row that breaks only it.
 SELECT throws_ok($$INSERT INTO task_schedules (name, role, interval_hours) VALUES (' ', 'store_discovery', 1)$$,
@@ -242,7 +245,7 @@ SELECT results_eq(
     'Should hand the planner the schedule and today in the schedule''s time zone');
 UPDATE task_schedules SET planner = 'tests.t12_no_such_planner' WHERE name = 't12_plan';
 SELECT tests.rejects($$SELECT trigger_schedule('t12_plan')$$,
-    '42883', 'planner tests.t12_no_such_planner(task_schedules, date) returning integer does not exist',
+    '22023', 'planner tests.t12_no_such_planner(task_schedules, date) returning integer does not exist',
     'a day_plan whose planner does not exist', tables := :written_tables);
 
 SELECT tests.rejects($$SELECT trigger_schedule('t12_nope')$$,

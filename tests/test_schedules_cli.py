@@ -63,11 +63,11 @@ def test_the_new_commands_are_listed_with_help() -> None:
 
 def test_schedules_list_shows_the_default_schedules(run: Run) -> None:
     header, *rows = table(run("schedules", "list"))
-    assert header == ["name", "role", "kind", "enabled", "every", "priority", "next_run_at",
+    assert header == ["name", "role", "kind", "enabled", "every", "time_zone", "priority", "next_run_at",
                       "last_run_at", "last_tasks", "last_error"]
     by_name = {row[0]: row for row in rows}
     assert sorted(by_name) == DEFAULT_SCHEDULES
-    assert by_name["store_discovery"][1:7] == ["store_discovery", "single", "true", "24", "h", "5"]
+    assert by_name["store_discovery"][1:8] == ["store_discovery", "single", "true", "24", "h", "UTC", "5"]
     assert by_name["daily_resync_plan"][1:3] == ["product_resync", "day_plan"]
     assert by_name["analytics_refresh"][4:6] == ["6", "h"]
 
@@ -128,7 +128,14 @@ def test_schedules_update_an_unknown_schedule_exits_2_naming_the_schedules(run: 
         (["--interval-hours", "8761"], "interval_hours 8761 is out of range"),
         (["--priority", "101"], "priority 101 is out of range"),
         (["--interval-hours", "six"], "is not a valid integer"),
-        ([], "give at least one of"),
+        ([], "give at least one field to change"),
+        (["--every", "1 month"], "every 1 mon is out of range"),
+        (["--cron", "61 * * * *"], "cron minute field '61' is out of range"),
+        (["--cron", "* * * * *", "--every", "1 hour"], "give every, interval_hours or cron, not several"),
+        (["--time-zone", "Mars/Olympus"], 'time zone "Mars/Olympus" not recognized'),
+        (["--kind", "day_plan"], "a day_plan schedule needs a planner"),
+        (["--state", "arizona"], "state code 'arizona' is not two capital letters"),
+        (["--payload", "[1]"], "a schedule's payload must be a JSON object"),
         (["--enable", "--disable"], "give --enable or --disable, not both"),
         (["--disable", "--priority", "3", "--enable"], "give --enable or --disable, not both"),
     ],
@@ -141,6 +148,74 @@ def test_schedules_update_bad_input_exits_2(
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert schedule_row(conn, "analytics_refresh") == before
+
+
+# schedules create and delete
+
+
+def test_schedules_create_every_fifteen_minutes_due_at_once(run: Run, conn: psycopg.Connection) -> None:
+    created = run_json(
+        run, "schedules", "create", "quarter_hourly", "--role", "analytics_refresh",
+        "--every", "15 minutes", "--payload", '{"report": "q"}', "--priority", "4",
+    )
+    assert (created["every"], created["cron"], created["interval_hours"]) == (900, None, None)
+    row = schedule_row(conn, "quarter_hourly")
+    assert (row["role"], row["payload"], row["priority"], row["enabled"]) == (
+        "analytics_refresh", {"report": "q"}, 4, True
+    )
+    assert row["next_run_at"] <= conn.execute("SELECT now()").fetchone()[0]  # due at once
+    header, *rows = table(run("schedules", "list"))
+    assert ["quarter_hourly", "analytics_refresh", "single", "true", "15", "min", "UTC", "4"] in [
+        row[:8] for row in rows
+    ]
+
+
+def test_schedules_create_cron_in_a_time_zone_then_update_and_delete(run: Run, conn: psycopg.Connection) -> None:
+    created = run_json(
+        run, "schedules", "create", "weekday_digest", "--role", "analytics_refresh",
+        "--cron", "0 7 * * mon-fri", "--time-zone", "Europe/Berlin", "--disable",
+    )
+    (expected,) = conn.execute(
+        "SELECT cron_next_run('0 7 * * mon-fri', now(), 'Europe/Berlin')"
+    ).fetchone()
+    assert datetime.fromisoformat(created["next_run_at"]) == expected
+    assert (created["cron"], created["every"], created["enabled"]) == ("0 7 * * mon-fri", None, False)
+
+    updated = run_json(run, "schedules", "update", "weekday_digest", "--every", "2h", "--enable")
+    assert (updated["every"], updated["cron"], updated["interval_hours"], updated["enabled"]) == (
+        7200, None, 2, True
+    )
+    assert run("schedules", "delete", "weekday_digest").stdout.strip() == "schedule weekday_digest deleted"
+    assert conn.execute("SELECT count(*) FROM task_schedules WHERE name = 'weekday_digest'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "message"),
+    [
+        (["fresh", "--role", "analytics_refresh"], 2, "a schedule runs on one cadence"),
+        (["fresh", "--role", "nope", "--every", "1h"], 2, "role 'nope' does not exist"),
+        (["fresh", "--role", "analytics_refresh", "--cron", "0 0 31 2 *"], 2, "never fires"),
+        (["fresh", "--role", "analytics_refresh", "--every", "1h", "--kind", "day_plan", "--planner", "nope"], 2,
+         "planner nope(task_schedules, date) returning integer does not exist"),
+        (["store_discovery", "--role", "store_discovery", "--every", "1h"], 1, "schedule 'store_discovery' already exists"),
+        (["fresh", "--every", "1h"], 2, "Missing option '--role'"),
+    ],
+)
+def test_schedules_create_bad_input_writes_nothing(
+    run: Run, conn: psycopg.Connection, args: list[str], exit_code: int, message: str
+) -> None:
+    before = conn.execute("SELECT * FROM task_schedules ORDER BY id").fetchall()
+    result = run("schedules", "create", *args)
+    assert result.exit_code == exit_code, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert conn.execute("SELECT * FROM task_schedules ORDER BY id").fetchall() == before
+
+
+def test_schedules_delete_an_unknown_schedule_exits_2(run: Run) -> None:
+    result = run("schedules", "delete", "nope")
+    assert result.exit_code == 2
+    assert "schedule 'nope' does not exist" in result.stderr
 
 
 # schedules trigger

@@ -2,7 +2,7 @@
 
 BEGIN;
 
-SELECT has_function_privilege('update_schedule(text, boolean, integer, integer)', 'execute');
+SELECT has_function_privilege('update_schedule(text, boolean, integer, integer, jsonb, text, text, text, interval, text, text, integer, timestamptz)', 'execute');
 
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
 WHERE proname = 'update_schedule' AND pg_get_functiondef(oid) LIKE '%_schedule_next_run_at(%';

@@ -1,0 +1,7 @@
+-- Revert taskpool:delete_schedule from pg
+
+BEGIN;
+
+DROP FUNCTION delete_schedule(text);
+
+COMMIT;
