@@ -810,15 +810,87 @@ def recover_stale(db: Database, threshold_minutes: int | None) -> Shown:
     return Shown({"recovered": recovered}, lambda: click.echo(f"recovered {counted(recovered, 'stale task')}"))
 
 
+TASK_SAMPLE_COLUMNS: list[Column] = [
+    ("id", "id"),
+    ("role", "role"),
+    ("status", "status"),
+    ("store", "dispensary_id"),
+    ("platform", "platform"),
+    ("created_at", "created_at"),
+    ("error", "error_message"),
+]
+
+
+def task_filter_options(statuses: list[str]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The filters of retry_tasks and cancel_tasks, --dry-run and --batch-size, for a command
+    that otherwise takes one task ID."""
+    options = [
+        click.argument("task_id", metavar="[ID]", type=int, required=False),
+        click.option("--role", metavar="ROLE", help="Tasks of this role."),
+        click.option("--status", type=click.Choice(statuses), help="Tasks in this state."),
+        click.option("--store", type=int, metavar="ID", help="Tasks of this store (dispensary_id)."),
+        click.option("--platform", metavar="NAME", help="Tasks of this platform."),
+        click.option(
+            "--error", "error_like", metavar="PATTERN",
+            help="Tasks whose error matches this ILIKE pattern ('%timeout%').",
+        ),
+        click.option("--created-before", metavar="TIME", help="Tasks created before this time."),
+        click.option("--created-after", metavar="TIME", help="Tasks created after this time."),
+        click.option("--dry-run", is_flag=True, help="Show how many tasks it would take, and the first 10."),
+        click.option(
+            "--batch-size", type=click.IntRange(1, 100000), default=1000, show_default=True,
+            help="Tasks a transaction.",
+        ),
+    ]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def bulk_task_action(
+    db: Database, action: str, past: str, task_id: int | None, dry_run: bool, batch_size: int, **filters: Any
+) -> Shown | None:
+    """A bulk retry or cancel by filters (or its dry run); None when the command names one task ID."""
+    given = any(value is not None for value in filters.values())
+    if task_id is not None:
+        if given or dry_run:
+            raise click.UsageError("give a task ID or filters, not both")
+        return None
+    if not given:
+        raise click.UsageError(f"give the ID of a task to {action}, or filters (see --help)")
+    if dry_run:
+        count, sample = db.tasks_matching(action, filters)
+
+        def show() -> None:
+            click.echo(f"would {action} {counted(count, 'task')}")
+            if sample:
+                echo_table(sample, TASK_SAMPLE_COLUMNS, empty="")
+
+        return Shown({"dry_run": True, "tasks": count, "sample": sample}, show)
+    done = 0
+    for batch in db.bulk_task_action(action, filters, batch_size):
+        done += batch
+    return Shown({"tasks": done}, lambda: click.echo(f"{past} {counted(done, 'task')}"))
+
+
 @main.command()
-@click.argument("task_id", metavar="ID", type=int)
+@task_filter_options(["pending", "claimed", "running"])
 @prints()
 @pass_db
-def cancel(db: Database, task_id: int) -> Shown:
+def cancel(db: Database, task_id: int | None, **options: Any) -> Shown:
     """Cancel task ID: a pending one now, a claimed or running one at its next heartbeat.
 
-    Finished tasks cannot be cancelled (exit 1).
+    Finished tasks cannot be cancelled (exit 1). With filters instead of an ID, cancels every
+    pending, claimed or running task they select, --batch-size tasks a transaction, and prints
+    how many; --dry-run shows how many it would and the first 10.
     """
+    bulk = bulk_task_action(db, "cancel", "cancelled", task_id, **options)
+    if bulk is not None:
+        return bulk
     task = db.cancel_task(task_id)
     if task["status"] == "cancelled":
         return Shown(task, lambda: click.echo(f"task {task_id} cancelled"))
@@ -828,14 +900,19 @@ def cancel(db: Database, task_id: int) -> Shown:
 
 
 @main.command()
-@click.argument("task_id", metavar="ID", type=int)
+@task_filter_options(["failed", "cancelled"])
 @prints()
 @pass_db
-def retry(db: Database, task_id: int) -> Shown:
+def retry(db: Database, task_id: int | None, **options: Any) -> Shown:
     """Put failed or cancelled task ID back to pending now, with a fresh retry budget.
 
-    Any other task is refused (exit 1).
+    Any other task is refused (exit 1). With filters instead of an ID, retries every failed or
+    cancelled task they select that retry_task would take, --batch-size tasks a transaction, and
+    prints how many; --dry-run shows how many it would and the first 10.
     """
+    bulk = bulk_task_action(db, "retry", "retried", task_id, **options)
+    if bulk is not None:
+        return bulk
     task = db.retry_task(task_id)
     return Shown(task, lambda: click.echo(
         f"task {task_id} is {task['status']} again, retries reset to 0/{task['max_retries']}"

@@ -190,6 +190,23 @@ COUNTS = (
 RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
 CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
 RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
+# The filters of tasks_matching, retry_tasks and cancel_tasks.
+TASK_FILTER = (
+    "role => %(role)s::text, status => %(status)s::text, store => %(store)s::bigint,"
+    " platform => %(platform)s::text, error_like => %(error_like)s::text,"
+    " created_before => %(created_before)s::timestamptz, created_after => %(created_after)s::timestamptz"
+)
+TASKS_MATCHING_COUNT = f"SELECT count(*) AS tasks FROM tasks_matching({TASK_FILTER}) t WHERE t.status = ANY(%(statuses)s)"
+TASKS_MATCHING_SAMPLE = (
+    "SELECT t.id, t.role, t.status, t.dispensary_id, t.platform, t.created_at, t.error_message"
+    f" FROM tasks_matching({TASK_FILTER}) t WHERE t.status = ANY(%(statuses)s) LIMIT %(limit)s"
+)
+BULK_TASK_ACTION = {
+    "retry": f"SELECT retry_tasks({TASK_FILTER}, max_tasks => %(batch_size)s::integer) AS tasks",
+    "cancel": f"SELECT cancel_tasks({TASK_FILTER}, max_tasks => %(batch_size)s::integer) AS tasks",
+}
+# What each bulk action takes: a status filter outside these selects nothing it could act on.
+BULK_ACTION_STATUSES = {"retry": ["failed", "cancelled"], "cancel": ["pending", "claimed", "running"]}
 PRUNE_TASKS_IN_BATCHES = (
     "CALL prune_tasks_in_batches(%(older_than)s::interval, %(batch_size)s::integer,"
     " %(max_tasks)s::integer)"
@@ -720,6 +737,21 @@ class Database:
 
     def cancel_task(self, task_id: int) -> dict[str, Any]:
         return self._one(CANCEL_TASK, {"task_id": task_id})
+
+    def tasks_matching(
+        self, action: str, filters: dict[str, Any], sample: int = 10
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """How many tasks `action` (retry or cancel) would take with these filters, and the first few."""
+        params = {**filters, "statuses": BULK_ACTION_STATUSES[action], "limit": sample}
+        return self._one(TASKS_MATCHING_COUNT, params)["tasks"], self._rows(TASKS_MATCHING_SAMPLE, params)
+
+    def bulk_task_action(self, action: str, filters: dict[str, Any], batch_size: int) -> Iterator[int]:
+        """retry_tasks or cancel_tasks, one committed batch at a time: yields each batch's count."""
+        while True:
+            done = self._one(BULK_TASK_ACTION[action], {**filters, "batch_size": batch_size})["tasks"]
+            yield done
+            if done < batch_size:
+                return
 
     def retry_task(self, task_id: int) -> dict[str, Any]:
         return self._one(RETRY_TASK, {"task_id": task_id})
