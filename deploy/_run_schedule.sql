@@ -1,6 +1,8 @@
 -- Deploy taskpool:_run_schedule to pg
 -- requires: _run_schedule@v0.5.0
 -- requires: task_schedules_day_plan
+-- requires: task_schedules_cadence
+-- requires: cron_next_run
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -14,6 +16,7 @@ AS $$
 DECLARE
     v_count   integer;
     v_planner regprocedure;
+    v_window  interval;
 BEGIN
     CASE schedule.kind
     WHEN 'single' THEN
@@ -34,18 +37,37 @@ BEGIN
                 MESSAGE = format('payload is %s bytes; role %s allows at most %s', octet_length(schedule.payload::text),
                                  schedule.role, (SELECT r.max_payload_bytes FROM task_roles r WHERE r.role = schedule.role));
         END IF;
-        WITH created AS (
-            INSERT INTO worker_tasks (role, dispensary_id, platform, priority, max_retries, payload)
-            SELECT schedule.role, d.id, d.platform, schedule.priority, r.max_retries, schedule.payload
+        -- Each store is due an interval after its last completed task of the role; a store with
+        -- none in the last interval is overdue, and the overdue ones are dealt evenly over the
+        -- interval in id order, so that a run makes no thundering herd. A cron schedule's
+        -- interval is the time to its next slot.
+        v_window := coalesce(schedule.every, cron_next_run(schedule.cron, taskpool_now(), schedule.time_zone) - taskpool_now());
+        WITH last_completed AS (
+            SELECT t.dispensary_id, max(t.completed_at) AS completed_at
+            FROM worker_tasks t
+            WHERE t.status = 'completed' AND t.completed_at > taskpool_now() - v_window AND t.role = schedule.role
+            GROUP BY t.dispensary_id
+        ), needing AS (
+            SELECT d.id, d.platform, l.completed_at + v_window AS due_at
             FROM dispensaries d
-            CROSS JOIN task_roles r
-            WHERE r.role = schedule.role
-              AND d.active
+            LEFT JOIN last_completed l ON l.dispensary_id = d.id
+            WHERE d.active
               AND (schedule.state_code IS NULL OR d.state_code = schedule.state_code)
               AND NOT EXISTS (SELECT FROM worker_tasks t
                               WHERE t.dispensary_id = d.id AND t.role = schedule.role
                                 AND t.status IN ('pending', 'claimed', 'running'))
-            ORDER BY d.id
+        ), created AS (
+            INSERT INTO worker_tasks (role, dispensary_id, platform, priority, max_retries, payload, scheduled_for)
+            SELECT schedule.role, n.id, n.platform, schedule.priority, r.max_retries, schedule.payload,
+                   coalesce(n.due_at,
+                            taskpool_now() + v_window * ((row_number() OVER overdue - 1)::double precision
+                                                         / count(*) OVER overdue))
+            FROM needing n
+            CROSS JOIN task_roles r
+            WHERE r.role = schedule.role
+            WINDOW overdue AS (PARTITION BY n.due_at IS NULL ORDER BY n.id
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+            ORDER BY n.id
             RETURNING 1
         )
         SELECT count(*) INTO v_count FROM created;

@@ -61,6 +61,11 @@ COMMENT ON COLUMN task_schedules.cron IS
     'wall-clock times in time_zone; NULL for an every schedule.';
 COMMENT ON COLUMN task_schedules.interval_hours IS
     'every in whole hours, NULL when it is not (a cron or sub-hour schedule); writing it sets every.';
+COMMENT ON COLUMN task_schedules.kind IS
+    'single: one task of the role (payload, plus state_code when set); '
+    'per_store: one task per active store (of state_code when set) that has no active task of the role, '
+    'due an interval after its last completed one, the overdue stores spread evenly over the interval; '
+    'day_plan: planner(schedule, today in time_zone), at local midnight, every ceil(every / 1 day) days.';
 COMMENT ON COLUMN task_schedules.next_run_at IS
     'Due at or after this time. A run moves it on to the next cron slot, or by every from its previous value, '
     'skipping slots already past, so a late tick neither drifts nor fires a backlog.';

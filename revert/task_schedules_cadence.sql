@@ -28,6 +28,10 @@ ALTER TABLE task_schedules
     DROP COLUMN cron,
     ALTER COLUMN interval_hours SET NOT NULL;
 COMMENT ON COLUMN task_schedules.interval_hours IS NULL;
+COMMENT ON COLUMN task_schedules.kind IS
+    'single: one task of the role (payload, plus state_code when set); '
+    'per_store: one task per active store (of state_code when set) that has no active task of the role; '
+    'day_plan: planner(schedule, today in time_zone), at local midnight, every ceil(interval_hours / 24) days.';
 COMMENT ON COLUMN task_schedules.next_run_at IS
     'Due at or after this time. A run moves it on by interval_hours from its previous value, '
     'skipping slots already past, so a late tick neither drifts nor fires a backlog.';

@@ -3,7 +3,7 @@
 -- days both ways, run through the real tick minute by minute: no slot fires twice, none is
 -- skipped (issue 17, item 2).
 BEGIN;
-SELECT plan(100);
+SELECT plan(103);
 
 \set written_tables '''{task_schedules, worker_tasks}'''
 
@@ -294,6 +294,46 @@ SELECT is(
        AND fired_at <= '2026-03-08 05:00-04'),
     (extract(epoch FROM timestamptz '2026-03-08 05:00-04' - timestamptz '2026-03-08 00:00-05') / 600)::bigint,
     'Should run a 10-minute schedule every 10 minutes of elapsed time across the change');
+
+/****************************************************************************/
+-- per_store: each store an interval after its last completed task, the overdue ones spread
+
+SELECT set_taskpool_clock_offset(interval '0') IS NOT NULL AS reset \gset
+UPDATE dispensaries SET active = false WHERE active;
+INSERT INTO task_roles (role, requires_store) VALUES ('t48_store', true);
+INSERT INTO tests.fx (name, id) VALUES
+    ('crawled', tests.make_store(name := 't48 crawled')),
+    ('busy', tests.make_store(name := 't48 busy')),
+    ('never_1', tests.make_store(name := 't48 never 1')),
+    ('never_2', tests.make_store(name := 't48 never 2')),
+    ('stale', tests.make_store(name := 't48 stale'));
+CREATE FUNCTION pg_temp.crawl(store integer, age interval) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_task worker_tasks;
+BEGIN
+    PERFORM tests.make_task(role := 't48_store', dispensary_id := store, priority := 100, created_at := '2000-01-01');
+    SELECT * INTO v_task FROM claim_task('t48_store', 'w48');
+    PERFORM start_task(v_task.id, 'w48', v_task.attempt);
+    PERFORM complete_task(v_task.id, 'w48', v_task.attempt, '{}');
+    PERFORM tests.age_completion(v_task.id, age);
+END;
+$$;
+SELECT pg_temp.crawl(tests.fx('crawled')::integer, interval '1 hour');
+SELECT pg_temp.crawl(tests.fx('stale')::integer, interval '5 hours');
+SELECT tests.make_task(role := 't48_store', dispensary_id := tests.fx('busy')::integer) IS NOT NULL AS busy \gset
+
+SELECT create_schedule('t48_refresh', 't48_store', kind := 'per_store', every := '4 hours', enabled := false)
+       IS NOT NULL AS created \gset
+SELECT is((SELECT last_task_count FROM trigger_schedule('t48_refresh')), 4,
+    'Should make a task for every active store without an active task of the role');
+SELECT results_eq(
+    $$SELECT f.name, t.scheduled_for FROM worker_tasks t JOIN tests.fx f ON f.id = t.dispensary_id
+      WHERE t.role = 't48_store' AND t.status = 'pending' AND f.name <> 'busy' ORDER BY t.dispensary_id$$,
+    $$VALUES ('crawled'::text, now() + interval '3 hours'), ('never_1', now()), ('never_2', now() + interval '1 hour 20 minutes'),
+             ('stale', now() + interval '2 hours 40 minutes')$$,
+    'Should schedule a store crawled an hour ago 4 hours after that crawl, and spread the overdue ones evenly over the 4 hours');
+SELECT is((SELECT last_task_count FROM trigger_schedule('t48_refresh')), 0,
+    'Should make nothing for stores that already have a task of the role');
 
 /****************************************************************************/
 -- A failed cron run retries at its next slot when that is sooner than 10 minutes

@@ -1,8 +1,8 @@
 """The tick, tick_schedules(): racing from many sessions, and on a loop in `pyworker scheduler`.
 
 Right after a deploy the default schedules are all due: store_discovery makes one task,
-analytics_refresh one, and daily_resync_plan one product_resync per active store. However many
-ticks race, each of them runs once.
+analytics_refresh one, and resync_every_4_hours one product_resync per active store (the daily
+resync plan is there, disabled). However many ticks race, each of them runs once.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def make_stores(conn: psycopg.Connection) -> None:
 
 # What one run of each default schedule creates, with make_stores' stores.
 EXPECTED_TASKS = {"store_discovery": 1, "analytics_refresh": 1, "product_resync": ACTIVE_STORES}
-EXPECTED_RUNS = {"store_discovery": 1, "analytics_refresh": 1, "daily_resync_plan": ACTIVE_STORES}
+EXPECTED_RUNS = {"store_discovery": 1, "analytics_refresh": 1, "resync_every_4_hours": ACTIVE_STORES}
 
 
 def tasks_by_role(conn: psycopg.Connection) -> dict[str, int]:
@@ -39,18 +39,20 @@ def tasks_by_role(conn: psycopg.Connection) -> dict[str, int]:
 
 
 def last_task_counts(conn: psycopg.Connection) -> dict[str, int | None]:
-    return dict(conn.execute("SELECT name, last_task_count FROM task_schedules").fetchall())
+    return dict(conn.execute("SELECT name, last_task_count FROM task_schedules WHERE enabled").fetchall())
 
 
 def assert_each_schedule_ran_once(conn: psycopg.Connection) -> None:
     assert tasks_by_role(conn) == EXPECTED_TASKS
     assert last_task_counts(conn) == EXPECTED_RUNS
     due = conn.execute(
-        "SELECT name FROM task_schedules WHERE next_run_at <= taskpool_now() OR last_run_at IS NULL"
+        "SELECT name FROM task_schedules WHERE enabled AND (next_run_at <= taskpool_now() OR last_run_at IS NULL)"
     ).fetchall()
     assert due == []
-    plans = conn.execute("SELECT count(*), count(DISTINCT dispensary_id) FROM resync_plan_entries")
-    assert plans.fetchone() == (ACTIVE_STORES, ACTIVE_STORES)
+    resyncs = conn.execute(
+        "SELECT count(*), count(DISTINCT dispensary_id) FROM worker_tasks WHERE role = 'product_resync'"
+    )
+    assert resyncs.fetchone() == (ACTIVE_STORES, ACTIVE_STORES)
 
 
 def test_ten_racing_ticks_run_each_due_schedule_once(db_url: str, conn: psycopg.Connection) -> None:
@@ -144,10 +146,8 @@ def test_the_scheduler_ticks_and_stops_on_sigterm(
     assert summary.endswith(
         "Tick: ran 3 schedules, created 5 tasks, 0 errors, recovered 0 stale tasks"
     )
-    # In due order: the resync plan is due since midnight, the others since the deploy.
-    assert details.startswith("daily_resync_plan: 3, ")
     assert sorted(details.rstrip(")").split(", ")) == [
-        "analytics_refresh: 1", "daily_resync_plan: 3", "store_discovery: 1"
+        "analytics_refresh: 1", "resync_every_4_hours: 3", "store_discovery: 1"
     ]
     assert "INFO [sched-1]" in log
     # A few more ticks: nothing is due, nothing is made, nothing is logged.

@@ -2,18 +2,23 @@
 -- its day_plan schedule names, plan_product_resync (generate_resync_tasks for the day). (The schedules themselves, the tick and the
 -- operator's handles are the core's: sql_tests/12_schedules.sql.)
 BEGIN;
-SELECT plan(5);
+SELECT plan(6);
 
 -- The default schedules.
 SELECT results_eq(
     $$SELECT name, role, kind, planner, interval_hours, priority, state_code, payload, batches, time_zone
       FROM task_schedules
-      WHERE name IN ('store_discovery', 'daily_resync_plan', 'analytics_refresh')
+      WHERE name IN ('store_discovery', 'daily_resync_plan', 'resync_every_4_hours', 'analytics_refresh')
       ORDER BY name$$,
     $$VALUES ('analytics_refresh'::text, 'analytics_refresh'::text, 'single'::text, NULL::text, 6, 0, NULL::text, '{}'::jsonb, 6, 'UTC'::text),
              ('daily_resync_plan', 'product_resync', 'day_plan', 'plan_product_resync', 24, 0, NULL, '{}', 6, 'UTC'),
+             ('resync_every_4_hours', 'product_resync', 'per_store', NULL, 4, 0, NULL, '{}', 6, 'UTC'),
              ('store_discovery', 'store_discovery', 'single', NULL, 24, 5, NULL, '{}', 6, 'UTC')$$,
-    'Should ship store discovery daily at priority 5, the daily resync plan and analytics every 6 hours');
+    'Should ship store discovery daily at priority 5, a resync of every store every 4 hours, the daily resync plan and analytics every 6 hours');
+SELECT results_eq(
+    $$SELECT name, enabled FROM task_schedules WHERE role = 'product_resync' ORDER BY name$$,
+    $$VALUES ('daily_resync_plan'::text, false), ('resync_every_4_hours', true)$$,
+    'Should run the 4-hourly resync and keep the daily plan disabled, so that no store is crawled twice');
 
 /****************************************************************************/
 -- Fixtures: only this file's schedules and stores are live (this rolls back)
