@@ -308,6 +308,13 @@ def _check_idle(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
         )
 
 
+def _wait_connection(conn: Any, pooled: bool, wait_conn: Any) -> Any:
+    """The connection waits LISTEN on: `wait_conn`, else `conn` unless it is pooled (None: waits poll)."""
+    if wait_conn is not None or pooled:
+        return wait_conn
+    return conn
+
+
 def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:
     """The root's result, or the first failed or cancelled member's exception."""
     by_id = {task.id: task for task in tasks}
@@ -364,7 +371,7 @@ class Client:
         autocommit connection to the server itself) to LISTEN on, or poll without it."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
-        self.wait_conn = wait_conn if wait_conn is not None or pooled else conn
+        self.wait_conn = _wait_connection(conn, pooled, wait_conn)
         self._owns_connection = False
 
     @classmethod
@@ -539,7 +546,7 @@ class AsyncClient:
         """As Client."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
-        self.wait_conn = wait_conn if wait_conn is not None or pooled else conn
+        self.wait_conn = _wait_connection(conn, pooled, wait_conn)
         self._owns_connection = False
 
     @classmethod
