@@ -2,12 +2,14 @@
 
 Claims, heartbeats, completions, fencing and a killed server connection behave as they do on a
 direct connection; wake-ups come through a direct LISTEN connection (--listen-database-url), or
-the worker polls; nothing is prepared on a pooled connection (this PgBouncer, 1.18, keeps no
+the worker polls; the client (Client, AsyncClient) waits on a direct connection of its own, or
+polls; nothing is prepared on a pooled connection (this PgBouncer, 1.18, keeps no
 prepared statement across server connections: see docs/pgbouncer.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import threading
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from core_fixtures import database_url
-from pyworker.client import Client
+from pyworker.client import AsyncClient, Client
 from pyworker.db import Database
 from pyworker.errors import TaskpoolError
 from testkit.pgbouncer import PgBouncer
@@ -264,6 +266,29 @@ def test_a_client_on_pgbouncer_without_a_listen_url_polls_for_the_result(
         finally:
             completer.join()
     assert seen == [(0, 0)]
+
+
+def test_an_async_client_on_pgbouncer_waits_through_its_listen_url_or_polls(
+    pool: psycopg.Connection, db_url: str, pooled_url: str
+) -> None:
+    async def wait_for_one(client: AsyncClient, poll_interval: float) -> object:
+        task = await client.enqueue("test_outcome", {"raise": "nothing"})
+        completer = threading.Timer(0.3, complete, (db_url, task.id))
+        completer.start()
+        try:
+            return await client.wait(task, timeout=20, poll_interval=poll_interval)
+        finally:
+            completer.join()
+
+    async def main() -> None:
+        # With a listen URL the notification ends the wait (the poll is a minute); without, polls.
+        async with await AsyncClient.connect(pooled_url, pooled=True, listen_url=db_url) as client:
+            assert await wait_for_one(client, 60) == {"ok": True}
+        async with await AsyncClient.connect(pooled_url, pooled=True) as client:
+            assert client.wait_conn is None
+            assert await wait_for_one(client, 0.1) == {"ok": True}
+
+    asyncio.run(main())
 
 
 def complete(db_url: str, task_id: int) -> None:
