@@ -24,6 +24,8 @@ from bench import figures
 from bench.figures import FULL, QUICK, Plan, progress
 from bench.report import Row, Stat, Target, notes, text_table, write_results
 from bench.server import BenchError, Server
+from testkit.pgbouncer import PgBouncer, PgBouncerError
+from testkit.pgbouncer import version as pgbouncer_version
 from pyworker.config import default_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -268,9 +270,12 @@ def git_revision(checkout: Path) -> str:
               metavar="URL", help="The server; the bench makes its own databases there.")
 @click.option("--pg-bindir", envvar="PG_BINDIR", default="/usr/lib/postgresql/15/bin",
               show_default=True, help="Where pgbench is.")
+@click.option("--pgbouncer", is_flag=True,
+              help="Start a PgBouncer (transaction pooling) in front of the server and run the worker"
+                   " processes through it (--pooled, LISTENing direct); the rest stays direct.")
 def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
          history_rows: int | None, results_dir: Path, checkout: Path, database_url: str,
-         pg_bindir: str) -> None:
+         pg_bindir: str, pgbouncer: bool) -> None:
     """Measure taskpool's drain, wake-up, enqueue, depth and history figures against pgbench ceilings."""
     plan = QUICK if quick else FULL
     if reps:
@@ -288,7 +293,9 @@ def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
         progress(f"{plan.name} run on {server_label(database_url)}: deploying the plan into the template")
         server.deploy_template()
         server.create(figures.PGBENCH_DB)
-    except BenchError as error:
+        if pgbouncer:
+            server.pgbouncer = PgBouncer(database_url).start()
+    except (BenchError, PgBouncerError) as error:
         raise click.ClickException(str(error))
     run = Run(server, plan, prefetch, log_dir)
     rows: list[Row] = []
@@ -296,6 +303,8 @@ def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
         for group in groups:
             rows += run_group(group, run)
     finally:
+        if server.pgbouncer is not None:
+            server.pgbouncer.stop()
         server.cleanup()
     meta = {
         "started_at": started.isoformat(timespec="seconds"),
@@ -307,6 +316,10 @@ def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
                    f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         "revision": f"{checkout}: {git_revision(checkout)}",
         "prefetch": prefetch,
+        "workers_through": (
+            f"PgBouncer {'.'.join(map(str, pgbouncer_version()))}, transaction pooling"
+            f" (pool_size {server.pgbouncer.pool_size}); LISTEN direct" if server.pgbouncer else "direct"
+        ),
         "duration_seconds": round(time.monotonic() - began),
     }
     json_path, md_path = write_results(results_dir, stamp, meta, rows)

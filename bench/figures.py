@@ -182,8 +182,8 @@ def _drain_one_process(server: Server, log_dir: Path, roles: str | Sequence[str]
     (pg_stat_activity) while it works."""
     roles = (roles,) if isinstance(roles, str) else tuple(roles)
     url = server.fresh_bench_db()
-    with WorkerGroup(url, roles[0], 1, log_dir, ["--concurrency", str(concurrency), *extra], env=env,
-                     checkout=server.checkout) as group, \
+    with WorkerGroup(url, roles[0], 1, log_dir, ["--concurrency", str(concurrency), *extra],
+                     env={**(env or {}), **server.worker_settings(url)}, checkout=server.checkout) as group, \
             psycopg.connect(url, autocommit=True) as conn:
         group.wait_registered()
         with conn.transaction():  # all of them visible at the same instant
@@ -216,7 +216,8 @@ def wakeup_latencies(server: Server, plan: Plan, log_dir: Path, rep: int) -> lis
     events.unlink(missing_ok=True)
     committed: dict[int, float] = {}
     with WorkerGroup(url, "bench_wakeup", plan.workers, log_dir,
-                     env={"BENCH_EVENTS_FILE": str(events)}, checkout=server.checkout) as group, \
+                     env={"BENCH_EVENTS_FILE": str(events), **server.worker_settings(url)},
+                     checkout=server.checkout) as group, \
             psycopg.connect(url, autocommit=True) as conn:
         group.wait_registered()
         time.sleep(1.0)  # registered comes before LISTEN: let every listener settle, idle

@@ -22,6 +22,7 @@ from psycopg import sql
 from pyworker.testing.database import insert_role
 from testkit import databases
 from testkit.env import libpq, url_for
+from testkit.pgbouncer import PgBouncer
 
 TEMPLATE = "taskpool_bench_template"
 BENCH_DB = "taskpool_bench"
@@ -41,12 +42,25 @@ class Server:
     def __init__(self, url: str, pg_bindir: str, checkout: Path) -> None:
         self.url = url
         self.checkout = checkout
+        # Set (by --pgbouncer) while the worker processes reach their database through it.
+        self.pgbouncer: PgBouncer | None = None
         self.pgbench = shutil.which("pgbench", path=pg_bindir) or shutil.which("pgbench")
         if self.pgbench is None:
             raise BenchError(f"pgbench is not in {pg_bindir} nor on PATH: run `make deps`")
 
     def url_for(self, dbname: str) -> str:
         return url_for(self.url, dbname)
+
+    def worker_settings(self, url: str) -> dict[str, str]:
+        """The environment that points a worker process at `url`'s database: through PgBouncer
+        (pooled, LISTENing on `url` itself) when the run has one, else nothing more."""
+        if self.pgbouncer is None:
+            return {}
+        return {
+            "DATABASE_URL": self.pgbouncer.url_for(url),
+            "PYWORKER_POOLED": "1",
+            "PYWORKER_LISTEN_DATABASE_URL": url,
+        }
 
     def admin(self) -> psycopg.Connection:
         """An autocommit connection to DATABASE_URL's own database."""

@@ -37,7 +37,7 @@ from click.core import ParameterSource
 
 from pyworker import __version__, logs
 from pyworker import cron as cron_jobs
-from pyworker.config import WorkerConfig, default_database_url, default_worker_id, parse_roles
+from pyworker.config import POOLED_ENVVAR, WorkerConfig, default_database_url, default_worker_id, parse_roles
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
 from pyworker.errors import (
     ConfigurationError,
@@ -87,6 +87,14 @@ GLOBAL_OPTIONS: list[click.Option] = [
         show_envvar=True,
         metavar="URL",
         help="PostgreSQL URL of the taskpool database.",
+    ),
+    click.Option(
+        ["--pooled"],
+        envvar=POOLED_ENVVAR,
+        show_envvar=True,
+        is_flag=True,
+        help="--database-url goes through a transaction-pooling PgBouncer: prepare no statements,"
+        " and LISTEN only on --listen-database-url (docs/pgbouncer.md).",
     ),
     click.Option(
         ["-v", "--verbose"],
@@ -259,6 +267,7 @@ class Settings:
     command line's units: milliseconds, a command line as one string)."""
 
     database_url: str
+    pooled: bool
     verbose: bool
     wide: bool
     worker: dict[str, Any]
@@ -270,7 +279,7 @@ class Settings:
         command's name has been read by then."""
         if self._db is None:
             self._db = Database(
-                self.database_url, application_name="pyworker-cli", exact_numbers=True
+                self.database_url, application_name="pyworker-cli", exact_numbers=True, pooled=self.pooled
             )
         return self._db
 
@@ -299,6 +308,8 @@ class Settings:
                 shutdown_grace=worker["shutdown_grace_seconds"],
                 prefetch=worker["prefetch"],
                 concurrency=worker["concurrency"],
+                pooled=self.pooled,
+                listen_database_url=worker["listen_database_url"],
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -307,6 +318,8 @@ class Settings:
         """This process's environment with every worker option set in its variable, as the
         worker processes of --processes read them."""
         environment = {**os.environ, "DATABASE_URL": self.database_url}
+        if self.pooled:
+            environment[POOLED_ENVVAR] = "1"
         for param in ctx.command.params:
             value = self.worker.get(param.name or "")
             if isinstance(param, click.Option) and param.envvar and value is not None:
@@ -438,8 +451,17 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     help="Hold up to N tasks (claimed ahead of the free slots when N is over --concurrency);"
     " completions are recorded in batches (a crash re-runs the unrecorded ones).",
 )
+@click.option(
+    "--listen-database-url",
+    envvar="PYWORKER_LISTEN_DATABASE_URL",
+    show_envvar=True,
+    metavar="URL",
+    show_default="--database-url, unless --pooled: then the worker polls",
+    help="LISTEN for wake-ups on this database URL, a session of its own: the server's own address"
+    " when --database-url goes through a transaction pooler.",
+)
 @click.pass_context
-def main(ctx: click.Context, database_url: str, verbose: bool, wide: bool, **worker: Any) -> None:
+def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wide: bool, **worker: Any) -> None:
     """taskpool worker and operator commands.
 
     With --role and no command, run a worker for that role (or for several from one process:
@@ -453,7 +475,7 @@ def main(ctx: click.Context, database_url: str, verbose: bool, wide: bool, **wor
     """
     worker["worker_id"] = worker["worker_id"] or default_worker_id()
     worker["log_level"] = worker["log_level"] or ("debug" if verbose else "info")
-    settings = Settings(database_url, verbose, wide, worker)
+    settings = Settings(database_url, pooled, verbose, wide, worker)
     ctx.call_on_close(settings.close)
     ctx.obj = settings
     if ctx.invoked_subcommand is not None:
@@ -1405,6 +1427,7 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
         settings.worker["worker_id"],
         settings.worker["log_format"],
         settings.worker["log_level"],
+        pooled=settings.pooled,
     )
     click.get_current_context().exit(code)
 

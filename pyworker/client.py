@@ -17,6 +17,13 @@ transactions (the registration must be visible to the worker), so it needs the c
 outside a transaction: commit the enqueue first. `AsyncClient` is the same over a
 psycopg.AsyncConnection.
 
+Behind a transaction-pooling PgBouncer (docs/pgbouncer.md), a session is not the client's from one
+transaction to the next: give `pooled=True` (the connection prepares nothing, as that PgBouncer
+requires, when Client.connect opens it; an application's own connection is its business), and a
+connection of its own to wait on, to the server itself (`wait_conn`, or Client.connect's
+`listen_url`). Without one, a pooled client's wait polls the task's status every `poll_interval`
+seconds, registering nothing.
+
 Hooks: every function in `enqueue_hooks` (module-wide) and in a client's `hooks` is called with
 each task spec before it is enqueued (a dict with "role", "payload", "headers", ...) and may add
 to its "headers" dict: how a tracing module puts a traceparent on every task.
@@ -24,6 +31,7 @@ to its "headers" dict: how a tracing module puts a traceparent on every task.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import operator
 import time
@@ -38,7 +46,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pyworker.db import dump_json
+from pyworker.db import dump_json, pooled_connection_options
 from pyworker.errors import TaskpoolError
 
 __all__ = [
@@ -211,6 +219,11 @@ CANCEL_TASK = sql.SQL("SELECT {columns} FROM cancel_task(%(id)s::bigint)").forma
 RETRY_TASK = sql.SQL("SELECT {columns} FROM retry_task(%(id)s::bigint)").format(columns=_TASK_COLUMNS)
 TASK_CHAIN = f"SELECT {_CHAIN_COLUMNS} FROM task_chain(%(id)s::bigint)"
 WAIT_CHANNEL = "SELECT task_wait_channel() AS channel"
+# A pooled client's wait with nowhere to LISTEN: the same answer as REGISTER_WAITS, nothing registered.
+POLL_WAITS = (
+    "SELECT id AS task_id, parent_id, status, true AS watched FROM task_chain(%(id)s::bigint)"
+    " WHERE depth = 0 OR (%(descendants)s::boolean AND depth > 0)"
+)
 REGISTER_WAITS = (
     "SELECT task_id, parent_id, status, watched"
     " FROM register_task_waits(%(ids)s::bigint[], %(descendants)s::boolean)"
@@ -295,6 +308,13 @@ def _check_idle(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
         )
 
 
+def _wait_connection(conn: Any, pooled: bool, wait_conn: Any) -> Any:
+    """The connection waits LISTEN on: `wait_conn`, else `conn` unless it is pooled (None: waits poll)."""
+    if wait_conn is not None or pooled:
+        return wait_conn
+    return conn
+
+
 def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:
     """The root's result, or the first failed or cancelled member's exception."""
     by_id = {task.id: task for task in tasks}
@@ -339,22 +359,39 @@ class _Waiting:
 class Client:
     """Enqueue, inspect and wait for tasks through the application's own psycopg connection."""
 
-    def __init__(self, conn: psycopg.Connection, *, hooks: Iterable[EnqueueHook] = ()) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        *,
+        hooks: Iterable[EnqueueHook] = (),
+        pooled: bool = False,
+        wait_conn: psycopg.Connection | None = None,
+    ) -> None:
+        """`pooled`: `conn` goes through a transaction pooler, so waits need `wait_conn` (an
+        autocommit connection to the server itself) to LISTEN on, or poll without it."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
+        self.wait_conn = _wait_connection(conn, pooled, wait_conn)
         self._owns_connection = False
 
     @classmethod
-    def connect(cls, url: str, *, hooks: Iterable[EnqueueHook] = ()) -> Client:
-        """A client on a new autocommit connection (each enqueue commits at once); close() it."""
-        client = cls(psycopg.connect(url, autocommit=True), hooks=hooks)
+    def connect(
+        cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
+    ) -> Client:
+        """A client on a new autocommit connection (each enqueue commits at once), and one to
+        `listen_url` for waits if given (see the module's docstring on `pooled`); close() it."""
+        conn = psycopg.connect(url, autocommit=True, **pooled_connection_options(pooled))
+        wait_conn = psycopg.connect(listen_url, autocommit=True) if listen_url else None
+        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
         client._owns_connection = True
         return client
 
     def close(self) -> None:
-        """Close the connection if connect() opened it; an application's connection stays open."""
+        """Close the connections connect() opened; an application's connections stay open."""
         if self._owns_connection:
             self.conn.close()
+            if self.wait_conn is not None:
+                self.wait_conn.close()
 
     def __enter__(self) -> Client:
         return self
@@ -362,8 +399,10 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _rows(self, query: Any, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        with self.conn.cursor(row_factory=dict_row) as cur:
+    def _rows(
+        self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection | None = None
+    ) -> list[dict[str, Any]]:
+        with (conn or self.conn).cursor(row_factory=dict_row) as cur:
             cur.execute(query, params)
             return cur.fetchall()
 
@@ -458,15 +497,18 @@ class Client:
 
     def _wait(self, task_id: int, timeout: Any, poll_interval: float, chain: bool) -> list[TaskInfo]:
         state = _Waiting(task_id, _check_wait_args(timeout, poll_interval), poll_interval, chain)
-        conn = self.conn
+        _check_idle(self.conn)
+        conn = self.wait_conn
+        if conn is None:
+            return self._poll(state)
         _check_idle(conn)
         with conn.transaction():
-            channel = self._rows(WAIT_CHANNEL)[0]["channel"]
+            channel = self._rows(WAIT_CHANNEL, conn=conn)[0]["channel"]
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         try:
             while True:
                 with conn.transaction():
-                    rows = self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain})
+                    rows = self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
                 sleep = state.take(rows)
                 if sleep is None:
                     break
@@ -480,28 +522,49 @@ class Client:
                         conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
                     conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
         with conn.transaction():
-            rows = self._rows(GET_TASKS, {"ids": state.ids})
+            rows = self._rows(GET_TASKS, {"ids": state.ids}, conn)
         return [TaskInfo.from_row(row) for row in rows]
+
+    def _poll(self, state: _Waiting) -> list[TaskInfo]:
+        """Wait by reading the tasks' status every poll_interval seconds, on the pooled connection."""
+        while (sleep := state.take(self._rows(POLL_WAITS, {"id": state.task_id, "descendants": state.chain}))) is not None:
+            time.sleep(sleep)
+        return [TaskInfo.from_row(row) for row in self._rows(GET_TASKS, {"ids": state.ids})]
 
 
 class AsyncClient:
     """Client over a psycopg.AsyncConnection: the same calls, awaited."""
 
-    def __init__(self, conn: psycopg.AsyncConnection, *, hooks: Iterable[EnqueueHook] = ()) -> None:
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection,
+        *,
+        hooks: Iterable[EnqueueHook] = (),
+        pooled: bool = False,
+        wait_conn: psycopg.AsyncConnection | None = None,
+    ) -> None:
+        """As Client."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
+        self.wait_conn = _wait_connection(conn, pooled, wait_conn)
         self._owns_connection = False
 
     @classmethod
-    async def connect(cls, url: str, *, hooks: Iterable[EnqueueHook] = ()) -> AsyncClient:
-        """A client on a new autocommit connection (each enqueue commits at once); close() it."""
-        client = cls(await psycopg.AsyncConnection.connect(url, autocommit=True), hooks=hooks)
+    async def connect(
+        cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
+    ) -> AsyncClient:
+        """As Client.connect."""
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, **pooled_connection_options(pooled))
+        wait_conn = await psycopg.AsyncConnection.connect(listen_url, autocommit=True) if listen_url else None
+        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
         client._owns_connection = True
         return client
 
     async def close(self) -> None:
         if self._owns_connection:
             await self.conn.close()
+            if self.wait_conn is not None:
+                await self.wait_conn.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -509,8 +572,10 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _rows(self, query: Any, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        async with self.conn.cursor(row_factory=dict_row) as cur:
+    async def _rows(
+        self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection | None = None
+    ) -> list[dict[str, Any]]:
+        async with (conn or self.conn).cursor(row_factory=dict_row) as cur:
             await cur.execute(query, params)
             return await cur.fetchall()
 
@@ -586,15 +651,18 @@ class AsyncClient:
 
     async def _wait(self, task_id: int, timeout: Any, poll_interval: float, chain: bool) -> list[TaskInfo]:
         state = _Waiting(task_id, _check_wait_args(timeout, poll_interval), poll_interval, chain)
-        conn = self.conn
+        _check_idle(self.conn)
+        conn = self.wait_conn
+        if conn is None:
+            return await self._poll(state)
         _check_idle(conn)
         async with conn.transaction():
-            channel = (await self._rows(WAIT_CHANNEL))[0]["channel"]
+            channel = (await self._rows(WAIT_CHANNEL, conn=conn))[0]["channel"]
             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         try:
             while True:
                 async with conn.transaction():
-                    rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain})
+                    rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
                 sleep = state.take(rows)
                 if sleep is None:
                     break
@@ -608,5 +676,13 @@ class AsyncClient:
                         await conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
                     await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
         async with conn.transaction():
-            rows = await self._rows(GET_TASKS, {"ids": state.ids})
+            rows = await self._rows(GET_TASKS, {"ids": state.ids}, conn)
         return [TaskInfo.from_row(row) for row in rows]
+
+    async def _poll(self, state: _Waiting) -> list[TaskInfo]:
+        """As Client._poll."""
+        while (
+            sleep := state.take(await self._rows(POLL_WAITS, {"id": state.task_id, "descendants": state.chain}))
+        ) is not None:
+            await asyncio.sleep(sleep)
+        return [TaskInfo.from_row(row) for row in await self._rows(GET_TASKS, {"ids": state.ids})]

@@ -41,6 +41,16 @@ def database_url_for(url: str, dbname: str) -> str:
     return make_conninfo(url, dbname=dbname)
 
 
+# The environment variable of `--pooled`; a worker sets it ("1") for its handlers' own connections.
+POOLED_ENVVAR = "PYWORKER_POOLED"
+
+
+def pooled_from_environment(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether PYWORKER_POOLED says DATABASE_URL goes through a transaction pooler (a true value
+    as click reads one: 1, true, yes, on)."""
+    return environ.get(POOLED_ENVVAR, "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
+
+
 def default_worker_id() -> str:
     """host-pid-random: unique across restarts and hosts, readable in logs."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
@@ -96,7 +106,12 @@ def default_concurrency(roles: Iterable[RoleShare]) -> int:
 class WorkerConfig:
     """A worker's settings. `roles`: the roles it serves, RoleShares or names (`"a"`, `"a=4"`,
     `("a", "b=4")`), turned into a tuple of RoleShare. `concurrency`: the most tasks that run at
-    once, all roles together (None: the shares added up, see default_concurrency)."""
+    once, all roles together (None: the shares added up, see default_concurrency).
+
+    `pooled`: database_url goes through a transaction-pooling PgBouncer (docs/pgbouncer.md): no
+    prepared statements on it, and no LISTEN on it. `listen_database_url`: where the worker
+    LISTENs for wake-ups instead, a session of its own (the server itself, or a session-pooled
+    port); None: database_url, unless pooled, when the worker polls."""
 
     database_url: str
     roles: tuple[RoleShare, ...]
@@ -110,6 +125,8 @@ class WorkerConfig:
     shutdown_grace: float = 30.0
     prefetch: int = 1
     concurrency: int | None = None
+    pooled: bool = False
+    listen_database_url: str | None = None
 
     def __post_init__(self) -> None:
         roles = self.roles
@@ -142,6 +159,13 @@ class WorkerConfig:
             raise ValueError(f"the log format must be one of {', '.join(logs.FORMATS)}, not {self.log_format!r}")
         if self.log_level not in logs.LEVELS:
             raise ValueError(f"the log level must be one of {', '.join(logs.LEVELS)}, not {self.log_level!r}")
+
+    @property
+    def listen_url(self) -> str | None:
+        """Where the listener LISTENs; None when the worker can only poll (pooled, no listen URL)."""
+        if self.listen_database_url:
+            return self.listen_database_url
+        return None if self.pooled else self.database_url
 
     @property
     def role(self) -> str:

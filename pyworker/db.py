@@ -2,7 +2,7 @@
 
 Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
 A `Database` owns one autocommit connection (every call is its own short transaction, so a
-transaction-mode pooler works) and is used by one thread. A lost connection raises
+transaction-mode pooler works, given pooled=True) and is used by one thread. A lost connection raises
 DatabaseUnavailable; the next call connects again. The crawler's SQL is in its own package
 (taskpool_crawler.db), pg_cron's in pyworker.cron.
 """
@@ -506,12 +506,18 @@ def storable_text(text: str) -> str:
 class Database:
     """One connection to the taskpool database, and a method per SQL call."""
 
-    def __init__(self, url: str, *, application_name: str = "pyworker", exact_numbers: bool = False) -> None:
+    def __init__(
+        self, url: str, *, application_name: str = "pyworker", exact_numbers: bool = False, pooled: bool = False
+    ) -> None:
         """`exact_numbers`: load JSON numbers as Decimal (every digit kept, as the CLI prints
-        them) rather than int and float (what handlers get)."""
+        them) rather than int and float (what handlers get). `pooled`: `url` goes through a
+        transaction-pooling PgBouncer, so nothing is prepared: psycopg prepares a statement on its
+        sixth run, on whichever server connection that transaction got, and PgBouncer before 1.21
+        does not carry prepared statements over to the others (docs/pgbouncer.md)."""
         self.url = url
         self.application_name = application_name
         self.exact_numbers = exact_numbers
+        self.pooled = pooled
         self._conn: psycopg.Connection | None = None
 
     def close(self) -> None:
@@ -530,6 +536,7 @@ class Database:
                     row_factory=dict_row,
                     application_name=self.application_name,
                     connect_timeout=10,
+                    **pooled_connection_options(self.pooled),
                 )
             except psycopg.Error as error:
                 raise translate(error) from error
@@ -857,6 +864,12 @@ class Database:
             RECORD_PLATFORM_RESULT,
             {"platform": platform, "succeeded": succeeded, "error_message": error_message},
         )["circuit"]
+
+
+def pooled_connection_options(pooled: bool) -> dict[str, Any]:
+    """psycopg.connect's options for a connection through a transaction pooler (none otherwise):
+    never prepare a statement (prepare_threshold=None)."""
+    return {"prepare_threshold": None} if pooled else {}
 
 
 def listen_query(channel: str) -> sql.Composed:

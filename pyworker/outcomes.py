@@ -184,7 +184,11 @@ class OutcomeRecorder:
     def _record_loop(self) -> None:
         """Record the completions the dispatcher hands over, on a connection of its own, while
         the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
-        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} recorder")
+        db = Database(
+            self.config.database_url,
+            application_name=f"pyworker {self.config.worker_id} recorder",
+            pooled=self.config.pooled,
+        )
         try:
             done = False
             while not done:

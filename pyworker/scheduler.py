@@ -28,12 +28,12 @@ log = logging.getLogger("pyworker")
 
 
 class Scheduler:
-    def __init__(self, database_url: str, interval: float, scheduler_id: str) -> None:
+    def __init__(self, database_url: str, interval: float, scheduler_id: str, *, pooled: bool = False) -> None:
         if interval <= 0:
             raise ValueError(f"the tick interval must be positive, not {interval} s")
         self.interval = interval
         self.scheduler_id = scheduler_id
-        self.db = Database(database_url, application_name=f"pyworker scheduler {scheduler_id}")
+        self.db = Database(database_url, application_name=f"pyworker scheduler {scheduler_id}", pooled=pooled)
         self._doorbell = Doorbell()
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_signal: int | None = None
@@ -142,8 +142,8 @@ def _s(count: int) -> str:
 
 
 def run_scheduler(
-    database_url: str, interval: float, scheduler_id: str, log_format: str, log_level: str
+    database_url: str, interval: float, scheduler_id: str, log_format: str, log_level: str, *, pooled: bool = False
 ) -> int:
     """Log as the worker does (tagged with `scheduler_id`), then tick until told to stop."""
     logs.setup(log_format, log_level, scheduler_id)
-    return Scheduler(database_url, interval, scheduler_id).run()
+    return Scheduler(database_url, interval, scheduler_id, pooled=pooled).run()

@@ -731,6 +731,13 @@ class Deployer:
 
 def _deployer(ctx: click.Context, verify: bool = True) -> Deployer:
     url = getattr(ctx.obj, "database_url", None) or default_database_url()
+    if getattr(ctx.obj, "pooled", False):
+        # Sqitch's lock is a session advisory lock: through a transaction pooler it would be
+        # taken on one server connection and released (or not) on another.
+        raise ConfigurationError(
+            "pyworker schema needs a session of its own (it holds Sqitch's advisory lock across"
+            " transactions): give the server's own URL, not a transaction pooler's (--pooled)"
+        )
     return Deployer(url, Plan.load(packaged_project()), verify=verify, echo=click.echo)
 
 

@@ -12,7 +12,8 @@ each a short transaction per call:
   dispatcher goes on claiming;
 - a heartbeat thread keeps the worker's registry row and every task it holds fresh with ONE
   heartbeat_tasks call per interval, and turns each task's answer into that task's abort signal;
-- a listener thread LISTENs on the worker's own wake channel.
+- a listener thread LISTENs on the worker's own wake channel (on --listen-database-url when given;
+  none when the database URL is pooled and no listen URL is given: the worker polls).
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
@@ -44,7 +45,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from pyworker import command_protocol, handlers, logs
-from pyworker.config import WorkerConfig, default_worker_id
+from pyworker.config import POOLED_ENVVAR, WorkerConfig, default_worker_id
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
@@ -116,7 +117,7 @@ class Worker:
         self.until_empty = until_empty
         # How many tasks the worker claimed in all.
         self.taken = 0
-        self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}")
+        self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}", pooled=config.pooled)
         self.host = socket.gethostname()
         self.roles = config.role_names
         # Each role's run timeout (from register_worker); with one for all, the attempts' run
@@ -161,6 +162,9 @@ class Worker:
         self._held_at_claim = dict.fromkeys(self.roles, False)
         # Where the next round of claims starts: each role in turn goes first.
         self._claim_turn = 0
+        # Whether the worker has somewhere to LISTEN (not pooled without a listen URL): only then
+        # does it ask to be woken.
+        self._wakeable = config.listen_url is not None
         self._grace_over = False
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
@@ -188,6 +192,14 @@ class Worker:
             # leaves the signals to the test process that runs it.
             threads.pop()
             signals = contextlib.nullcontext()
+        elif self.config.listen_url is None:
+            threads.pop()
+            log.info(
+                "No LISTEN: the database URL is pooled (--pooled) and no --listen-database-url is given;"
+                " polling for tasks every %g s",
+                self.config.poll_interval,
+                extra=event("listener_disabled"),
+            )
         self._recorder.start()
         for thread in threads:
             thread.start()
@@ -412,7 +424,9 @@ class Worker:
             return tasks or []
 
         tasks = claim()
-        if not tasks and self._mark_waiting(role):
+        # A worker that cannot listen is never marked waiting: it would take the wake-ups meant
+        # for those that can.
+        if not tasks and self._wakeable and self._mark_waiting(role):
             # A task committed just before the mark found no one waiting: look once more.
             tasks = claim()
         self._idle[role] = not tasks
@@ -630,7 +644,11 @@ class Worker:
     # Background threads
 
     def _heartbeat_loop(self) -> None:
-        db = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} heartbeat")
+        db = Database(
+            self.config.database_url,
+            application_name=f"pyworker {self.config.worker_id} heartbeat",
+            pooled=self.config.pooled,
+        )
         try:
             while not self._exiting.wait(self.config.heartbeat_interval):
                 try:
@@ -680,7 +698,7 @@ class Worker:
         while not self._exiting.is_set():
             try:
                 with psycopg.connect(
-                    self.config.database_url,
+                    self.config.listen_url,
                     autocommit=True,
                     application_name=f"pyworker {self.config.worker_id} listener",
                     connect_timeout=10,
@@ -721,6 +739,10 @@ def run_worker(config: WorkerConfig) -> int:
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url
     os.environ["WORKER_ID"] = config.worker_id
+    if config.pooled:
+        os.environ[POOLED_ENVVAR] = "1"
+    else:
+        os.environ.pop(POOLED_ENVVAR, None)
     handlers.load(config.handler_modules)
     return Worker(config).run()
 

@@ -14,9 +14,13 @@ from typing import Any
 
 import psycopg
 
+from pyworker.config import pooled_from_environment
+from pyworker.db import pooled_connection_options
+
 
 class Recorder:
-    """Runs one statement at a time on a connection to $DATABASE_URL, reconnecting while it
+    """Runs one statement at a time on a connection to $DATABASE_URL (through a transaction
+    pooler when $PYWORKER_POOLED says so, as a worker's handlers are), reconnecting while it
     fails for up to `patience` seconds (at least one reconnection)."""
 
     def __init__(self, application_name: str, *, patience: float = 0.0) -> None:
@@ -39,6 +43,7 @@ class Recorder:
                             autocommit=True,
                             connect_timeout=5,
                             application_name=self.application_name,
+                            **pooled_connection_options(pooled_from_environment()),
                         )
                     cursor = self._conn.execute(query, params)
                     return cursor.fetchone()[0] if cursor.description else None

@@ -68,7 +68,9 @@ DIFF_SECTIONS: list[tuple[str, str, list[Column]]] = [
 
 def crawler_db(settings: Settings) -> CrawlerDatabase:
     """The command's connection, made as pyworker's own (Settings.db) is, closed with it."""
-    db = CrawlerDatabase(settings.database_url, application_name="pyworker-cli", exact_numbers=True)
+    db = CrawlerDatabase(
+        settings.database_url, application_name="pyworker-cli", exact_numbers=True, pooled=settings.pooled
+    )
     click.get_current_context().call_on_close(db.close)
     return db
 

@@ -57,7 +57,7 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
-from pyworker.config import default_database_url
+from pyworker.config import default_database_url, pooled_from_environment
 from pyworker.db import Task
 from pyworker.errors import (
     ConfigurationError,
@@ -139,7 +139,9 @@ def database() -> CrawlerDatabase:
         if _db is None:
             url = os.environ.get("DATABASE_URL") or default_database_url()
             worker_id = os.environ.get("WORKER_ID", str(os.getpid()))
-            _db = CrawlerDatabase(url, application_name=f"pyworker {worker_id} crawler")
+            _db = CrawlerDatabase(
+                url, application_name=f"pyworker {worker_id} crawler", pooled=pooled_from_environment()
+            )
         return _db
 
 
