@@ -15,7 +15,27 @@ the crawler's stores and payloads come that way. The dashboard needs the `dashbo
 (`pip install 'taskpool-pg[dashboard]'`); nothing else in pyworker imports it.
 """
 
-from pyworker.dashboard.app import create_app, open_database, render
+# What a plug-in's pages build on.
+from pyworker.dashboard.app import (
+    create_app,
+    int_param,
+    json_response,
+    open_database,
+    paging,
+    render,
+    text_param,
+    wants_json,
+)
 from pyworker.dashboard.plugins import DashboardPages
 
-__all__ = ["DashboardPages", "create_app", "open_database", "render"]
+__all__ = [
+    "DashboardPages",
+    "create_app",
+    "int_param",
+    "json_response",
+    "open_database",
+    "paging",
+    "render",
+    "text_param",
+    "wants_json",
+]

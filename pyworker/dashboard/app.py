@@ -12,6 +12,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -78,8 +79,8 @@ def http_status(error: TaskpoolError) -> int:
 @contextmanager
 def open_database(request: Request, kind: type[Database] = Database) -> Iterator[Any]:
     """A connection for this request (a `kind`: a plug-in passes its Database subclass), closed
-    after it."""
-    db = kind(request.app.state.database_url, application_name="pyworker-dashboard")
+    after it. JSON numbers keep every digit, as the CLI shows them."""
+    db = kind(request.app.state.database_url, application_name="pyworker-dashboard", exact_numbers=True)
     try:
         yield db
     finally:
@@ -142,6 +143,37 @@ def int_param(request: Request, name: str, *, minimum: int = 1) -> int | None:
 
 def text_param(request: Request, name: str) -> str | None:
     return request.query_params.get(name, "").strip() or None
+
+
+@dataclass
+class Paging:
+    """Where a page sits in a filtered list: its number, the total, the links to its neighbours
+    (keeping the filters)."""
+
+    total: int
+    page: int
+    pages: int
+    limit: int
+    first: int
+    previous_link: str | None
+    next_link: str | None
+
+    def as_json(self) -> dict[str, int]:
+        return {"total": self.total, "page": self.page, "pages": self.pages, "limit": self.limit}
+
+
+def paging(filters: dict[str, Any], *, total: int, page: int, limit: int) -> Paging:
+    given = {key: value for key, value in filters.items() if value is not None}
+    pages = max(1, -(-total // limit))
+    return Paging(
+        total=total,
+        page=page,
+        pages=pages,
+        limit=limit,
+        first=(page - 1) * limit + 1,
+        previous_link=f"?{urlencode({**given, 'page': page - 1})}" if page > 1 else None,
+        next_link=f"?{urlencode({**given, 'page': page + 1})}" if page < pages else None,
+    )
 
 
 # The overview
@@ -225,18 +257,11 @@ def task_list(request: Request) -> Response:
             raise InvalidInput(f"unknown role {filters['role']!r}", hint=f"Known roles: {', '.join(roles)}.")
         tasks = db.list_tasks(**filters, limit=TASKS_PER_PAGE, offset=(page - 1) * TASKS_PER_PAGE)
         total = db.count_tasks(**filters)
-    pages = max(1, -(-total // TASKS_PER_PAGE))
+    paged = paging(filters, total=total, page=page, limit=TASKS_PER_PAGE)
     if wants_json(request):
-        return json_response(
-            {"tasks": tasks, "total": total, "page": page, "pages": pages, "limit": TASKS_PER_PAGE}
-        )
-    given = {key: value for key, value in filters.items() if value is not None}
+        return json_response({"tasks": tasks, **paged.as_json()})
     return render(request, "tasks.html", {
-        "tasks": tasks, "total": total, "page": page, "pages": pages, "filters": filters,
-        "roles": roles, "statuses": TASK_STATUSES,
-        "previous_page": f"?{urlencode({**given, 'page': page - 1})}" if page > 1 else None,
-        "next_page": f"?{urlencode({**given, 'page': page + 1})}" if page < pages else None,
-        "first": (page - 1) * TASKS_PER_PAGE + 1,
+        "tasks": tasks, "paging": paged, "filters": filters, "roles": roles, "statuses": TASK_STATUSES,
     })
 
 

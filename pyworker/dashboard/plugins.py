@@ -68,7 +68,7 @@ def load_plugins(core_routes: Sequence[BaseRoute]) -> LoadedPlugins:
             continue
         if not isinstance(pages, DashboardPages):
             loaded.broken[entry_point.name] = _problem(
-                entry_point, f"it gives a {type(pages).__name__}, not a DashboardPages"
+                entry_point, f"it names an object of type {type(pages).__name__}, not a DashboardPages"
             )
             continue
         clashes = _route_paths(pages.routes) & taken
