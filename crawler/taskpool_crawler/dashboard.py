@@ -18,12 +18,10 @@ from starlette.routing import Route
 from pyworker.dashboard import (
     DashboardPages,
     int_param,
-    json_response,
     open_database,
     paging,
-    render,
+    respond,
     text_param,
-    wants_json,
 )
 from pyworker.errors import NotFound
 from taskpool_crawler.cli import DIFF_SECTIONS, PAYLOAD_STATUSES, diff_json
@@ -39,9 +37,9 @@ def stores(request: Request) -> Response:
     with open_database(request, CrawlerDatabase) as db:
         rows = db.list_stores(limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
         paged = paging({}, total=db.count_stores(), page=page, limit=PER_PAGE)
-    if wants_json(request):
-        return json_response({"stores": rows, **paged.as_json()})
-    return render(request, "crawler/stores.html", {"stores": rows, "paging": paged})
+    return respond(
+        request, {"stores": rows, **paged.as_json()}, "crawler/stores.html", {"stores": rows, "paging": paged}
+    )
 
 
 def store(request: Request) -> Response:
@@ -51,9 +49,8 @@ def store(request: Request) -> Response:
         if row is None:
             raise NotFound(f"dispensary {store_id} does not exist")
         payloads = db.list_payloads(store=store_id, limit=STORE_PAYLOADS)
-    if wants_json(request):
-        return json_response({"store": row, "payloads": payloads})
-    return render(request, "crawler/store.html", {"store": row, "payloads": payloads})
+    found = {"store": row, "payloads": payloads}
+    return respond(request, found, "crawler/store.html", found)
 
 
 def payloads(request: Request) -> Response:
@@ -66,9 +63,7 @@ def payloads(request: Request) -> Response:
             db.get_dispensary(filters["store"])
         rows = db.list_payloads(**filters, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
         paged = paging(filters, total=db.count_payloads(**filters), page=page, limit=PER_PAGE)
-    if wants_json(request):
-        return json_response({"payloads": rows, **paged.as_json()})
-    return render(request, "crawler/payloads.html", {
+    return respond(request, {"payloads": rows, **paged.as_json()}, "crawler/payloads.html", {
         "payloads": rows, "paging": paged, "filters": filters, "statuses": PAYLOAD_STATUSES,
     })
 
@@ -79,9 +74,7 @@ def payload(request: Request) -> Response:
         row = db.get_payload(payload_id)
     if row is None:
         raise NotFound(f"payload {payload_id} does not exist")
-    if wants_json(request):
-        return json_response(row)
-    return render(request, "crawler/payload.html", {"payload": row})
+    return respond(request, row, "crawler/payload.html", {"payload": row})
 
 
 def diff(request: Request) -> Response:
@@ -95,9 +88,9 @@ def diff(request: Request) -> Response:
             if from_id is None or to_id is None:
                 raise HTTPException(400, "give two payload ids: ?from=A&to=B")
             document = db.diff_payloads(from_id, to_id)
-    if wants_json(request):
-        return json_response(diff_json(document, details=True))
-    return render(request, "crawler/diff.html", {"diff": document, "sections": DIFF_SECTIONS})
+    return respond(
+        request, diff_json(document, details=True), "crawler/diff.html", {"diff": document, "sections": DIFF_SECTIONS}
+    )
 
 
 PAGES = DashboardPages(

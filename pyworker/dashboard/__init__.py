@@ -23,6 +23,7 @@ from pyworker.dashboard.app import (
     open_database,
     paging,
     render,
+    respond,
     text_param,
     wants_json,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "open_database",
     "paging",
     "render",
+    "respond",
     "text_param",
     "wants_json",
 ]

@@ -127,6 +127,13 @@ def render(request: Request, template: str, context: dict[str, Any], status_code
     return state.templates.TemplateResponse(request, template, page, status_code=status_code)
 
 
+def respond(request: Request, data: Any, template: str, context: dict[str, Any]) -> Response:
+    """`data` as JSON under /api/, else the page: `template` with `context`."""
+    if wants_json(request):
+        return json_response(data)
+    return render(request, template, context)
+
+
 def int_param(request: Request, name: str, *, minimum: int = 1) -> int | None:
     """A whole-number query parameter, None when absent or empty; 400 when it is not one."""
     text = request.query_params.get(name, "").strip()
@@ -233,9 +240,7 @@ def throughput_chart(rows: list[dict[str, Any]], width: int = 720, height: int =
 def overview(request: Request) -> Response:
     with open_database(request) as db:
         data = overview_data(db)
-    if wants_json(request):
-        return json_response(data)
-    return render(request, "overview.html", {**data, "chart": throughput_chart(data["throughput"])})
+    return respond(request, data, "overview.html", {**data, "chart": throughput_chart(data["throughput"])})
 
 
 # Tasks
@@ -258,9 +263,7 @@ def task_list(request: Request) -> Response:
         tasks = db.list_tasks(**filters, limit=TASKS_PER_PAGE, offset=(page - 1) * TASKS_PER_PAGE)
         total = db.count_tasks(**filters)
     paged = paging(filters, total=total, page=page, limit=TASKS_PER_PAGE)
-    if wants_json(request):
-        return json_response({"tasks": tasks, **paged.as_json()})
-    return render(request, "tasks.html", {
+    return respond(request, {"tasks": tasks, **paged.as_json()}, "tasks.html", {
         "tasks": tasks, "paging": paged, "filters": filters, "roles": roles, "statuses": TASK_STATUSES,
     })
 
@@ -273,9 +276,8 @@ def task_page(request: Request) -> Response:
             raise NotFound(f"task {task_id} does not exist")
         attempts = db.task_attempts(task_id)
         chain = db.task_chain(task_id)
-    if wants_json(request):
-        return json_response({"task": task, "chain": chain, "attempts": attempts})
-    return render(request, "task.html", {"task": task, "chain": chain, "attempts": attempts})
+    found = {"task": task, "chain": chain, "attempts": attempts}
+    return respond(request, found, "task.html", found)
 
 
 def task_counts(request: Request) -> Response:
@@ -289,25 +291,19 @@ def task_counts(request: Request) -> Response:
 def workers(request: Request) -> Response:
     with open_database(request) as db:
         rows = db.workers()
-    if wants_json(request):
-        return json_response(rows)
-    return render(request, "workers.html", {"workers": rows})
+    return respond(request, rows, "workers.html", {"workers": rows})
 
 
 def schedules(request: Request) -> Response:
     with open_database(request) as db:
         rows = db.schedules()
-    if wants_json(request):
-        return json_response(rows)
-    return render(request, "schedules.html", {"schedules": rows})
+    return respond(request, rows, "schedules.html", {"schedules": rows})
 
 
 def platforms(request: Request) -> Response:
     with open_database(request) as db:
         data = {"platforms": db.platforms(), "events": db.platform_events(PLATFORM_EVENTS_SHOWN)}
-    if wants_json(request):
-        return json_response(data)
-    return render(request, "platforms.html", data)
+    return respond(request, data, "platforms.html", data)
 
 
 def health(request: Request) -> Response:
@@ -322,9 +318,7 @@ def health(request: Request) -> Response:
             "stuck_tasks": db.stuck_tasks(),
             "xmin_horizon": db.xmin_horizon(),
         }
-    if wants_json(request):
-        return json_response(data)
-    return render(request, "health.html", data)
+    return respond(request, data, "health.html", data)
 
 
 def capacity(request: Request) -> Response:

@@ -17,6 +17,4 @@ def serve(database_url: str, host: str, port: int, token: str | None) -> None:
         host=host,
         port=port,
         log_level="info",
-        # Behind a proxy, set FORWARDED_ALLOW_IPS for uvicorn to trust its X-Forwarded-* headers.
-        proxy_headers=True,
     )
