@@ -14,6 +14,7 @@ import os
 import secrets
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,9 @@ def seed(conn: psycopg.Connection) -> dict[str, int]:
         VALUES ('dash_nightly', 'analytics_refresh', 'single', 24, 0, taskpool_now() + interval '3 hours', false),
                ('dash_hourly', 'analytics_refresh', 'single', 1, 0, taskpool_now() + interval '1 hour', true)
     """)
-    conn.execute("INSERT INTO platform_governance (platform, failure_threshold) VALUES ('simulated', 2), ('calm', 2)")
+    # A day's cooldown: the circuit stays open for every test of the module.
+    conn.execute("INSERT INTO platform_governance (platform, failure_threshold, cooldown)"
+                 " VALUES ('simulated', 2, '1 day'), ('calm', 2, '1 day')")
     for _ in range(2):
         conn.execute("SELECT record_platform_result('simulated', false, 'HTTP 503 Service Unavailable')")
     conn.execute("SELECT record_platform_result('calm', true)")
@@ -322,6 +325,13 @@ def test_a_wrong_token_does_not_log_in(browser: Any, dashboard: Dashboard) -> No
     assert "wrong token" in messages(browser)
     page(browser, dashboard, "/schedules")
     assert not all_of(browser, "button.enable")
+
+
+def test_logging_in_goes_back_only_to_a_page_of_the_dashboard(browser: Any, dashboard: Dashboard) -> None:
+    for elsewhere in ("//example.invalid/", "/\\example.invalid/", "https://example.invalid/"):
+        browser.delete_all_cookies()
+        log_in(browser, dashboard, next_path=urllib.parse.quote(elsewhere, safe=""))
+        assert browser.current_url == dashboard.url + "/"
 
 
 def test_an_operator_cancels_a_task_and_enables_and_runs_a_schedule(

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
@@ -352,7 +353,8 @@ def check_csrf(request: Request, form: dict[str, str]) -> None:
 
 def local_path(path: str | None) -> str:
     """Where to go after an action: a path of this site, never another site."""
-    return path if path and path.startswith("/") and not path.startswith("//") else "/"
+    # "//host" and "/\\host" are other sites to a browser.
+    return path if path and path.startswith("/") and not path.startswith(("//", "/\\")) else "/"
 
 
 async def login(request: Request) -> Response:
@@ -393,44 +395,60 @@ def api_authorized(request: Request) -> None:
         raise HTTPException(401, "give the dashboard's token as Authorization: Bearer TOKEN", headers={"WWW-Authenticate": "Bearer"})
 
 
-# Each action: (what it does, given the database and the path's parameters; the page to go back
-# to; what to say when done).
-Action = Callable[[Database, dict[str, Any]], dict[str, Any]]
+@dataclass(frozen=True)
+class Action:
+    """An operator action: the SQL call it makes (through the CLI's Database method), given the
+    path's parameters; the page it goes back to; what it says when done, given the row."""
 
-ACTIONS: dict[str, tuple[Action, Callable[[dict[str, Any]], str], Callable[[dict[str, Any], dict[str, Any]], str]]] = {
-    "cancel": (
-        lambda db, p: db.cancel_task(p["task_id"]),
-        lambda p: f"/tasks/{p['task_id']}",
-        lambda p, row: f"task {p['task_id']} cancelled" if row["status"] == "cancelled"
-        else f"task {p['task_id']} is {row['status']}: cancel requested; its worker stops it at its next heartbeat",
+    run: Callable[[Database, dict[str, Any]], dict[str, Any]]
+    back: Callable[[dict[str, Any]], str]
+    said: Callable[[dict[str, Any], dict[str, Any]], str]
+
+
+def cancelled(params: dict[str, Any], row: dict[str, Any]) -> str:
+    if row["status"] == "cancelled":
+        return f"task {params['task_id']} cancelled"
+    return f"task {params['task_id']} is {row['status']}: cancel requested; its worker stops it at its next heartbeat"
+
+
+ACTIONS = {
+    "cancel": Action(
+        run=lambda db, p: db.cancel_task(p["task_id"]),
+        back=lambda p: f"/tasks/{p['task_id']}",
+        said=cancelled,
     ),
-    "retry": (
-        lambda db, p: db.retry_task(p["task_id"]),
-        lambda p: f"/tasks/{p['task_id']}",
-        lambda p, row: f"task {p['task_id']} is {row['status']} again, retries reset to 0/{row['max_retries']}",
+    "retry": Action(
+        run=lambda db, p: db.retry_task(p["task_id"]),
+        back=lambda p: f"/tasks/{p['task_id']}",
+        said=lambda p, row: f"task {p['task_id']} is {row['status']} again, retries reset to 0/{row['max_retries']}",
     ),
-    "trigger": (
-        lambda db, p: db.trigger_schedule(p["name"]),
-        lambda p: "/schedules",
-        lambda p, row: f"schedule {row['name']} ran: {row['last_task_count']} task(s) created",
+    "trigger": Action(
+        run=lambda db, p: db.trigger_schedule(p["name"]),
+        back=lambda p: "/schedules",
+        said=lambda p, row: f"schedule {row['name']} ran: {row['last_task_count']} task(s) created",
     ),
-    "enable": (
-        lambda db, p: db.update_schedule(p["name"], enabled=True),
-        lambda p: "/schedules",
-        lambda p, row: f"schedule {row['name']} enabled, next run at {shown(row['next_run_at'])}",
+    "enable": Action(
+        run=lambda db, p: db.update_schedule(p["name"], enabled=True),
+        back=lambda p: "/schedules",
+        said=lambda p, row: f"schedule {row['name']} enabled, next run at {shown(row['next_run_at'])}",
     ),
-    "disable": (
-        lambda db, p: db.update_schedule(p["name"], enabled=False),
-        lambda p: "/schedules",
-        lambda p, row: f"schedule {row['name']} disabled",
+    "disable": Action(
+        run=lambda db, p: db.update_schedule(p["name"], enabled=False),
+        back=lambda p: "/schedules",
+        said=lambda p, row: f"schedule {row['name']} disabled",
     ),
 }
 
 
-def action_endpoint(name: str) -> Callable[[Request], Any]:
+def performed(request: Request, action: Action) -> dict[str, Any]:
+    """The action done on this request's connection: the row its SQL function returns."""
+    with open_database(request) as db:
+        return action.run(db, dict(request.path_params))
+
+
+def action_endpoint(action: Action) -> Callable[[Request], Any]:
     """The page's action: checked, done, and its outcome (or the database's refusal) shown on the
     page it goes back to."""
-    act, back, said = ACTIONS[name]
 
     async def page_action(request: Request) -> Response:
         if request.app.state.token is None:
@@ -441,25 +459,23 @@ def action_endpoint(name: str) -> Callable[[Request], Any]:
             raise HTTPException(403, "log in with the dashboard's token first")
         params = dict(request.path_params)
         try:
-            with open_database(request) as db:
-                row = act(db, params)
+            # The form is read (async); the SQL call blocks, so it runs in the thread pool.
+            row = await run_in_threadpool(performed, request, action)
         except TaskpoolError as error:
             flash(request, "error", str(error))
         else:
-            flash(request, "ok", said(params, row))
-        return RedirectResponse(back(params), status_code=303)
+            flash(request, "ok", action.said(params, row))
+        return RedirectResponse(action.back(params), status_code=303)
 
     return page_action
 
 
-def api_action_endpoint(name: str) -> Callable[[Request], Response]:
+def api_action_endpoint(action: Action) -> Callable[[Request], Response]:
     """The API's action: the row the SQL function returns, or its refusal as {"error": ...}."""
-    act = ACTIONS[name][0]
 
     def api_action(request: Request) -> Response:
         api_authorized(request)
-        with open_database(request) as db:
-            return json_response(act(db, dict(request.path_params)))
+        return json_response(performed(request, action))
 
     return api_action
 
@@ -514,8 +530,8 @@ def core_routes() -> list[Route]:
     for name, prefix in [("cancel", "/tasks/{task_id:int}"), ("retry", "/tasks/{task_id:int}"),
                          ("trigger", "/schedules/{name}"), ("enable", "/schedules/{name}"),
                          ("disable", "/schedules/{name}")]:
-        routes.append(Route(f"{prefix}/{name}", action_endpoint(name), methods=["POST"]))
-        routes.append(Route(f"/api{prefix}/{name}", api_action_endpoint(name), methods=["POST"]))
+        routes.append(Route(f"{prefix}/{name}", action_endpoint(ACTIONS[name]), methods=["POST"]))
+        routes.append(Route(f"/api{prefix}/{name}", api_action_endpoint(ACTIONS[name]), methods=["POST"]))
     return routes
 
 
