@@ -42,7 +42,7 @@ BENCH_ARGS ?=
 SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap \
-	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer
+	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver
 
 # An explicit DATABASE_URL (environment or command line) means: use that server, start nothing.
 ifneq ($(filter environment% command%,$(origin DATABASE_URL)),)
@@ -84,11 +84,11 @@ $(VENV_STAMP): pyproject.toml pyworker/__init__.py crawler/pyproject.toml
 			$(PYTHON) -m venv $(VENV); \
 		fi; \
 	fi
-	@echo "deps: installing the project into $(VENV) (pip install -e '.[test]' -e crawler)"
+	@echo "deps: installing the project into $(VENV) (pip install -e '.[dashboard,test]' -e crawler)"
 	@# The distribution was called taskpool before 0.6.0: its copy would shadow this one's entry points.
 	@$(VENV)/bin/pip uninstall --quiet --yes taskpool 2>/dev/null || true
 	@rm -rf taskpool.egg-info
-	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]' -e ./crawler
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[dashboard,test]' -e ./crawler
 	@touch $@
 
 # TARGET db: start the local cluster (init if missing, restarted if its settings are old), its database and pg_cron; with DATABASE_URL set, only check that server answers

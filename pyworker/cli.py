@@ -712,6 +712,9 @@ def enqueue(
 @click.option("--status", type=click.Choice(TASK_STATUSES), help="Only tasks in this state.")
 @click.option("--store", type=int, metavar="ID", help="Only tasks of this store (dispensary_id).")
 @click.option(
+    "--error", metavar="TEXT", help="Only tasks whose error message contains TEXT (any case)."
+)
+@click.option(
     "--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="Tasks per page."
 )
 @click.option(
@@ -724,6 +727,7 @@ def list_tasks(
     role: str | None,
     status: str | None,
     store: int | None,
+    error: str | None,
     limit: int,
     page: int,
 ) -> Shown:
@@ -736,12 +740,12 @@ def list_tasks(
     if store is not None:
         db.check_store(store)
     tasks = db.list_tasks(
-        role=role, status=status, store=store, limit=limit, offset=(page - 1) * limit
+        role=role, status=status, store=store, error=error, limit=limit, offset=(page - 1) * limit
     )
 
     def page_of_all() -> None:
-        total = db.count_tasks(role=role, status=status, store=store)
-        filtered = any(value is not None for value in (role, status, store))
+        total = db.count_tasks(role=role, status=status, store=store, error=error)
+        filtered = any(value is not None for value in (role, status, store, error))
         echo_page(
             tasks, TASK_COLUMNS, total=total, page=page, limit=limit,
             noun="matching task" if filtered else "task",
@@ -1430,6 +1434,56 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
         pooled=settings.pooled,
     )
     click.get_current_context().exit(code)
+
+
+# The modules of the `dashboard` extra (pyproject.toml): a missing one is named with the extra.
+DASHBOARD_MODULES = {"starlette", "uvicorn", "jinja2", "python_multipart", "itsdangerous"}
+
+
+@main.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Listen on this address (0.0.0.0: every interface).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Listen on this port (0: any free one; the log line says which).",
+)
+@click.option(
+    "--token",
+    envvar="TASKPOOL_DASHBOARD_TOKEN",
+    show_envvar=True,
+    metavar="SECRET",
+    help="Turn the actions on (cancel, retry, run or switch a schedule) for whoever logs in with"
+    " this secret, and for API calls that give it as a bearer token. Without it: read-only.",
+)
+@pass_settings
+def dashboard(settings: Settings, host: str, port: int, token: str | None) -> None:
+    """Serve the dashboard: the pool per role, tasks, workers, schedules, platforms, health.
+
+    Every page is also JSON under /api/ (docs/dashboard.md). Needs the dashboard extra:
+    pip install 'taskpool-pg[dashboard]' (`make deps` installs it). Stops on SIGINT or SIGTERM.
+    """
+    if token is not None and not token.strip():
+        raise click.BadParameter("the token must not be empty or blank", param_hint="'--token'")
+    try:
+        server = importlib.import_module("pyworker.dashboard.server")
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in DASHBOARD_MODULES:
+            raise
+        raise click.ClickException(
+            f"the dashboard needs the dashboard extra, and {error.name} is not installed:"
+            " pip install 'taskpool-pg[dashboard]' (in a taskpool checkout: make deps)"
+        ) from error
+    # Refuse to serve a database pyworker cannot read, as a worker does.
+    settings.db.check_schema()
+    settings.close()
+    server.serve(settings.database_url, host, port, token)
 
 
 @main.command()

@@ -161,11 +161,13 @@ SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
 
 # Operator side
 ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
-# `list`'s filters, each left out when NULL: the page and its count read the same tasks.
+# `list`'s filters, each left out when NULL: the page and its count read the same tasks. The
+# error filter is a case-insensitive substring (strpos: no LIKE pattern to escape).
 _TASK_FILTERS = (
     " WHERE (%(role)s::text IS NULL OR role = %(role)s::text)"
     "   AND (%(status)s::text IS NULL OR status = %(status)s::text)"
     "   AND (%(store)s::integer IS NULL OR dispensary_id = %(store)s::integer)"
+    "   AND (%(error)s::text IS NULL OR strpos(lower(error_message), lower(%(error)s::text)) > 0)"
 )
 LIST_TASKS = (
     "SELECT id, role, dispensary_id, status, priority, attempt, retry_count, max_retries,"
@@ -240,12 +242,20 @@ WORKER_CAPACITY_ROW = "SELECT * FROM v_worker_capacity WHERE role = %(role)s::te
 TASK_COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
 ACTIVE_WORKERS = "SELECT * FROM v_active_workers ORDER BY role, worker_id"
 STUCK_TASKS = "SELECT * FROM v_stuck_tasks ORDER BY last_heartbeat_at, id"
+XMIN_HORIZON = "SELECT * FROM v_xmin_horizon"
+WORKER_CAPACITY = "SELECT worker_capacity(%(role)s::text) AS capacity"
+TASK_THROUGHPUT = "SELECT * FROM task_throughput(%(hours)s::integer)"
 HEALTH_CHECKS = (
     "SELECT * FROM taskpool_health(%(max_tick_age)s::interval, %(max_snapshot_age)s::interval)"
 )
 
 # Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
 STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
+PLATFORMS = "SELECT * FROM v_platforms ORDER BY platform"
+PLATFORM_EVENTS = (
+    "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
+    " ORDER BY at DESC, id DESC LIMIT %(limit)s::integer"
+)
 ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
@@ -718,12 +728,15 @@ class Database:
         role: str | None = None,
         status: str | None = None,
         store: int | None = None,
+        error: str | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> list[dict[str, Any]]:
+        """A page of tasks, newest first; `error`: only those whose error message contains it
+        (case-insensitive)."""
         return self._rows(
             LIST_TASKS,
-            {"role": role, "status": status, "store": store, "limit": limit, "offset": offset},
+            {"role": role, "status": status, "store": store, "error": error, "limit": limit, "offset": offset},
         )
 
     def get_task(self, task_id: int) -> dict[str, Any] | None:
@@ -764,10 +777,17 @@ class Database:
         return self._one(RETRY_TASK, {"task_id": task_id})
 
     def count_tasks(
-        self, *, role: str | None = None, status: str | None = None, store: int | None = None
+        self,
+        *,
+        role: str | None = None,
+        status: str | None = None,
+        store: int | None = None,
+        error: str | None = None,
     ) -> int:
         """How many tasks list_tasks pages through with these filters."""
-        return self._one(COUNT_TASKS, {"role": role, "status": status, "store": store})["tasks"]
+        return self._one(
+            COUNT_TASKS, {"role": role, "status": status, "store": store, "error": error}
+        )["tasks"]
 
     def prune_tasks_in_batches(
         self, older_than: str, batch_size: int, max_tasks: int | None = None
@@ -826,6 +846,26 @@ class Database:
 
     def stuck_tasks(self) -> list[dict[str, Any]]:
         return self._rows(STUCK_TASKS)
+
+    def xmin_horizon(self) -> list[dict[str, Any]]:
+        """v_xmin_horizon: the sessions and prepared transactions holding back vacuum, oldest first."""
+        return self._rows(XMIN_HORIZON)
+
+    def worker_capacity(self, role: str) -> dict[str, Any]:
+        """worker_capacity(role): the autoscaler's document; InvalidInput for an unknown role."""
+        return self._one(WORKER_CAPACITY, {"role": role})["capacity"]
+
+    def task_throughput(self, hours: int) -> list[dict[str, Any]]:
+        """task_throughput(hours): per hour and role, completions and failed attempts."""
+        return self._rows(TASK_THROUGHPUT, {"hours": hours})
+
+    def platforms(self) -> list[dict[str, Any]]:
+        """v_platforms: each platform's rate limit and circuit, by name."""
+        return self._rows(PLATFORMS)
+
+    def platform_events(self, limit: int) -> list[dict[str, Any]]:
+        """The circuit breakers' last `limit` openings and closings, newest first."""
+        return self._rows(PLATFORM_EVENTS, {"limit": limit})
 
     def health_checks(
         self, max_tick_age: str | None = None, max_snapshot_age: str | None = None

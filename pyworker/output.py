@@ -76,9 +76,14 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def json_text(data: Any) -> str:
+    """`data` as indented JSON, numbers with every digit the database holds, intervals in seconds:
+    what --json prints, and the dashboard's API serves."""
+    return dump_json(data, indent=2, default=_json_value)
+
+
 def echo_json(data: Any) -> None:
-    """`data` as indented JSON, numbers with every digit the database holds."""
-    click.echo(dump_json(data, indent=2, default=_json_value))
+    click.echo(json_text(data))
 
 
 # Cells longer than this are cut, in every table but a --wide one.
@@ -105,6 +110,12 @@ def _cell(value: Any, width: int | None = CELL_WIDTH, *, exact: bool = False) ->
     else:
         text = str(value)
     return _cut(" ".join(text.split()), width)
+
+
+def shown(value: Any) -> str:
+    """A value as the text a table cell shows, whole: times and intervals to the second, JSON
+    compact (the dashboard's pages show values as the CLI's tables do)."""
+    return _cell(value, width=None)
 
 
 def _cut(text: str, width: int | None) -> str:

@@ -611,6 +611,22 @@ def test_list_json_with_filters(run: Run, conn: psycopg.Connection) -> None:
     datetime.fromisoformat(task["scheduled_for"])
 
 
+def test_list_filters_by_error_text_in_any_case(run: Run, conn: psycopg.Connection) -> None:
+    failed = {}
+    for message in ("HTTP 503 from the platform", "menu did not parse", "50% off: not a price"):
+        task_id = enqueue(conn, max_retries=0)
+        assert claim(conn) == task_id
+        conn.execute("SELECT fail_task(%s, 'w1', 1, %s)", (task_id, message))
+        failed[message] = task_id
+    enqueue(conn)
+    assert [t["id"] for t in run_json(run, "list", "--error", "http 503")] == [failed["HTTP 503 from the platform"]]
+    # The text is a substring, not a LIKE pattern: % matches itself alone.
+    assert [t["id"] for t in run_json(run, "list", "--error", "50%")] == [failed["50% off: not a price"]]
+    result = run("list", "--error", "PARSE")
+    assert result.stdout.splitlines()[-1] == "1-1 of 1 matching task (page 1 of 1)"
+    assert run_json(run, "list", "--error", "nowhere") == []
+
+
 def test_list_pages(run: Run, conn: psycopg.Connection) -> None:
     ids = [enqueue(conn) for _ in range(5)]
     newest_first = ids[::-1]

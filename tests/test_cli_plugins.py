@@ -16,6 +16,7 @@ import sysconfig
 from pathlib import Path
 
 from pyworker.cli import COMMANDS_ENTRY_POINT_GROUP
+from pyworker.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
 
 CORE_COMMANDS = ("enqueue", "list", "health", "schedules", "schema", "cron", "version")
 CRAWLER_COMMANDS = ("payloads", "resync", "simulator", "stores")
@@ -41,16 +42,22 @@ def site_without_the_crawler(tmp_path: Path) -> Path:
     return site
 
 
-def fake_distribution(site: Path, name: str, modules: dict[str, str], commands: dict[str, str]) -> None:
+def fake_distribution(
+    site: Path,
+    name: str,
+    modules: dict[str, str],
+    commands: dict[str, str],
+    group: str = COMMANDS_ENTRY_POINT_GROUP,
+) -> None:
     """An installed distribution in `site`: its modules and a dist-info whose entry points name
-    `commands` (name -> "module:attribute") in the pyworker.commands group."""
+    `commands` (name -> "module:attribute") in `group` (pyworker.commands unless told)."""
     for module, source in modules.items():
         (site / f"{module}.py").write_text(source)
     dist_info = site / f"{name}-1.0.dist-info"
     dist_info.mkdir()
     (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     lines = "".join(f"{command} = {target}\n" for command, target in commands.items())
-    (dist_info / "entry_points.txt").write_text(f"[{COMMANDS_ENTRY_POINT_GROUP}]\n{lines}")
+    (dist_info / "entry_points.txt").write_text(f"[{group}]\n{lines}")
 
 
 def test_the_core_imports_runs_its_cli_and_loads_handlers_without_the_crawler(tmp_path: Path) -> None:
@@ -140,3 +147,48 @@ def test_a_broken_plug_in_is_named_and_the_core_commands_still_run(tmp_path: Pat
     # The core's own command of that name is untouched.
     core = python("from pyworker.cli import main\nmain(['list', '--help'], prog_name='pyworker')", site, tmp_path)
     assert core.returncode == 0 and "List tasks, newest first" in core.stdout, core.stderr
+
+
+def test_a_dashboard_plugin_adds_its_pages_and_one_that_cannot_is_named(tmp_path: Path) -> None:
+    """The `pyworker.dashboard` entry points: pages added with their menu links; one that does not
+    import, is not a DashboardPages or claims a core path is left out and named, the rest work."""
+    site = site_without_the_crawler(tmp_path)
+    pages = """
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from pyworker.dashboard import DashboardPages
+
+def hello(request):
+    return PlainTextResponse("hello")
+
+PAGES = DashboardPages(routes=[Route("/hello", hello)], menu=[("Hello", "/hello")])
+CLASH = DashboardPages(routes=[Route("/tasks", hello)], menu=[("Tasks again", "/tasks")])
+NOT_PAGES = 42
+"""
+    fake_distribution(
+        site,
+        "acme-pages",
+        {"acme_pages": pages},
+        {"good": "acme_pages:PAGES", "clash": "acme_pages:CLASH", "wrong": "acme_pages:NOT_PAGES",
+         "gone": "acme_missing:PAGES"},
+        group=DASHBOARD_ENTRY_POINT_GROUP,
+    )
+    code = """
+from pyworker.dashboard import create_app
+app = create_app("postgresql://nowhere.invalid/taskpool")
+print("menu:", [label for label, _ in app.state.menu])
+print("paths:", sorted(route.path for route in app.routes if route.path in ("/hello", "/tasks")))
+for problem in sorted(app.state.broken_plugins):
+    print("broken:", problem)
+"""
+    result = python(code, site, tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "menu: ['Overview', 'Tasks', 'Workers', 'Schedules', 'Platforms', 'Health', 'Hello']"
+    assert lines[1] == "paths: ['/hello', '/tasks']"
+    broken = lines[2:]
+    assert len(broken) == 3
+    assert "'clash' (acme_pages:CLASH, from acme-pages 1.0, entry point group pyworker.dashboard)" in broken[0]
+    assert broken[0].endswith("the dashboard has /tasks already")
+    assert "'gone'" in broken[1] and "ModuleNotFoundError: No module named 'acme_missing'" in broken[1]
+    assert "'wrong'" in broken[2] and broken[2].endswith("it names an object of type int, not a DashboardPages")

@@ -23,7 +23,7 @@ RUN_SHELL = {"cli.md"}
 PROMISED = {
     "README.md", "concepts.md", "sql-reference.md", "worker.md", "cli.md",
     "schedules.md", "operations.md", "performance.md", "reliability.md", "crawler.md",
-    "client.md", "supervisor.md", "commands.md", "testing.md", "tracing.md",
+    "client.md", "supervisor.md", "commands.md", "testing.md", "tracing.md", "dashboard.md",
 }
 
 

@@ -438,3 +438,15 @@ def test_a_change_that_fails_is_recorded_as_failed_and_the_ones_before_it_stay(
     (tmp_path / "deploy/second.sql").write_text(scripts["deploy/second.sql"] + "\n")
     assert [c.name for c in Deployer(empty_database, Plan.load(tmp_path)).deploy(install=True)] == ["second"]
     assert deployed()[0] == ["first", "second"] and deployed()[3]
+
+
+def test_the_wheel_carries_the_dashboard_which_names_its_extra_when_missing(
+    wheel: Path, installed: Path, empty_database: str
+) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "pyworker/dashboard/templates/overview.html" in names
+    assert "pyworker/dashboard/static/dashboard.css" in names
+    # Installed without the extra: the command says how to get it, and serves nothing.
+    result = run_installed(installed, empty_database, "dashboard", check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "pip install 'taskpool-pg[dashboard]'" in result.stderr

@@ -61,6 +61,9 @@ GET_PAYLOAD = (
     " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
     " WHERE p.id = %(payload_id)s::bigint"
 )
+LIST_STORES = "SELECT * FROM v_stores ORDER BY id LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
+COUNT_STORES = "SELECT count(*) AS stores FROM dispensaries"
+GET_STORE = "SELECT * FROM v_stores WHERE id = %(store_id)s::integer"
 DIFF_PAYLOADS = (
     "SELECT diff_payloads(%(from_payload_id)s::bigint, %(to_payload_id)s::bigint) AS diff"
 )
@@ -175,6 +178,17 @@ class CrawlerDatabase(Database):
         return self.query_one(REFRESH_ANALYTICS)["report"]
 
     # The operator's side (pyworker payloads ..., resync generate, the demo)
+
+    def list_stores(self, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """A page of v_stores: each store with its payloads and products, by id."""
+        return self.query(LIST_STORES, {"limit": limit, "offset": offset})
+
+    def count_stores(self) -> int:
+        return self.query_one(COUNT_STORES)["stores"]
+
+    def get_store(self, store_id: int) -> dict[str, Any] | None:
+        """The store's row of v_stores; None when there is none."""
+        return self.query_one(GET_STORE, {"store_id": store_id})
 
     def list_payloads(
         self, *, store: int | None = None, status: str | None = None, limit: int = 50, offset: int = 0

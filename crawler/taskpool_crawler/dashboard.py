@@ -1,0 +1,113 @@
+"""The crawler's dashboard pages: stores, payloads, and what changed on a menu between two.
+
+Added to `pyworker dashboard` by the package's `pyworker.dashboard` entry point
+(crawler/pyproject.toml), as its commands are added to `pyworker`; each page is also JSON under
+/api/. The diff is SQL (diff_payloads, diff_latest_payloads), shown as `pyworker payloads diff`
+shows it; /api/payloads/store/ID/diff is the seed's endpoint, with the CLI's --json document.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from pyworker.dashboard import (
+    DashboardPages,
+    int_param,
+    open_database,
+    paging,
+    respond,
+    text_param,
+)
+from pyworker.errors import NotFound
+from taskpool_crawler.cli import DIFF_SECTIONS, PAYLOAD_STATUSES, diff_json
+from taskpool_crawler.db import CrawlerDatabase
+
+PER_PAGE = 50
+# A store's page lists its newest payloads, this many.
+STORE_PAYLOADS = 20
+
+
+def stores(request: Request) -> Response:
+    page = int_param(request, "page") or 1
+    with open_database(request, CrawlerDatabase) as db:
+        rows = db.list_stores(limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
+        paged = paging({}, total=db.count_stores(), page=page, limit=PER_PAGE)
+    return respond(
+        request, {"stores": rows, **paged.as_json()}, "crawler/stores.html", {"stores": rows, "paging": paged}
+    )
+
+
+def store(request: Request) -> Response:
+    store_id = request.path_params["store_id"]
+    with open_database(request, CrawlerDatabase) as db:
+        row = db.get_store(store_id)
+        if row is None:
+            raise NotFound(f"dispensary {store_id} does not exist")
+        payloads = db.list_payloads(store=store_id, limit=STORE_PAYLOADS)
+    found = {"store": row, "payloads": payloads}
+    return respond(request, found, "crawler/store.html", found)
+
+
+def payloads(request: Request) -> Response:
+    filters = {"store": int_param(request, "store", minimum=-(2**31)), "status": text_param(request, "status")}
+    if filters["status"] is not None and filters["status"] not in PAYLOAD_STATUSES:
+        raise HTTPException(400, f"status must be one of {', '.join(PAYLOAD_STATUSES)}, not {filters['status']!r}")
+    page = int_param(request, "page") or 1
+    with open_database(request, CrawlerDatabase) as db:
+        if filters["store"] is not None:
+            db.get_dispensary(filters["store"])
+        rows = db.list_payloads(**filters, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
+        paged = paging(filters, total=db.count_payloads(**filters), page=page, limit=PER_PAGE)
+    return respond(request, {"payloads": rows, **paged.as_json()}, "crawler/payloads.html", {
+        "payloads": rows, "paging": paged, "filters": filters, "statuses": PAYLOAD_STATUSES,
+    })
+
+
+def payload(request: Request) -> Response:
+    payload_id = request.path_params["payload_id"]
+    with open_database(request, CrawlerDatabase) as db:
+        row = db.get_payload(payload_id)
+    if row is None:
+        raise NotFound(f"payload {payload_id} does not exist")
+    return respond(request, row, "crawler/payload.html", {"payload": row})
+
+
+def diff(request: Request) -> Response:
+    """Between payloads ?from=A&to=B, or the two newest applied of /stores/ID/diff's store."""
+    store_id = request.path_params.get("store_id")
+    with open_database(request, CrawlerDatabase) as db:
+        if store_id is not None:
+            document = db.diff_latest_payloads(store_id)
+        else:
+            from_id, to_id = int_param(request, "from"), int_param(request, "to")
+            if from_id is None or to_id is None:
+                raise HTTPException(400, "give two payload ids: ?from=A&to=B")
+            document = db.diff_payloads(from_id, to_id)
+    return respond(
+        request, diff_json(document, details=True), "crawler/diff.html", {"diff": document, "sections": DIFF_SECTIONS}
+    )
+
+
+PAGES = DashboardPages(
+    routes=[
+        Route("/stores", stores),
+        Route("/api/stores", stores),
+        Route("/stores/{store_id:int}", store),
+        Route("/api/stores/{store_id:int}", store),
+        Route("/stores/{store_id:int}/diff", diff),
+        Route("/api/payloads/store/{store_id:int}/diff", diff),
+        Route("/payloads", payloads),
+        Route("/api/payloads", payloads),
+        Route("/payloads/diff", diff),
+        Route("/api/payloads/diff", diff),
+        Route("/payloads/{payload_id:int}", payload),
+        Route("/api/payloads/{payload_id:int}", payload),
+    ],
+    templates=Path(__file__).resolve().parent / "dashboard_templates",
+    menu=[("Stores", "/stores"), ("Payloads", "/payloads")],
+)

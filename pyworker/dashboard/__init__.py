@@ -1,0 +1,43 @@
+"""`pyworker dashboard`: the pool's state in a browser, and the operator's actions.
+
+A Starlette application (`create_app`) served by uvicorn, its pages Jinja2 templates rendered on
+the server (templates/, static/); each page's data is also JSON under /api/. Every number comes
+from the same SQL the CLI reads (v_worker_capacity, v_task_counts, v_workers, taskpool_health(),
+...), every action goes through the same SQL function as the CLI's (cancel_task, retry_task,
+trigger_schedule, update_schedule), and a refusal shows the database's own message.
+
+Actions are off unless the server has a token (--token or TASKPOOL_DASHBOARD_TOKEN): an operator
+logs in with it (a signed session cookie), and each action is a POST whose form carries the
+session's CSRF token. The API's actions take the token as `Authorization: Bearer TOKEN`.
+
+Other packages add pages through the `pyworker.dashboard` entry points (pyworker.dashboard.plugins):
+the crawler's stores and payloads come that way. The dashboard needs the `dashboard` extra
+(`pip install 'taskpool-pg[dashboard]'`); nothing else in pyworker imports it.
+"""
+
+# What a plug-in's pages build on.
+from pyworker.dashboard.app import (
+    create_app,
+    int_param,
+    json_response,
+    open_database,
+    paging,
+    render,
+    respond,
+    text_param,
+    wants_json,
+)
+from pyworker.dashboard.plugins import DashboardPages
+
+__all__ = [
+    "DashboardPages",
+    "create_app",
+    "int_param",
+    "json_response",
+    "open_database",
+    "paging",
+    "render",
+    "respond",
+    "text_param",
+    "wants_json",
+]
