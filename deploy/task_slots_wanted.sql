@@ -29,7 +29,9 @@ AS $$
 --     so a fleet grows a worker at a time, each once the last one is busy, until a completion
 --     gives the rate.
 DECLARE
-    v_capacity v_worker_capacity;
+    v_ready   bigint;
+    v_running bigint;
+    v_rate    numeric;
 BEGIN
     IF task_slots_wanted.drain_hours IS NULL THEN
         RAISE EXCEPTION USING
@@ -42,23 +44,26 @@ BEGIN
             ERRCODE = '22023',
             MESSAGE = format('drain_hours must be positive, not %s', task_slots_wanted.drain_hours);
     END IF;
-    SELECT * INTO v_capacity FROM v_worker_capacity c WHERE c.role = task_slots_wanted.role;
+    -- These three columns alone: the planner then leaves out the view's joins that feed none of
+    -- them (workers seen, failures, arrivals), a quarter of the time with 30,000 recent tasks.
+    SELECT c.ready_tasks, c.running_tasks, c.tasks_per_worker_hour
+    INTO v_ready, v_running, v_rate
+    FROM v_worker_capacity c
+    WHERE c.role = task_slots_wanted.role;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
             MESSAGE = format('unknown role %L', task_slots_wanted.role),
             HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
     END IF;
-    IF v_capacity.ready_tasks = 0 THEN
-        RETURN v_capacity.running_tasks;
+    IF v_ready = 0 THEN
+        RETURN v_running;
     END IF;
     -- 0 too: a rate below 0.05 a slot-hour rounds to 0.0 in the view
-    IF coalesce(v_capacity.tasks_per_worker_hour, 0) = 0 THEN
-        RETURN v_capacity.running_tasks + 1;
+    IF coalesce(v_rate, 0) = 0 THEN
+        RETURN v_running + 1;
     END IF;
-    RETURN greatest(
-        ceil(v_capacity.ready_tasks / (v_capacity.tasks_per_worker_hour * task_slots_wanted.drain_hours))::integer,
-        v_capacity.running_tasks);
+    RETURN greatest(ceil(v_ready / (v_rate * task_slots_wanted.drain_hours))::integer, v_running);
 END;
 $$;
 
