@@ -54,14 +54,19 @@ failed AS (
     WHERE a.outcome IN ('retried', 'failed') AND a.ended_at > c.now - interval '1 hour'
     GROUP BY t.role
 ),
--- tasks created in the last hour: ids grow with time, so only the newest ids are read (a task
--- whose created_at was set back by hand can hide the ones created before it)
+-- tasks created in the last hour: ids grow with time, so only the ids after the newest task
+-- created before the hour are read (a task whose created_at was set back by hand can hide the
+-- ones created before it). That id is looked up once: a subquery per row read the whole hour's
+-- ids again for each of them (a second with a few thousand tasks, what KEDA polls every 30 s).
+hour_start AS (
+    SELECT coalesce((SELECT o.id FROM worker_tasks o CROSS JOIN clock c
+                     WHERE o.created_at <= c.now - interval '1 hour'
+                     ORDER BY o.id DESC LIMIT 1), 0) AS last_id_before
+),
 arrived AS (
     SELECT t.role, count(*) AS arrivals_last_hour
-    FROM worker_tasks t CROSS JOIN clock c
-    WHERE t.id > coalesce((SELECT o.id FROM worker_tasks o
-                           WHERE o.created_at <= c.now - interval '1 hour'
-                           ORDER BY o.id DESC LIMIT 1), 0)
+    FROM worker_tasks t CROSS JOIN clock c CROSS JOIN hour_start h
+    WHERE t.id > h.last_id_before
       AND t.created_at > c.now - interval '1 hour'
     GROUP BY t.role
 )

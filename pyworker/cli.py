@@ -1414,14 +1414,21 @@ def echo_cron_status(report: dict[str, Any]) -> None:
     metavar="N",
     help="Tick every N seconds (the first tick is at once).",
 )
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Tick once and exit, retrying nothing: for a cron job that runs it every minute"
+    " (a Kubernetes CronJob).",
+)
 @pass_settings
-def scheduler(settings: Settings, interval_seconds: int) -> None:
+def scheduler(settings: Settings, interval_seconds: int, once: bool) -> None:
     """Run the tick (tick_schedules()) on a loop, where pg_cron is not available.
 
     It recovers stale tasks and runs the due schedules, logging each tick that did something
     (in --log-format, tagged with --worker-id). Several schedulers, or a scheduler and pg_cron,
     may tick at once: each due schedule still runs once. A lost connection is retried;
-    SIGTERM or SIGINT stop it at once (exit 0).
+    SIGTERM or SIGINT stop it at once (exit 0). With --once: one tick, exit 0 once it ran, 1
+    when it could not (no database, no schema).
     """
     # Imported here: the other commands need none of the loop's machinery.
     scheduler_module = importlib.import_module("pyworker.scheduler")
@@ -1431,6 +1438,7 @@ def scheduler(settings: Settings, interval_seconds: int) -> None:
         settings.worker["worker_id"],
         settings.worker["log_format"],
         settings.worker["log_level"],
+        once,
         pooled=settings.pooled,
     )
     click.get_current_context().exit(code)

@@ -1,4 +1,5 @@
-"""`pyworker scheduler`: tick the schedules on a loop, for servers without pg_cron.
+"""`pyworker scheduler`: tick the schedules on a loop, for servers without pg_cron (or once,
+with --once, for a cron job that runs it every minute).
 
 Each tick is one call of tick_schedules(), the call pg_cron makes. Ticks may race (two
 schedulers, a scheduler and pg_cron, a person in psql): the tick locks the due schedules with
@@ -63,6 +64,18 @@ class Scheduler:
                 "Received %s: stopping", signal.Signals(self._stop_signal).name, extra=event("scheduler_stopping")
             )
         log.info("Scheduler %s stopped", self.scheduler_id, extra=event("scheduler_stopped"))
+        return 0
+
+    def tick_once(self) -> int:
+        """One tick, for a cron job (a Kubernetes CronJob): the exit code, 0 once it ran. Nothing
+        is retried: a TaskpoolError (no database, no schema, a failed tick) goes up to the CLI,
+        which exits 1, and the cron job's next run is the retry."""
+        try:
+            self._check_schema()
+            log_report(self.db.tick_schedules())
+        finally:
+            self.db.close()
+            self._doorbell.close()
         return 0
 
     def _check_schema(self) -> bool:
@@ -142,8 +155,10 @@ def _s(count: int) -> str:
 
 
 def run_scheduler(
-    database_url: str, interval: float, scheduler_id: str, log_format: str, log_level: str, *, pooled: bool = False
+    database_url: str, interval: float, scheduler_id: str, log_format: str, log_level: str, once: bool,
+    *, pooled: bool = False,
 ) -> int:
-    """Log as the worker does (tagged with `scheduler_id`), then tick until told to stop."""
+    """Log as the worker does (tagged with `scheduler_id`), then tick once, or until told to stop."""
     logs.setup(log_format, log_level, scheduler_id)
-    return Scheduler(database_url, interval, scheduler_id, pooled=pooled).run()
+    scheduler = Scheduler(database_url, interval, scheduler_id, pooled=pooled)
+    return scheduler.tick_once() if once else scheduler.run()

@@ -94,7 +94,7 @@ SELECT results_eq(
              ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
              ('mark_worker_waiting'), ('mark_worker_waiting'),
              ('record_platform_result'), ('register_worker'), ('register_worker'),
-             ('release_task'), ('snooze_task'), ('start_task'), ('taskpool_now'),
+             ('release_task'), ('snooze_task'), ('start_task'), ('task_slots_wanted'), ('taskpool_now'),
              ('taskpool_schema_version'), ('worker_wake_channel')$$,
     'Should let taskpool_worker execute exactly the worker-side functions (the crawler''s are in crawler/sql_tests)');
 SELECT is_empty(

@@ -214,10 +214,9 @@ def test_the_scheduler_reconnects_after_a_lost_connection(
 # pyworker scheduler, in-process, where it refuses to start
 
 
-def test_the_scheduler_without_the_schema_exits_1(empty_db_url: str) -> None:
-    result = CliRunner().invoke(
-        cli.main, ["--database-url", empty_db_url, "scheduler", "--interval-seconds", "1"]
-    )
+@pytest.mark.parametrize("form", [["--interval-seconds", "1"], ["--once"]])
+def test_the_scheduler_without_the_schema_exits_1(empty_db_url: str, form: list[str]) -> None:
+    result = CliRunner().invoke(cli.main, ["--database-url", empty_db_url, "scheduler", *form])
     assert result.exit_code == 1
     assert "pyworker schema apply" in result.stderr
 
@@ -227,3 +226,22 @@ def test_a_bad_interval_exits_2(interval: str) -> None:
     result = CliRunner().invoke(cli.main, ["scheduler", "--interval-seconds", interval])
     assert result.exit_code == 2
     assert "--interval-seconds" in result.stderr
+
+
+# pyworker scheduler --once: one tick for a cron job (the Kubernetes CronJob's command)
+
+
+def test_the_scheduler_once_ticks_once_and_exits_0(db_url: str, conn: psycopg.Connection) -> None:
+    make_stores(conn)
+    for _ in range(2):  # the second run finds nothing due
+        result = CliRunner().invoke(cli.main, ["--database-url", db_url, "scheduler", "--once"])
+        assert result.exit_code == 0, result.output
+        assert_each_schedule_ran_once(conn)
+    assert conn.execute("SELECT last_tick_at IS NOT NULL FROM schedule_ticks").fetchone() == (True,)
+
+
+def test_the_scheduler_once_without_a_database_exits_1_at_once() -> None:
+    unreachable = "postgresql://postgres@127.0.0.1:1/taskpool?connect_timeout=2"
+    result = CliRunner().invoke(cli.main, ["--database-url", unreachable, "scheduler", "--once"])
+    assert result.exit_code == 1
+    assert "127.0.0.1" in result.stderr, result.stderr
