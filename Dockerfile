@@ -17,7 +17,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends sqitch libdbd-pg-perl postgresql-client-15 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=wheels /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+RUN pip install --no-cache-dir --find-links /wheels 'taskpool-pg[dashboard]' taskpool-crawler && rm -rf /wheels
 
 WORKDIR /opt/taskpool
 COPY sqitch.plan sqitch.conf ./

@@ -171,8 +171,10 @@ def test_the_commands_are_ones_the_image_has() -> None:
     copied = {
         path for line in re.findall(r"^COPY (?!--from)(.*)$", dockerfile, re.M) for path in shlex.split(line)[:-1]
     }
-    # pyworker's commands, the worker's and the tick's (`pyworker dashboard` is another change's)
-    for command in (["pyworker"], ["pyworker", "scheduler", "--once"]):
+    # pyworker's commands: the worker's, the tick's and the dashboard's (its extra is installed)
+    assert "'taskpool-pg[dashboard]'" in dockerfile
+    for command in (["pyworker"], ["pyworker", "scheduler", "--once"],
+                    ["pyworker", "dashboard", "--host", "0.0.0.0", "--port", "8080"]):
         assert command in [c["command"] for _, c in containers(resources)]
         result = CliRunner().invoke(cli.main, [*command[1:], "--help"])
         assert result.exit_code == 0, result.output
