@@ -1491,7 +1491,7 @@ def dashboard(settings: Settings, host: str, port: int, token: str | None) -> No
     # Refuse to serve a database pyworker cannot read, as a worker does.
     settings.db.check_schema()
     settings.close()
-    server.serve(settings.database_url, host, port, token)
+    server.serve(settings.database_url, host, port, token, pooled=settings.pooled)
 
 
 @main.command()

@@ -347,9 +347,9 @@ def ticks_racing(ctx: Context, result: Result) -> None:
         expected = {"store_discovery": 1, "analytics_refresh": 1, "product_resync": len(stores)}
         result.check("exactly one set of tasks per due schedule", tasks == expected, f"{tasks}, expected {expected}")
         runs = ctx.conn.execute(
-            "SELECT count(*) FILTER (WHERE last_run_at IS NOT NULL), count(*) FILTER (WHERE next_run_at <= taskpool_now())"
+            "SELECT count(*) FILTER (WHERE last_run_at IS NULL), count(*) FILTER (WHERE next_run_at <= taskpool_now())"
             " FROM task_schedules").fetchone()
-        result.check("every schedule ran and is no longer due", runs == (3, 0), str(runs))
+        result.check("every schedule ran and is no longer due", runs == (0, 0), f"not run, due: {runs}")
         wins = sum(1 for reports in answers if isinstance(reports, list) for r in reports if r["schedules"])
         result.figure("racing ticks that ran a schedule", wins)
     finally:

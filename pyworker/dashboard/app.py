@@ -81,7 +81,12 @@ def http_status(error: TaskpoolError) -> int:
 def open_database(request: Request, kind: type[Database] = Database) -> Iterator[Any]:
     """A connection for this request (a `kind`: a plug-in passes its Database subclass), closed
     after it. JSON numbers keep every digit, as the CLI shows them."""
-    db = kind(request.app.state.database_url, application_name="pyworker-dashboard", exact_numbers=True)
+    db = kind(
+        request.app.state.database_url,
+        application_name="pyworker-dashboard",
+        exact_numbers=True,
+        pooled=request.app.state.pooled,
+    )
     try:
         yield db
     finally:
@@ -544,7 +549,7 @@ def session_secret(token: str | None) -> str:
     return hashlib.sha256(b"taskpool dashboard session\0" + token.encode()).hexdigest()
 
 
-def create_app(database_url: str, token: str | None = None) -> Starlette:
+def create_app(database_url: str, token: str | None = None, *, pooled: bool = False) -> Starlette:
     """The dashboard of the database at `database_url`; actions on when `token` is given."""
     if token is not None and not token.strip():
         raise ValueError("the dashboard's token must not be empty or blank")
@@ -577,6 +582,7 @@ def create_app(database_url: str, token: str | None = None) -> Starlette:
         exception_handlers={TaskpoolError: taskpool_error, HTTPException: http_error},
     )
     app.state.database_url = database_url
+    app.state.pooled = pooled
     app.state.token = token
     app.state.templates = templates
     app.state.menu = CORE_MENU + [link for pages in plugins.pages for link in pages.menu]
