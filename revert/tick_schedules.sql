@@ -3,7 +3,7 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.4.0 body, which kept no record of the tick.
+-- Back to the v0.5.0 body, which folded nothing.
 
 -- tick_schedules
 -- The tick: recovers stale tasks, then runs every due schedule once; pg_cron calls it each minute.
@@ -22,6 +22,8 @@ AS $$
 -- records last_error and is retried after least(interval_hours, 10 minutes), counted from now
 -- so that a schedule whose own times cannot be computed with gets a finite one; the other
 -- schedules run regardless.
+-- Each tick records itself in schedule_ticks, for taskpool_health(). A rival tick holding that row
+-- is recording a tick of the same moment: this one skips the row rather than wait for its commit.
 DECLARE
     v_now       timestamptz := taskpool_now();
     v_schedule  task_schedules;
@@ -60,6 +62,10 @@ BEGIN
 
         v_report := v_report || jsonb_build_object('schedule', v_schedule.name, 'tasks', v_count, 'error', v_error);
     END LOOP;
+
+    UPDATE schedule_ticks t
+    SET last_tick_at = v_now
+    WHERE t.singleton IN (SELECT l.singleton FROM schedule_ticks l FOR UPDATE SKIP LOCKED);
 
     RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report);
 END;

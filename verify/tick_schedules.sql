@@ -7,4 +7,7 @@ SELECT has_function_privilege('tick_schedules()', 'execute');
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
 WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%schedule_ticks%';
 
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%_fold_task_metric_totals()%';
+
 ROLLBACK;
