@@ -298,6 +298,7 @@ class Settings:
                 shutdown_grace=worker["shutdown_grace_seconds"],
                 prefetch=worker["prefetch"],
                 concurrency=worker["concurrency"],
+                metrics_port=worker["metrics_port"],
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -437,6 +438,15 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     help="Hold up to N tasks (claimed ahead of the free slots when N is over --concurrency);"
     " completions are recorded in batches (a crash re-runs the unrecorded ones).",
 )
+@click.option(
+    "--metrics-port",
+    envvar="PYWORKER_METRICS_PORT",
+    show_envvar=True,
+    type=click.IntRange(min=0, max=65535),
+    metavar="PORT",
+    help="Serve /metrics, /healthz and /readyz over HTTP on this port (0: any free port, logged)."
+    " With --processes M, worker i of M serves PORT+i-1.",
+)
 @click.pass_context
 def main(ctx: click.Context, database_url: str, verbose: bool, wide: bool, **worker: Any) -> None:
     """taskpool worker and operator commands.
@@ -461,6 +471,11 @@ def main(ctx: click.Context, database_url: str, verbose: bool, wide: bool, **wor
         click.echo(ctx.get_help())
         ctx.exit(0)
     config = settings.worker_config()
+    if config.metrics_port and config.metrics_port + worker["processes"] - 1 > 65535:
+        raise click.UsageError(
+            f"--metrics-port {config.metrics_port} with --processes {worker['processes']} needs ports"
+            " past 65535: the worker processes serve PORT to PORT+M-1"
+        )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
         code = importlib.import_module("pyworker.worker").run_worker(config)

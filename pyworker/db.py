@@ -477,13 +477,23 @@ def storable_text(text: str) -> str:
 class Database:
     """One connection to the taskpool database, and a method per SQL call."""
 
-    def __init__(self, url: str, *, application_name: str = "pyworker", exact_numbers: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        application_name: str = "pyworker",
+        exact_numbers: bool = False,
+        on_reconnect: Callable[[], object] | None = None,
+    ) -> None:
         """`exact_numbers`: load JSON numbers as Decimal (every digit kept, as the CLI prints
-        them) rather than int and float (what handlers get)."""
+        them) rather than int and float (what handlers get). `on_reconnect`: called each time a
+        connection is opened after the first (a worker counts them in its metrics)."""
         self.url = url
         self.application_name = application_name
         self.exact_numbers = exact_numbers
+        self.on_reconnect = on_reconnect
         self._conn: psycopg.Connection | None = None
+        self._connected_before = False
 
     def close(self) -> None:
         if self._conn is not None:
@@ -507,6 +517,9 @@ class Database:
             set_json_loads(_load_exact_json if self.exact_numbers else _load_json, self._conn)
             for type_name, loader in _TIME_LOADERS.items():
                 self._conn.adapters.register_loader(type_name, loader)
+            if self._connected_before and self.on_reconnect is not None:
+                self.on_reconnect()
+            self._connected_before = True
         return self._conn
 
     @contextmanager
@@ -576,6 +589,10 @@ class Database:
         return self._rows(
             REGISTER_WORKER, {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid}
         )
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """taskpool_metrics(): a row per sample (metric, kind, help, labels, value)."""
+        return self._rows("SELECT metric, kind, help, labels, value FROM taskpool_metrics()")
 
     def heartbeat_worker(self, worker_id: str) -> bool:
         return self._one(HEARTBEAT_WORKER, {"worker_id": worker_id})["known"]
