@@ -463,10 +463,9 @@ class Worker:
         )
 
         def claim() -> list[Task]:
-            self.metrics.claims.labels(role).inc()
-            tasks = self._retrying("claim", lambda: self.db.claim_and_start_tasks(role, config.worker_id, want))
-            self.metrics.claimed.labels(role).inc(len(tasks or ()))
-            return tasks or []
+            tasks = self._retrying("claim", lambda: self.db.claim_and_start_tasks(role, config.worker_id, want)) or []
+            self.metrics.claimed_tasks(role, len(tasks))
+            return tasks
 
         tasks = claim()
         if not tasks and self._mark_waiting(role):
@@ -668,7 +667,7 @@ class Worker:
         if task.abort.reason == "shutdown":
             outcome.handed_back = True
         outcome.duration = now - attempt.started
-        self.metrics.handler_duration.labels(task.role).observe(outcome.duration)
+        self.metrics.ran(task.role, outcome.duration)
         self._decided(task, outcome)
 
     def _decided(self, task: Task, outcome: Outcome) -> None:

@@ -11,12 +11,13 @@ import urllib.request
 
 import psycopg
 import pytest
+from core_fixtures import REPO_ROOT
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from pyworker.metrics import ProbeServer
-from test_worker_startup import report_schema_version
-from worker_support import Workers, enqueue, wait_for, wait_for_status
+from worker_support import Workers, enqueue, report_schema_version, wait_for, wait_for_status
 
+METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"
 SERVING = re.compile(r"Serving /metrics, /healthz and /readyz on port (\d+)")
 
 
@@ -96,6 +97,12 @@ def test_a_worker_counts_what_it_handled_and_answers_its_probes(
     assert found[("pyworker_tasks_in_flight", role)] == 0
     assert found[("pyworker_heartbeat_failures_total", ())] == 0
     assert found[("pyworker_database_reconnects_total", (("connection", "dispatcher"),))] == 0
+
+    # docs/metrics.md has a row for each metric the worker serves, and for no other.
+    families = text_string_to_metric_families(get(port, "/metrics")[1])
+    served = {family.name + ("_total" if family.type == "counter" else "") for family in families}
+    documented = set(re.findall(r"^\| `(pyworker_[a-z_]+)`", METRICS_DOC.read_text(), flags=re.M))
+    assert served == documented
 
 
 def test_readiness_fails_with_the_reason_while_the_schema_is_not_the_one_expected(
