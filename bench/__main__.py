@@ -311,6 +311,7 @@ def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
                    f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         "revision": f"{checkout}: {git_revision(checkout)}",
         "prefetch": prefetch,
+        "worker_args": " ".join(plan.worker_args) or "none",
         "duration_seconds": round(time.monotonic() - began),
     }
     json_path, md_path = write_results(results_dir, stamp, meta, rows)
