@@ -1,7 +1,7 @@
 """pytest's root: the core's fixtures for tests/ and crawler/tests/ alike.
 
 tests/core_fixtures.py holds them (db_url, conn, pool, workers, empty_db_url, worker_login_url,
-run), loaded here as a plugin so that both folders see the same fixtures, made once per session
+monitor_login_url, run), loaded here as a plugin so that both folders see the same fixtures, made once per session
 (a conftest's fixtures reach only its own folder). tests/ goes first on the import path: the
 fixtures and the tests import its helper modules (worker_support, ...) by their bare names.
 """

@@ -268,6 +268,8 @@ def git_revision(checkout: Path) -> str:
               help="The taskpool source to measure: its Sqitch plan is deployed, its pyworker runs.")
 @click.option("--database-url", envvar="DATABASE_URL", default=default_database_url, show_envvar=True,
               metavar="URL", help="The server; the bench makes its own databases there.")
+@click.option("--worker-arg", "worker_args", multiple=True, metavar="ARG",
+              help="Add ARG to every worker's command line (repeatable): --worker-arg=--metrics-port=0.")
 @click.option("--pg-bindir", envvar="PG_BINDIR", default="/usr/lib/postgresql/15/bin",
               show_default=True, help="Where pgbench is.")
 @click.option("--pgbouncer", is_flag=True,
@@ -275,13 +277,15 @@ def git_revision(checkout: Path) -> str:
                    " processes through it (--pooled, LISTENing direct); the rest stays direct.")
 def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
          history_rows: int | None, results_dir: Path, checkout: Path, database_url: str,
-         pg_bindir: str, pgbouncer: bool) -> None:
+         pg_bindir: str, pgbouncer: bool, worker_args: tuple[str, ...]) -> None:
     """Measure taskpool's drain, wake-up, enqueue, depth and history figures against pgbench ceilings."""
     plan = QUICK if quick else FULL
     if reps:
         plan = dataclasses.replace(plan, reps=reps)
     if history_rows:
         plan = dataclasses.replace(plan, history_rows=history_rows)
+    if worker_args:
+        plan = dataclasses.replace(plan, worker_args=worker_args)
     groups = [g for g in GROUPS if not only or g in only or (g == "ceilings" and NEEDS_CEILINGS & set(only))]
     started = datetime.now(timezone.utc)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
@@ -320,6 +324,7 @@ def main(quick: bool, prefetch: int, only: tuple[str, ...], reps: int | None,
             f"PgBouncer {'.'.join(map(str, pgbouncer_version()))}, transaction pooling"
             f" (pool_size {server.pgbouncer.pool_size}); LISTEN direct" if server.pgbouncer else "direct"
         ),
+        "worker_args": " ".join(plan.worker_args) or "none",
         "duration_seconds": round(time.monotonic() - began),
     }
     json_path, md_path = write_results(results_dir, stamp, meta, rows)

@@ -46,6 +46,8 @@ class Plan:
     # The I/O-bound figure: one process running this many handlers at once, each sleeping.
     io_concurrency: int = 200
     io_sleep_ms: int = 100
+    # Added to every worker's command line (`--worker-arg=--metrics-port=0`: the cost of serving metrics).
+    worker_args: tuple[str, ...] = ()
 
 
 FULL = Plan(
@@ -163,14 +165,14 @@ class DrainSample:
 
 def drain(server: Server, plan: Plan, log_dir: Path, prefetch: int | None) -> DrainSample:
     """One `pyworker --concurrency N` process drains drain_tasks no-op tasks."""
-    extra = ["--prefetch", str(prefetch)] if prefetch else []
+    extra = (["--prefetch", str(prefetch)] if prefetch else []) + list(plan.worker_args)
     return _drain_one_process(server, log_dir, "bench_noop", plan.drain_tasks, plan.workers, extra)
 
 
 def drain_io_bound(server: Server, plan: Plan, log_dir: Path, roles: Sequence[str] = ("bench_sleep",)) -> DrainSample:
     """One `pyworker --concurrency 200` process drains io_tasks tasks whose handler sleeps; with
     several roles, one process serves them all (`--role a --role b`), the tasks split evenly."""
-    extra = [arg for role in roles[1:] for arg in ("--role", role)]
+    extra = [arg for role in roles[1:] for arg in ("--role", role)] + list(plan.worker_args)
     return _drain_one_process(server, log_dir, roles, plan.io_tasks, plan.io_concurrency, extra,
                               env={"BENCH_SLEEP_MS": str(plan.io_sleep_ms)})
 
@@ -215,7 +217,7 @@ def wakeup_latencies(server: Server, plan: Plan, log_dir: Path, rep: int) -> lis
     events = log_dir / f"wakeup-events-{rep}.txt"
     events.unlink(missing_ok=True)
     committed: dict[int, float] = {}
-    with WorkerGroup(url, "bench_wakeup", plan.workers, log_dir,
+    with WorkerGroup(url, "bench_wakeup", plan.workers, log_dir, plan.worker_args,
                      env={"BENCH_EVENTS_FILE": str(events), **server.worker_settings(url)},
                      checkout=server.checkout) as group, \
             psycopg.connect(url, autocommit=True) as conn:

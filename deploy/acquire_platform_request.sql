@@ -1,13 +1,13 @@
 -- Deploy taskpool:acquire_platform_request to pg
--- requires: _lock_platform
--- requires: taskpool_worker
+-- requires: acquire_platform_request@v0.5.0
+-- requires: platform_governance_requests_total
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- acquire_platform_request
 -- Asks to send one request to a platform: 0 means go now, more is the seconds to wait before asking again.
-CREATE FUNCTION acquire_platform_request(platform text)
+CREATE OR REPLACE FUNCTION acquire_platform_request(platform text)
 RETURNS double precision
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -41,7 +41,10 @@ BEGIN
         v_wait := (1 - v_tokens) / v_rate;
     END IF;
 
-    UPDATE platform_governance g SET tokens = v_tokens, tokens_at = v_now WHERE g.platform = v_row.platform;
+    -- requests_total counts the requests let through (a wait answered is no request yet)
+    UPDATE platform_governance g
+    SET tokens = v_tokens, tokens_at = v_now, requests_total = g.requests_total + (v_wait = 0)::integer
+    WHERE g.platform = v_row.platform;
     RETURN v_wait;
 END;
 $$;

@@ -1,13 +1,13 @@
 -- Deploy taskpool:recover_stale_tasks to pg
--- requires: worker_tasks
--- requires: task_roles
+-- requires: recover_stale_tasks@v0.5.0
+-- requires: task_metric_totals
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- recover_stale_tasks
 -- Takes back claimed or running tasks whose worker stopped heartbeating; returns how many.
-CREATE FUNCTION recover_stale_tasks(threshold_minutes integer DEFAULT NULL)
+CREATE OR REPLACE FUNCTION recover_stale_tasks(threshold_minutes integer DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql
 AS $$
@@ -16,6 +16,8 @@ AS $$
 --   SELECT recover_stale_tasks();     -- each role's task_roles.stale_threshold
 -- A stale task goes back to pending (retry_count + 1, ready now) while retries remain, else
 -- to failed; one whose cancel was requested ends cancelled. Never left claimed or running.
+-- Each recovery is counted in task_metric_totals (stale_recovered, per role): the tick's
+-- business, not the hot path's, so one counter row per role is cheap here.
 DECLARE
     v_now   timestamptz := taskpool_now();
     v_count integer;
@@ -50,7 +52,12 @@ BEGIN
             error_message = format('stale: worker %s sent no heartbeat since %s', t.worker_id, t.last_heartbeat_at)
         FROM stale s
         WHERE t.id = s.id
-        RETURNING t.id
+        RETURNING t.role
+    ),
+    counted AS (
+        INSERT INTO task_metric_totals AS m (role, counter, total)
+        SELECT r.role, 'stale_recovered', count(*) FROM recovered r GROUP BY r.role
+        ON CONFLICT (role, counter) DO UPDATE SET total = m.total + excluded.total
     )
     SELECT count(*) INTO v_count FROM recovered;
     RETURN v_count;

@@ -1,6 +1,7 @@
 -- Deploy taskpool:tick_schedules to pg
 -- requires: tick_schedules@v0.5.0
 -- requires: task_schedules_cadence
+-- requires: _fold_task_metric_totals
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -24,6 +25,8 @@ AS $$
 -- be computed with gets a finite one; the other schedules run regardless.
 -- Each tick records itself in schedule_ticks, for taskpool_health(). A rival tick holding that row
 -- is recording a tick of the same moment: this one skips the row rather than wait for its commit.
+-- Last, it folds the completions and failed attempts of the last minutes into
+-- task_metric_totals (_fold_task_metric_totals), which keeps a scrape of taskpool_metrics() cheap.
 DECLARE
     v_now       timestamptz := taskpool_now();
     v_schedule  task_schedules;
@@ -76,6 +79,7 @@ BEGIN
     SET last_tick_at = v_now
     WHERE t.singleton IN (SELECT l.singleton FROM schedule_ticks l FOR UPDATE SKIP LOCKED);
 
+    PERFORM _fold_task_metric_totals();
     RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report);
 END;
 $$;

@@ -39,19 +39,21 @@ seen AS (
     GROUP BY wr.role
 ),
 -- the last hour's completions: how many, and how long one took from claim to completion
+-- (taskpool_now() and not the clock CTE's value: the planner estimates the range with the
+-- function's value, and reads the last hour through the completed_at and ended_at indexes
+-- rather than hash-joining every task of the history)
 done AS (
     SELECT t.role, count(*) AS completed_last_hour,
            avg(extract(epoch FROM t.completed_at - t.claimed_at)) AS mean_seconds
-    FROM worker_tasks t CROSS JOIN clock c
-    WHERE t.status = 'completed' AND t.completed_at > c.now - interval '1 hour'
+    FROM worker_tasks t
+    WHERE t.status = 'completed' AND t.completed_at > taskpool_now() - interval '1 hour'
     GROUP BY t.role
 ),
 failed AS (
     SELECT t.role, count(*) AS failed_attempts_last_hour
     FROM worker_task_attempts a
     JOIN worker_tasks t ON t.id = a.task_id
-    CROSS JOIN clock c
-    WHERE a.outcome IN ('retried', 'failed') AND a.ended_at > c.now - interval '1 hour'
+    WHERE a.outcome IN ('retried', 'failed') AND a.ended_at > taskpool_now() - interval '1 hour'
     GROUP BY t.role
 ),
 -- tasks created in the last hour: ids grow with time, so only the ids after the newest task

@@ -310,6 +310,7 @@ class Settings:
                 concurrency=worker["concurrency"],
                 pooled=self.pooled,
                 listen_database_url=worker["listen_database_url"],
+                metrics_port=worker["metrics_port"],
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -460,6 +461,15 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     help="LISTEN for wake-ups on this database URL, a session of its own: the server's own address"
     " when --database-url goes through a transaction pooler.",
 )
+@click.option(
+    "--metrics-port",
+    envvar="PYWORKER_METRICS_PORT",
+    show_envvar=True,
+    type=click.IntRange(min=0, max=65535),
+    metavar="PORT",
+    help="Serve /metrics, /healthz and /readyz over HTTP on this port (0: any free port, logged)."
+    " With --processes M, worker i of M serves PORT+i-1.",
+)
 @click.pass_context
 def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wide: bool, **worker: Any) -> None:
     """taskpool worker and operator commands.
@@ -484,6 +494,11 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         click.echo(ctx.get_help())
         ctx.exit(0)
     config = settings.worker_config()
+    if config.metrics_port and config.metrics_port + worker["processes"] - 1 > 65535:
+        raise click.UsageError(
+            f"--metrics-port {config.metrics_port} with --processes {worker['processes']} needs ports"
+            " past 65535: the worker processes serve PORT to PORT+M-1"
+        )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
         code = importlib.import_module("pyworker.worker").run_worker(config)

@@ -127,6 +127,8 @@ class WorkerConfig:
     concurrency: int | None = None
     pooled: bool = False
     listen_database_url: str | None = None
+    # Serve /metrics, /healthz and /readyz on this port (0: one the system picks); None: serve nothing.
+    metrics_port: int | None = None
 
     def __post_init__(self) -> None:
         roles = self.roles
@@ -155,6 +157,8 @@ class WorkerConfig:
                     f"the share of role {share.role!r} ({share.concurrency}) is more than the"
                     f" worker's concurrency ({self.concurrency})"
                 )
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"the metrics port must be 0 to 65535, not {self.metrics_port}")
         if self.log_format not in logs.FORMATS:
             raise ValueError(f"the log format must be one of {', '.join(logs.FORMATS)}, not {self.log_format!r}")
         if self.log_level not in logs.LEVELS:

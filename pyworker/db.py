@@ -517,18 +517,28 @@ class Database:
     """One connection to the taskpool database, and a method per SQL call."""
 
     def __init__(
-        self, url: str, *, application_name: str = "pyworker", exact_numbers: bool = False, pooled: bool = False
+        self,
+        url: str,
+        *,
+        application_name: str = "pyworker",
+        exact_numbers: bool = False,
+        pooled: bool = False,
+        on_reconnect: Callable[[], object] | None = None,
     ) -> None:
         """`exact_numbers`: load JSON numbers as Decimal (every digit kept, as the CLI prints
         them) rather than int and float (what handlers get). `pooled`: `url` goes through a
         transaction-pooling PgBouncer, so nothing is prepared: psycopg prepares a statement on its
         sixth run, on whichever server connection that transaction got, and PgBouncer before 1.21
-        does not carry prepared statements over to the others (docs/pgbouncer.md)."""
+        does not carry prepared statements over to the others (docs/pgbouncer.md).
+        `on_reconnect`: called each time a connection is opened after the first (a worker counts
+        them in its metrics)."""
         self.url = url
         self.application_name = application_name
         self.exact_numbers = exact_numbers
         self.pooled = pooled
+        self.on_reconnect = on_reconnect
         self._conn: psycopg.Connection | None = None
+        self._connected_before = False
 
     def close(self) -> None:
         if self._conn is not None:
@@ -553,6 +563,9 @@ class Database:
             set_json_loads(_load_exact_json if self.exact_numbers else _load_json, self._conn)
             for type_name, loader in _TIME_LOADERS.items():
                 self._conn.adapters.register_loader(type_name, loader)
+            if self._connected_before and self.on_reconnect is not None:
+                self.on_reconnect()
+            self._connected_before = True
         return self._conn
 
     @contextmanager
@@ -622,6 +635,10 @@ class Database:
         return self._rows(
             REGISTER_WORKER, {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid}
         )
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """taskpool_metrics(): a row per sample (metric, kind, help, labels, value)."""
+        return self._rows("SELECT metric, kind, help, labels, value FROM taskpool_metrics()")
 
     def heartbeat_worker(self, worker_id: str) -> bool:
         return self._one(HEARTBEAT_WORKER, {"worker_id": worker_id})["known"]

@@ -22,6 +22,7 @@ from pyworker.config import WorkerConfig
 from pyworker.db import Database, JsonText, Task
 from pyworker.errors import TaskLost, TaskpoolError
 from pyworker.logs import event
+from pyworker.metrics import WorkerMetrics
 from pyworker.runtime import Doorbell, retry_while_unavailable
 
 log = logging.getLogger("pyworker")
@@ -49,9 +50,11 @@ class OutcomeRecorder:
         held: dict[int, Task],
         run_timeouts: dict[str, float],
         doorbell: Doorbell,
+        metrics: WorkerMetrics,
     ) -> None:
         self.config = config
         self.db = db
+        self.metrics = metrics
         self._held = held
         self.run_timeouts = run_timeouts
         self._doorbell = doorbell
@@ -95,6 +98,7 @@ class OutcomeRecorder:
                     decision.message,
                     extra=event("task_lost", outcome="lost", duration=duration),
                 )
+                self.metrics.ended(task.role, "lost")
                 self._held.pop(task.id, None)
             elif decision.kind == "failed":
                 self._fail(
@@ -120,6 +124,7 @@ class OutcomeRecorder:
             self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
             return
         self._held.pop(task.id, None)
+        self.metrics.ended(task.role, "released")
         log.info(
             "Task %s snoozed for %s s",
             task.id,
@@ -163,6 +168,7 @@ class OutcomeRecorder:
                 "complete task",
                 lambda: db.complete_task(task, result, follow_ups),
             )
+            self.metrics.ended(task.role, "completed")
             log.info(
                 "Task %s completed successfully",
                 task.id,
@@ -188,6 +194,7 @@ class OutcomeRecorder:
             self.config.database_url,
             application_name=f"pyworker {self.config.worker_id} recorder",
             pooled=self.config.pooled,
+            on_reconnect=self.metrics.reconnected("recorder"),
         )
         try:
             done = False
@@ -248,6 +255,7 @@ class OutcomeRecorder:
         for task, _result, _follow_ups, duration in completions:
             if answers[task.id] == "completed":
                 self._held.pop(task.id, None)
+                self.metrics.ended(task.role, "completed")
                 completed.append((task, duration))
             else:
                 self._lost(task, "its outcome was recorded", f"complete_tasks answered {answers[task.id]}", duration)
@@ -276,6 +284,7 @@ class OutcomeRecorder:
             why,
             extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
         )
+        self.metrics.ended(task.role, "lost")
         self._held.pop(task.id, None)
 
     def release(self, tasks: list[Task], *, duration: float | None = None) -> None:
@@ -284,6 +293,7 @@ class OutcomeRecorder:
         for task in tasks:
             try:
                 retry_while_unavailable("release task", lambda: self.db.release_task(task))
+                self.metrics.ended(task.role, "released")
                 log.info(
                     "Task %s handed back: the worker is stopping",
                     task.id,
@@ -316,6 +326,7 @@ class OutcomeRecorder:
             )
         finally:
             self._held.pop(task.id, None)
+        self.metrics.ended(task.role, FAILED_OUTCOMES[status])
         log.log(
             logging.INFO if error is None and status == "cancelled" else logging.WARNING,
             "Task %s failed: %s (now %s)",

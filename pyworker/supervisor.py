@@ -26,8 +26,13 @@ log = logging.getLogger("pyworker")
 def run_workers(config: WorkerConfig, processes: int, environment: dict[str, str]) -> int:
     """Run `processes` worker processes (ids <worker_id>-1..M), each with `environment` (every
     setting of `config` in its variable) and its own WORKER_ID, under a Supervisor: a child that
-    dies is restarted with the same id, SIGTERM/SIGINT are forwarded (docs/supervisor.md)."""
+    dies is restarted with the same id, SIGTERM/SIGINT are forwarded (docs/supervisor.md).
+    With a metrics port N, worker i serves N+i-1 (port 0: each its own free port); the
+    supervisor itself serves nothing."""
     envs = [{**environment, "WORKER_ID": f"{config.worker_id}-{number}"} for number in range(1, processes + 1)]
+    if config.metrics_port:
+        for number, env in enumerate(envs):
+            env["PYWORKER_METRICS_PORT"] = str(config.metrics_port + number)
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     return Supervisor(envs, SupervisorSettings.from_environ()).run()
 

@@ -69,6 +69,7 @@ from pyworker.attempts import (
     run_attempt,
     run_attempt_async,
 )
+from pyworker.metrics import ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals
 
@@ -87,6 +88,13 @@ ABORT_WIND_DOWN_SECONDS = 3.0
 COMPLETION_LINGER_SECONDS = 0.002
 # heartbeat_tasks takes at most this many tasks a call.
 HEARTBEAT_BATCH_MAX = 1000
+# The dispatcher sleeps at most this long, so that /healthz can tell a loop that turns from one
+# that hangs; a wake-up with nothing to do costs no query.
+LOOP_TURN_MAX_SECONDS = 10.0
+# /healthz answers 503 once the dispatcher has not turned for this long: longer than its longest
+# sleep, and than a database call retried while the database is away (a connect timeout of 10 s
+# and a backoff of at most 10 s between tries), so that an outage alone never fails liveness.
+LOOP_STALLED_AFTER_SECONDS = 60.0
 
 
 @dataclass(eq=False)
@@ -117,7 +125,13 @@ class Worker:
         self.until_empty = until_empty
         # How many tasks the worker claimed in all.
         self.taken = 0
-        self.db = Database(config.database_url, application_name=f"pyworker {config.worker_id}", pooled=config.pooled)
+        self.metrics = WorkerMetrics(config.role_names)
+        self.db = Database(
+            config.database_url,
+            application_name=f"pyworker {config.worker_id}",
+            pooled=config.pooled,
+            on_reconnect=self.metrics.reconnected("dispatcher"),
+        )
         self.host = socket.gethostname()
         self.roles = config.role_names
         # Each role's run timeout (from register_worker); with one for all, the attempts' run
@@ -144,7 +158,11 @@ class Worker:
         # How many of those waiting and running are of each role.
         self._waiting_by_role: Counter[str] = Counter()
         self._running_by_role: Counter[str] = Counter()
-        self._recorder = OutcomeRecorder(config, self.db, self._held, self.run_timeouts, self._doorbell)
+        self._recorder = OutcomeRecorder(config, self.db, self._held, self.run_timeouts, self._doorbell, self.metrics)
+        for role in self.roles:
+            self.metrics.in_flight.labels(role).set_function(lambda role=role: self._running_by_role[role])
+        # When the dispatcher last turned (its loop, or a try of a database call): /healthz.
+        self._last_turn = time.monotonic()
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
         self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
         self._aborted: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -174,13 +192,17 @@ class Worker:
 
     def run(self) -> int:
         """Run until SIGTERM/SIGINT; the process exit code."""
+        probes = None
         try:
+            probes = self._serve_probes()
             self._start()
         except BaseException:
             # Refused to start (an unknown role, no handler): nothing left open behind it, for
             # a drain in a test process as for a worker process.
             self.db.close()
             self._doorbell.close()
+            if probes is not None:
+                probes.stop()
             raise
         threads = [
             threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
@@ -215,8 +237,42 @@ class Worker:
             self._deregister()
             self.db.close()
             self._doorbell.close()
+            if probes is not None:
+                probes.stop()
         log.info("Worker %s stopped", self.config.worker_id, extra=event("worker_stopped"))
         return 0
+
+    def _serve_probes(self) -> ProbeServer | None:
+        """With a metrics port: serve /metrics, /healthz and /readyz from now until run() ends."""
+        if self.config.metrics_port is None:
+            return None
+        try:
+            probes = ProbeServer(self.config.metrics_port, self.metrics.registry, self._liveness, self._readiness)
+        except OSError as error:
+            raise ConfigurationError(f"cannot serve metrics on port {self.config.metrics_port}: {error.strerror}") from error
+        probes.start()
+        return probes
+
+    def _liveness(self) -> str | None:
+        """/healthz: None while the dispatcher turns, else why not."""
+        stalled = time.monotonic() - self._last_turn
+        if stalled > LOOP_STALLED_AFTER_SECONDS:
+            return f"the worker's loop has not turned for {stalled:.0f} s"
+        return None
+
+    def _readiness(self) -> str | None:
+        """/readyz: None when the database answers with a schema this worker can use, else why
+        not; on a connection of its own, each probe."""
+        if self.stopping:
+            return "the worker is stopping"
+        probe = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} probe")
+        try:
+            probe.check_schema()
+        except TaskpoolError as error:
+            return str(error)
+        finally:
+            probe.close()
+        return None
 
     def _start(self) -> None:
         """Check the schema, register, check the role's settings: fail fast on what a retry
@@ -325,7 +381,7 @@ class Worker:
         while True:
             # Drained before looking, so that whatever rings after the look wakes the wait below.
             self._doorbell.drain()
-            now = time.monotonic()
+            now = self._last_turn = time.monotonic()
             self._collect(now)
             self._watch(now)
             if self._recorder.flush_due(now):
@@ -357,7 +413,7 @@ class Worker:
                     break
                 self._notify(self.roles)
                 continue
-            self._doorbell.wait(self._sleep_time(time.monotonic()))
+            self._doorbell.wait(min(self._sleep_time(time.monotonic()), LOOP_TURN_MAX_SECONDS))
         self._recorder.flush()
 
     def _free_slots(self, role: str) -> int:
@@ -420,8 +476,9 @@ class Worker:
         )
 
         def claim() -> list[Task]:
-            tasks = self._retrying("claim", lambda: self.db.claim_and_start_tasks(role, config.worker_id, want))
-            return tasks or []
+            tasks = self._retrying("claim", lambda: self.db.claim_and_start_tasks(role, config.worker_id, want)) or []
+            self.metrics.claimed_tasks(role, len(tasks))
+            return tasks
 
         tasks = claim()
         # A worker that cannot listen is never marked waiting: it would take the wake-ups meant
@@ -625,6 +682,7 @@ class Worker:
         if task.abort.reason == "shutdown":
             outcome.handed_back = True
         outcome.duration = now - attempt.started
+        self.metrics.ran(task.role, outcome.duration)
         self._decided(task, outcome)
 
     def _decided(self, task: Task, outcome: Outcome) -> None:
@@ -638,8 +696,14 @@ class Worker:
     def _retrying(self, what: str, call: Callable[[], T], *, interruptible: bool = True) -> T | None:
         """`call()`, retried while the database is unreachable; interruptible calls give up
         (None) once the worker is stopping. A repeated completion is a no-op, and an attempt
-        already ended answers TaskLost: the fenced functions make the retry safe."""
-        return retry_while_unavailable(what, call, stopping=(lambda: self.stopping) if interruptible else None)
+        already ended answers TaskLost: the fenced functions make the retry safe. Each try counts
+        as a turn of the loop for /healthz: a dispatcher waiting out an outage is alive."""
+
+        def turn() -> T:
+            self._last_turn = time.monotonic()
+            return call()
+
+        return retry_while_unavailable(what, turn, stopping=(lambda: self.stopping) if interruptible else None)
 
     # Background threads
 
@@ -648,12 +712,14 @@ class Worker:
             self.config.database_url,
             application_name=f"pyworker {self.config.worker_id} heartbeat",
             pooled=self.config.pooled,
+            on_reconnect=self.metrics.reconnected("heartbeat"),
         )
         try:
             while not self._exiting.wait(self.config.heartbeat_interval):
                 try:
                     self._beat(db)
                 except TaskpoolError as error:
+                    self.metrics.heartbeat_failures.inc()
                     log.warning("Heartbeat failed: %s", error, extra=event("heartbeat_failed"))
         finally:
             db.close()
@@ -695,6 +761,7 @@ class Worker:
 
     def _listen_loop(self) -> None:
         backoff = Backoff()
+        connected_before = False
         while not self._exiting.is_set():
             try:
                 with psycopg.connect(
@@ -703,6 +770,9 @@ class Worker:
                     application_name=f"pyworker {self.config.worker_id} listener",
                     connect_timeout=10,
                 ) as conn:
+                    if connected_before:
+                        self.metrics.reconnects.labels("listener").inc()
+                    connected_before = True
                     channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                     conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.

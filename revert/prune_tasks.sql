@@ -3,7 +3,7 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.4.0 body, which computed its cutoff itself.
+-- Back to the v0.5.0 body, which added nothing to task_metric_totals.
 
 -- prune_tasks
 -- Deletes finished tasks (and their attempt history) that finished longer ago than older_than; returns how many.
@@ -14,29 +14,20 @@ AS $$
 -- Example:
 --   SELECT prune_tasks(interval '7 days');
 --   SELECT prune_tasks(interval '1 day', max_tasks := 10000);   -- oldest first, in bounded bites
+--   CALL prune_tasks_in_batches(interval '7 days');            -- all of them, a transaction a batch
 -- Only completed, failed and cancelled tasks go; pending, claimed and running ones never do.
 -- An age reaching back past the earliest timestamp (4713 BC) prunes nothing.
+-- count_prunable_tasks(older_than) counts them without deleting.
 DECLARE
-    v_cutoff timestamptz;
+    v_cutoff timestamptz := _prune_cutoff(prune_tasks.older_than);
     v_count  integer;
 BEGIN
-    IF prune_tasks.older_than IS NULL OR prune_tasks.older_than < interval '0' THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('older_than must be a non-negative interval, not %s', coalesce(prune_tasks.older_than::text, 'NULL'));
-    END IF;
     IF prune_tasks.max_tasks <= 0 THEN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
             MESSAGE = format('max_tasks must be positive, not %s', prune_tasks.max_tasks),
             HINT = 'Omit it to prune every task old enough.';
     END IF;
-    BEGIN
-        v_cutoff := taskpool_now() - prune_tasks.older_than;
-    EXCEPTION WHEN datetime_field_overflow THEN
-        -- No task finished before the earliest time a timestamp can hold.
-        RETURN 0;
-    END;
 
     WITH
     -- finished long enough ago, oldest first

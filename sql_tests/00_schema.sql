@@ -134,7 +134,7 @@ SELECT col_default_is('worker_tasks', 'updated_at', 'taskpool_now()',
 SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_pkey', 'worker_tasks_claim_order_idx', 'worker_tasks_one_active_per_dispensary_idx',
     'worker_tasks_one_active_per_dedupe_key_idx', 'worker_tasks_active_by_worker_idx', 'worker_tasks_finished_idx',
-    'worker_tasks_pending_by_dispensary_idx', 'worker_tasks_parent_id_idx'],
+    'worker_tasks_pending_by_dispensary_idx', 'worker_tasks_parent_id_idx', 'worker_tasks_failed_or_cancelled_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
                  ARRAY['role', 'priority', 'created_at', 'id', 'scheduled_for'],
@@ -161,6 +161,8 @@ SELECT results_eq(
          '(status = ANY (ARRAY[''claimed''::text, ''running''::text]))'),
         ('worker_tasks_claim_order_idx', false,
          '(status = ''pending''::text)'),
+        ('worker_tasks_failed_or_cancelled_idx', false,
+         '(status = ANY (ARRAY[''failed''::text, ''cancelled''::text]))'),
         ('worker_tasks_finished_idx', false,
          '(status = ANY (ARRAY[''completed''::text, ''failed''::text, ''cancelled''::text]))'),
         ('worker_tasks_one_active_per_dedupe_key_idx', true,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -124,20 +125,37 @@ def empty_db_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def worker_login_url(db_url: str) -> Iterator[str]:
-    """A connection string for the test's database as a new login granted only taskpool_worker:
-    what the least-privilege deployment gives a worker. Roles are the server's, so the login's
-    name is unique to the test, and it is dropped after (its sessions ended first)."""
-    login = "taskpool_test_worker_" + secrets.token_hex(4)
+@contextmanager
+def login_in_role(db_url: str, group: str) -> Iterator[str]:
+    """A connection string for the database of `db_url` as a new login granted only `group`.
+    Roles are the server's, so the login's name is unique, and it is dropped after (its sessions
+    ended first)."""
+    login = f"taskpool_test_{group}_" + secrets.token_hex(4)
     with admin_connect() as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE taskpool_worker").format(sql.Identifier(login)))
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(sql.Identifier(login), sql.Identifier(group))
+        )
     try:
         yield make_conninfo(db_url, user=login)
     finally:
         with admin_connect() as admin:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (login,))
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+
+
+@pytest.fixture
+def worker_login_url(db_url: str) -> Iterator[str]:
+    """The test's database as a new login granted only taskpool_worker: what the
+    least-privilege deployment gives a worker."""
+    with login_in_role(db_url, "taskpool_worker") as url:
+        yield url
+
+
+@pytest.fixture
+def monitor_login_url(db_url: str) -> Iterator[str]:
+    """The test's database as a new login granted only pg_monitor: what a Prometheus scraper gets."""
+    with login_in_role(db_url, "pg_monitor") as url:
+        yield url
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 from dashboard_support import Dashboard, chromium, dashboard_server, http
+from prometheus_client.parser import text_string_to_metric_families
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from testkit import databases
@@ -290,6 +291,19 @@ def test_every_page_is_json_under_api(dashboard: Dashboard, ids: dict[str, int])
     assert unknown.status == 400 and unknown.json()["error"].startswith("unknown role 'nope'")
     assert http(dashboard.url + "/api/capacity/nope").status == 400
     assert http(dashboard.url + "/api/tasks?page=zero").status == 400
+
+
+def test_the_dashboard_serves_the_pools_prometheus_metrics(dashboard: Dashboard, db: psycopg.Connection) -> None:
+    answer = http(dashboard.url + "/metrics")
+    assert answer.status == 200 and answer.headers["content-type"].startswith("text/plain")
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(answer.body)
+        for sample in family.samples
+    }
+    (failed,) = db.execute("SELECT count(*) FROM worker_tasks WHERE role = 'product_refresh' AND status = 'failed'").fetchone()
+    assert samples[("taskpool_tasks", (("role", "product_refresh"), ("status", "failed")))] == failed
+    assert any(name == "taskpool_tasks_completed_total" for name, _ in samples)
 
 
 # Actions

@@ -7,18 +7,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from psycopg import sql
-from worker_support import Workers, fetch_one
-
-
-def report_schema_version(conn: psycopg.Connection, version: str) -> None:
-    """Make taskpool_schema_version() of the test's database answer `version`."""
-    conn.execute(
-        sql.SQL(
-            "CREATE OR REPLACE FUNCTION taskpool_schema_version() RETURNS text LANGUAGE sql"
-            " AS $$ SELECT {}::text $$"
-        ).format(sql.Literal(version))
-    )
+from worker_support import Workers, fetch_one, report_schema_version
 
 
 def test_a_schema_of_a_newer_major_version_is_refused_naming_it(

@@ -167,6 +167,16 @@ def recover_stale(conn: psycopg.Connection, timeout: float = 10.0) -> int:
     )
 
 
+def report_schema_version(conn: psycopg.Connection, version: str) -> None:
+    """Make taskpool_schema_version() of the test's database answer `version`."""
+    conn.execute(
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION taskpool_schema_version() RETURNS text LANGUAGE sql"
+            " AS $$ SELECT {}::text $$"
+        ).format(sql.Literal(version))
+    )
+
+
 def enqueue(conn: psycopg.Connection, role: str, payload: dict[str, Any] | None = None) -> int:
     return conn.execute(
         "SELECT id FROM enqueue_task(%s::text, %s::jsonb)", (role, json.dumps(payload or {}))

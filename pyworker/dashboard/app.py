@@ -32,6 +32,7 @@ from starlette.templating import Jinja2Templates
 from pyworker import __version__
 from pyworker.dashboard.plugins import load_plugins
 from pyworker.db import Database
+from pyworker.metrics import database_metrics
 from pyworker.errors import (
     DatabaseUnavailable,
     InvalidInput,
@@ -291,6 +292,13 @@ def task_counts(request: Request) -> Response:
         return json_response(db.counts())
 
 
+def metrics(request: Request) -> Response:
+    """The pool's metrics in the Prometheus text format (docs/metrics.md), read at scrape time."""
+    with open_database(request) as db:
+        body, content_type = database_metrics(db)
+    return Response(body, headers={"Content-Type": content_type})
+
+
 # Workers, schedules, platforms, health
 
 
@@ -528,6 +536,7 @@ def core_routes() -> list[Route]:
         Route("/api/health", health),
         Route("/api/capacity", capacity),
         Route("/api/capacity/{role}", capacity),
+        Route("/metrics", metrics),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
