@@ -164,13 +164,17 @@ def all_of(browser: Any, selector: str) -> list[Any]:
 
 
 def click(browser: Any, selector: str) -> None:
-    """Click the element and wait for the page it leads to (a form's POST, its redirect)."""
+    """Click the element and wait for the page it leads to (a form's POST, then its redirect):
+    the old page gone and the new one loaded whole, so that what the test finds next on it is
+    not a node of a document still being parsed."""
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     old_page = all_of(browser, "html")[0]
     all_of(browser, selector)[0].click()
-    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(old_page))
+    wait = WebDriverWait(browser, 30)
+    wait.until(expected_conditions.staleness_of(old_page))
+    wait.until(lambda b: b.execute_script("return document.readyState") == "complete")
 
 
 def log_in(browser: Any, dashboard: Dashboard, token: str = TOKEN, next_path: str = "/") -> None:
