@@ -192,10 +192,20 @@ class Worker:
 
     def run(self) -> int:
         """Run until SIGTERM/SIGINT; the process exit code."""
+        # Drain mode claims until nothing is ready, never waits for a notification, and leaves
+        # the signals to the test process that runs it. Otherwise the signals are caught before
+        # anything else: a SIGTERM while the worker starts stops it cleanly, never by default.
+        signals: contextlib.AbstractContextManager = (
+            contextlib.nullcontext() if self.until_empty else stop_signals(self._doorbell, self._on_signal)
+        )
+        with signals:
+            return self._run()
+
+    def _run(self) -> int:
         probes = None
         try:
             probes = self._serve_probes()
-            self._start()
+            started = self._start()
         except BaseException:
             # Refused to start (an unknown role, no handler): nothing left open behind it, for
             # a drain in a test process as for a worker process.
@@ -204,16 +214,19 @@ class Worker:
             if probes is not None:
                 probes.stop()
             raise
+        if not started:
+            self.db.close()
+            self._doorbell.close()
+            if probes is not None:
+                probes.stop()
+            log.info("Worker %s stopped before it registered", self.config.worker_id, extra=event("worker_stopped"))
+            return 0
         threads = [
             threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
             threading.Thread(target=self._listen_loop, name="listener", daemon=True),
         ]
-        signals: contextlib.AbstractContextManager = stop_signals(self._doorbell, self._on_signal)
         if self.until_empty:
-            # Drain mode claims until nothing is ready, never waits for a notification, and
-            # leaves the signals to the test process that runs it.
             threads.pop()
-            signals = contextlib.nullcontext()
         elif self.config.listen_url is None:
             threads.pop()
             log.info(
@@ -226,8 +239,7 @@ class Worker:
         for thread in threads:
             thread.start()
         try:
-            with signals:
-                self._loop()
+            self._loop()
         finally:
             # Every completion handed over is recorded before the worker deregisters.
             self._recorder.stop()
@@ -274,21 +286,24 @@ class Worker:
             probe.close()
         return None
 
-    def _start(self) -> None:
+    def _start(self) -> bool:
         """Check the schema, register, check the role's settings: fail fast on what a retry
-        cannot fix. Everything comes through taskpool_worker's grants: register_worker answers
-        the role's settings (a worker login cannot read task_roles)."""
+        cannot fix; False when told to stop before it registered. Everything comes through
+        taskpool_worker's grants: register_worker answers the role's settings (a worker login
+        cannot read task_roles)."""
         config = self.config
-        self._retrying("connect", self.db.check_schema, interruptible=False)
+        self._retrying("connect", self.db.check_schema)
+        if self.stopping:
+            return False
         try:
             registrations = self._retrying(
-                "register",
-                lambda: self.db.register_worker(config.worker_id, self.roles, self.host, os.getpid()),
-                interruptible=False,
+                "register", lambda: self.db.register_worker(config.worker_id, self.roles, self.host, os.getpid())
             )
         except InvalidInput as error:
             # An unknown role: register_worker names the known ones.
             raise ConfigurationError(str(error)) from error
+        if registrations is None:
+            return False
         try:
             for registration in registrations:
                 self._check_settings(registration)
@@ -308,6 +323,7 @@ class Worker:
                 config.concurrency,
                 extra=event("worker_started"),
             )
+        return True
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import time
 
 import psycopg
@@ -161,6 +162,23 @@ def test_sigterm_hands_back_a_task_that_outlasts_the_grace_period(
     assert completions(pool, task_id) == []
     assert registered_workers(pool) == []
     assert f"Task {task_id} handed back: the worker is stopping" in worker.log()
+
+
+def test_sigterm_while_the_worker_is_still_connecting_stops_it_cleanly(workers: Workers) -> None:
+    # Nothing listens on the port a closed socket held: the worker keeps retrying its connect.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    worker = workers.start(
+        "test_work", "term-early", ready=False, database_url=f"postgresql://postgres@127.0.0.1:{port}/taskpool"
+    )
+    worker.wait_for_log("connect: ")
+    worker.send(signal.SIGTERM)
+    # Caught, not the default action (exit 143): the start-up's retry gives up after its pause.
+    assert worker.wait(15) == 0, worker.describe()
+    log = worker.log()
+    assert "Received SIGTERM" in log
+    assert "Worker term-early stopped before it registered" in log
 
 
 def test_a_second_sigterm_exits_at_once_leaving_the_task_running(

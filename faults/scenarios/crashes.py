@@ -167,7 +167,10 @@ SELECT s.point, pg_terminate_backend(s.pid)
 FROM (SELECT a.pid, substring(a.query from '(""" + "|".join(FAULT_POINTS) + """)') AS point
       FROM pg_stat_activity a
       WHERE a.datname = current_database() AND a.state = 'active'
-        AND a.application_name LIKE 'pyworker %%' AND a.pid <> pg_backend_pid()) s
+        AND a.application_name LIKE 'pyworker %%' AND a.pid <> pg_backend_pid()
+        -- A session gets a second's grace after it connects: without it a slow machine can kill
+        -- each reconnection's first claim, and the worker's backoff grows until the run times out.
+        AND a.backend_start < now() - interval '1 second') s
 WHERE s.point IS NOT NULL AND (%(waiting_only)s IS FALSE OR EXISTS (
       SELECT FROM pg_stat_activity w WHERE w.pid = s.pid AND w.wait_event_type = 'Lock'))
 """
