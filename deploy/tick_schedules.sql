@@ -2,12 +2,13 @@
 -- requires: tick_schedules@v0.5.0
 -- requires: task_schedules_cadence
 -- requires: _fold_task_metric_totals
+-- requires: apply_retention
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- tick_schedules
--- The tick: recovers stale tasks, then runs every due schedule once; pg_cron calls it each minute.
+-- The tick: recovers stale tasks, runs every due schedule once, applies a batch of each retention policy; pg_cron calls it each minute.
 CREATE OR REPLACE FUNCTION tick_schedules()
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -25,6 +26,10 @@ AS $$
 -- be computed with gets a finite one; the other schedules run regardless.
 -- Each tick records itself in schedule_ticks, for taskpool_health(). A rival tick holding that row
 -- is recording a tick of the same moment: this one skips the row rather than wait for its commit.
+-- Then it applies the retention policies, a batch each (apply_retention(1): at most batch_size
+-- rows a policy, skipping a policy a rival holds), so that pg_cron alone keeps the history
+-- bounded; the report's "retention" lists the policies that deleted something or failed, by name:
+-- {"completed_tasks": {"pruned": 1000, "error": null}}, and is left out when none did.
 -- Last, it folds the completions and failed attempts of the last minutes into
 -- task_metric_totals (_fold_task_metric_totals), which keeps a scrape of taskpool_metrics() cheap.
 DECLARE
@@ -35,6 +40,7 @@ DECLARE
     v_recovered integer;
     v_report    jsonb := '[]';
     v_retry_at  timestamptz;
+    v_retention jsonb;
 BEGIN
     v_recovered := recover_stale_tasks();
 
@@ -79,8 +85,14 @@ BEGIN
     SET last_tick_at = v_now
     WHERE t.singleton IN (SELECT l.singleton FROM schedule_ticks l FOR UPDATE SKIP LOCKED);
 
+    SELECT jsonb_object_agg(r.policy, jsonb_build_object('pruned', r.pruned, 'error', r.error) ORDER BY r.policy)
+    INTO v_retention
+    FROM apply_retention(1) r
+    WHERE r.pruned > 0 OR r.error IS NOT NULL;
+
     PERFORM _fold_task_metric_totals();
-    RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report);
+    RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report)
+        || CASE WHEN v_retention IS NULL THEN '{}' ELSE jsonb_build_object('retention', v_retention) END;
 END;
 $$;
 

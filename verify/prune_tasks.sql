@@ -7,6 +7,6 @@ SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
 WHERE proname = 'prune_tasks' AND pg_get_functiondef(oid) LIKE '%_prune_cutoff(prune_tasks.older_than)%';
 
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
-WHERE proname = 'prune_tasks' AND pg_get_functiondef(oid) LIKE '%pruned_completed%';
+WHERE proname = 'prune_tasks' AND pg_get_functiondef(oid) LIKE '%_prune_finished_tasks(%';
 
 ROLLBACK;
