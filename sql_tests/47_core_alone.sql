@@ -3,11 +3,11 @@
 -- no object of the crawler's is there, and the core's registry does not require one. The only
 -- crawler-named things present are the rows of crawler_roles.sql, the tests' role fixture.
 BEGIN;
-SELECT plan(10);
+SELECT plan(12);
 
 SELECT hasnt_table(t, format('Should have no crawler table %s in a core-only deploy', t))
 FROM unnest(ARRAY['raw_crawl_payloads', 'crawl_payload_products', 'store_products',
-                  'store_product_snapshots', 'resync_plan_entries']) AS t;
+                  'store_product_snapshots', 'resync_plan_entries', 'payload_file_removals']) AS t;
 SELECT is_empty(
     $$SELECT matviewname FROM pg_matviews WHERE schemaname = 'public'$$,
     'Should have no materialized view (the crawler''s analytics) in a core-only deploy');
@@ -17,7 +17,9 @@ SELECT is_empty(
         AND p.proname IN ('add_store', 'apply_menu_payload', 'diff_latest_payloads', 'diff_payloads',
                           'generate_resync_plan', 'generate_resync_tasks', 'get_crawl_payload',
                           'get_dispensary', 'mark_payload_corrupt', 'record_crawl_payload',
-                          'refresh_analytics', 'set_store_platform_id', 'upsert_discovered_stores')$$,
+                          'refresh_analytics', 'set_store_platform_id', 'upsert_discovered_stores',
+                          'payload_files_to_remove', 'forget_removed_payload_files',
+                          '_prune_policy_crawl_payloads', '_prune_policy_product_snapshots')$$,
     'Should have no crawler function in a core-only deploy');
 SELECT is_empty(
     $$SELECT column_name FROM information_schema.columns
@@ -32,5 +34,8 @@ SELECT is_empty(
 SELECT is_empty(
     $$SELECT name FROM task_schedules$$,
     'Should ship no schedule with the core (the default schedules are the crawler''s)');
+SELECT is_empty(
+    $$SELECT name FROM retention_policies WHERE pruner NOT IN ('_prune_policy_tasks', '_prune_policy_attempts', '_prune_policy_workers')$$,
+    'Should have only the core''s retention policies in a core-only deploy');
 SELECT * FROM finish();
 ROLLBACK;

@@ -41,6 +41,10 @@ APPLY_MENU_PAYLOAD = (
     "SELECT apply_menu_payload(%(payload_id)s::bigint, %(products)s::jsonb) AS result"
 )
 REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
+PAYLOAD_FILES_TO_REMOVE = "SELECT payload_files_to_remove(%(max_files)s::integer) AS storage_path"
+FORGET_REMOVED_PAYLOAD_FILES = (
+    "SELECT forget_removed_payload_files(%(storage_paths)s::text[]) AS forgotten"
+)
 # The operator's side (tables read directly: operators run as the schema owner)
 # `payloads list`'s filters, each left out when NULL: the page and its count read the same rows.
 _PAYLOAD_FILTERS = (
@@ -172,6 +176,14 @@ class CrawlerDatabase(Database):
         return self.query_one(APPLY_MENU_PAYLOAD, {"payload_id": payload_id, "products": Jsonb(products)})[
             "result"
         ]
+
+    def payload_files_to_remove(self, max_files: int) -> list[str]:
+        """The storage paths of payloads retention deleted whose files are still to go."""
+        return [row["storage_path"] for row in self.query(PAYLOAD_FILES_TO_REMOVE, {"max_files": max_files})]
+
+    def forget_removed_payload_files(self, storage_paths: list[str]) -> int:
+        """Take removed files out of the outbox; how many rows went."""
+        return self.query_one(FORGET_REMOVED_PAYLOAD_FILES, {"storage_paths": storage_paths})["forgotten"]
 
     def refresh_analytics(self) -> dict[str, Any]:
         """Refresh the analytics views; the rows each holds."""

@@ -17,6 +17,8 @@ taskpool_crawler.handlers` does the same without the entry point).
     product_refresh        load the payload's FILE (never the network), normalize it and hand
                            the rows to apply_menu_payload
     analytics_refresh      refresh_analytics()
+    payload_file_removal   remove the files of the payloads retention deleted (the outbox
+                           payload_files_to_remove), then forget them; a file already gone counts
 
 Every platform request first asks acquire_platform_request (the per-platform rate limit and
 circuit breaker, in SQL), waiting in small steps while it says wait (an abort stops the wait),
@@ -493,6 +495,34 @@ def analytics_refresh(task: Task) -> dict[str, Any]:
     rows = database().refresh_analytics()
     log.info("Task %s: analytics refreshed: %s", task.id, rows)
     return rows
+
+
+# How many payload files payload_file_removal removes before it forgets them in the database.
+REMOVAL_BATCH = 100
+
+
+@handler("payload_file_removal")
+def payload_file_removal(task: Task) -> dict[str, Any]:
+    """Remove the files of the payloads whose rows retention deleted, a batch at a time: each file
+    first, then its outbox row. A crash in between leaves the row, and the next run removes a
+    file that is gone already, which counts as removed. A path outside the storage directory is
+    never touched, only forgotten (and counted as refused)."""
+    db = database()
+    counts = {"removed": 0, "missing": 0, "refused": 0}
+    while True:
+        _check_abort(task)
+        paths = db.payload_files_to_remove(REMOVAL_BATCH)
+        if not paths:
+            break
+        for storage_path in paths:
+            try:
+                counts["removed" if storage.remove_payload(storage_path) else "missing"] += 1
+            except storage.PayloadPathRefused as error:
+                log.warning("Task %s: %s", task.id, error)
+                counts["refused"] += 1
+        db.forget_removed_payload_files(paths)
+    log.info("Task %s: payload files: %s", task.id, counts)
+    return counts
 
 
 def register(target: Registry) -> None:

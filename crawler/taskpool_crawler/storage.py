@@ -17,6 +17,9 @@ storage directory and is a regular file (PayloadPathRefused otherwise: `/dev/zer
 `../../etc/shadow`, a symlink out of the directory, a FIFO), of at most MAX_PAYLOAD_FILE_BYTES
 (16 MiB) on disk, decompressing to at most MAX_PAYLOAD_BODY_BYTES (64 MiB); a file over either
 bound (a gzip bomb) is PayloadFileTooLarge, read no further.
+
+Removing (remove_payload) follows the payload_files_to_remove outbox: a file goes only after its
+row went, and only from inside the storage directory.
 """
 
 from __future__ import annotations
@@ -172,6 +175,30 @@ def load_payload(storage_path: str, sha256: str | None = None, root: Path | None
             " (MAX_PAYLOAD_BODY_BYTES): refused, a gzip bomb or not a menu"
         )
     return body
+
+
+def remove_payload(storage_path: str, root: Path | None = None) -> bool:
+    """Remove a stored payload's file, once its row is gone (retention); whether it was there.
+
+    A file already gone counts as removed: a run that crashed after the unlink and before
+    forgetting the path runs again. PayloadPathRefused, as for reading, when the path is not
+    inside the storage directory: nothing outside it is ever removed. A symlink inside it is
+    removed itself, never its target.
+    """
+    base = root if root is not None else storage_dir()
+    path = resolve(storage_path, root)
+    real_root = base.resolve()
+    # The directory's symlinks resolved, not the file's own: a link is unlinked, not followed.
+    real_path = path.parent.resolve() / path.name
+    if Path(storage_path).is_absolute() or not real_path.is_relative_to(real_root):
+        raise PayloadPathRefused(
+            f"payload path {storage_path!r} is outside the storage directory {real_root}: not removed"
+        )
+    try:
+        real_path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _too_large(path: Path, size: int) -> str:
