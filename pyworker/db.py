@@ -214,6 +214,17 @@ PRUNE_TASKS_IN_BATCHES = (
     " %(max_tasks)s::integer)"
 )
 COUNT_PRUNABLE_TASKS = "SELECT count_prunable_tasks(%(older_than)s::interval) AS tasks"
+# Retention policies (retention_policies): applied, counted, listed, changed
+APPLY_RETENTION_IN_BATCHES = (
+    "CALL apply_retention_in_batches(%(max_batches)s::integer, %(max_seconds)s::numeric)"
+)
+COUNT_RETENTION = "SELECT * FROM count_retention()"
+RETENTION_POLICIES = "SELECT * FROM retention_policies ORDER BY name"
+SET_RETENTION_POLICY = (
+    "SELECT * FROM set_retention_policy(%(name)s::text, keep => %(keep)s::interval,"
+    " enabled => %(enabled)s::boolean, batch_size => %(batch_size)s::integer,"
+    " statuses => %(statuses)s::text[])"
+)
 ROLES = "SELECT role FROM task_roles ORDER BY role"
 WORKERS = "SELECT * FROM v_workers ORDER BY role, worker_id"
 
@@ -818,6 +829,37 @@ class Database:
 
     def count_prunable_tasks(self, older_than: str) -> int:
         return self._one(COUNT_PRUNABLE_TASKS, {"older_than": older_than})["tasks"]
+
+    def apply_retention_in_batches(
+        self, max_batches: int | None = None, max_seconds: float | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Every enabled retention policy applied, a transaction a round (the connection is
+        autocommit, as the procedure's commits need): {policy: {"pruned": N, "error": ...}}."""
+        return self._one(
+            APPLY_RETENTION_IN_BATCHES, {"max_batches": max_batches, "max_seconds": max_seconds}
+        )["pruned"]
+
+    def count_retention(self) -> list[dict[str, Any]]:
+        """What each policy would delete now (count_retention()), deleting nothing."""
+        return self._rows(COUNT_RETENTION)
+
+    def retention_policies(self) -> list[dict[str, Any]]:
+        return self._rows(RETENTION_POLICIES)
+
+    def set_retention_policy(
+        self,
+        name: str,
+        *,
+        keep: str | None = None,
+        enabled: bool | None = None,
+        batch_size: int | None = None,
+        statuses: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """The policy's row as changed; InvalidInput naming an unknown policy or a bad value."""
+        return self._one(
+            SET_RETENTION_POLICY,
+            {"name": name, "keep": keep, "enabled": enabled, "batch_size": batch_size, "statuses": statuses},
+        )
 
     def roles(self) -> list[str]:
         """The known role names, in order."""

@@ -944,7 +944,7 @@ def test_prune_deletes_in_batches_each_committed(
         (["--older-than", "-1 day"], "older_than must be a non-negative interval"),
         (["--older-than", "-1 day", "--dry-run"], "older_than must be a non-negative interval"),
         (["--older-than", "1 day", "--max-tasks", "0"], "--max-tasks"),
-        ([], "--older-than"),
+        (["--batch-size", "5"], "--max-tasks and --batch-size go with --older-than"),
     ],
 )
 def test_prune_bad_input_exits_2(run: Run, args: list[str], message: str) -> None:

@@ -1,0 +1,132 @@
+"""The crawl_payloads retention policy and the payload files: a payload's row goes first, its path
+into the outbox (payload_file_removals) in the same transaction, and a payload_file_removal task,
+run by a real crawler worker, removes the file, then forgets the path. A crash between the row and
+the file (or between the file and the outbox row) leaves an outbox row that the next run finishes;
+a file already gone counts as removed. (The SQL side: crawler/sql_tests/53_crawler_retention.sql.)
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from taskpool_crawler import storage
+from worker_support import Workers, fetch_one, wait_for_status
+
+BODY = b'{"products": []}'
+
+
+def saved_payload(
+    conn: psycopg.Connection, root: Path, store_id: int, fetched_at: datetime
+) -> Path:
+    """A payload file written as the crawler writes it, and its row (status saved)."""
+    saved = storage.save_payload(BODY, store_id, fetched_at, root=root)
+    conn.execute(
+        "SELECT record_crawl_payload(%s, %s, %s, %s, %s)",
+        (store_id, fetched_at, saved.storage_path, saved.size_bytes, saved.sha256),
+    )
+    return saved.path
+
+
+def outbox(conn: psycopg.Connection) -> list[str]:
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT storage_path FROM payload_file_removals ORDER BY 1"
+        )
+    ]
+
+
+def test_payload_files_go_after_their_rows_and_a_crash_in_between_is_finished_by_the_next_run(
+    conn: psycopg.Connection,
+    workers: Workers,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = tmp_path / "storage"
+    monkeypatch.setenv(storage.STORAGE_DIR_ENV, str(root))
+    (store_id,) = fetch_one(
+        conn,
+        "INSERT INTO dispensaries (name, platform) VALUES ('old', 'dutchie') RETURNING id",
+    )
+    (now,) = fetch_one(conn, "SELECT taskpool_now()")
+    old = [
+        saved_payload(conn, root, store_id, now - timedelta(days=40, minutes=minute))
+        for minute in range(3)
+    ]
+    young = saved_payload(conn, root, store_id, now - timedelta(days=1))
+
+    # Retention deletes the rows: the files are still there, queued in the outbox. This is the
+    # state a crash right after the deleting transaction leaves.
+    (pruned,) = fetch_one(
+        conn, "SELECT pruned FROM apply_retention() WHERE policy = 'crawl_payloads'"
+    )
+    assert pruned == 3
+    (rows,) = fetch_one(conn, "SELECT count(*) FROM raw_crawl_payloads")
+    assert rows == 1
+    assert all(path.exists() for path in old)
+    assert outbox(conn) == sorted(str(path.relative_to(root)) for path in old)
+
+    # One file was removed by a run that crashed before it forgot the path: gone from disk,
+    # still in the outbox.
+    old[0].unlink()
+    # A path outside the storage directory is never touched, only forgotten.
+    outside = tmp_path / "outside.json.gz"
+    outside.write_bytes(b"not the crawler's")
+    conn.execute(
+        "INSERT INTO payload_file_removals (storage_path, payload_id) VALUES ('../outside.json.gz', 0)"
+    )
+
+    (task_id,) = fetch_one(
+        conn,
+        "SELECT id FROM worker_tasks WHERE role = 'payload_file_removal' AND status = 'pending'",
+    )
+    worker = workers.start(
+        "payload_file_removal", "removal-1", handlers="taskpool_crawler.handlers"
+    )
+    row = wait_for_status(
+        conn, task_id, ("completed", "failed"), 30, also=worker.describe
+    )
+    assert row["status"] == "completed", row["error_message"]
+    assert row["result"] == {"removed": 2, "missing": 1, "refused": 1}
+    assert not any(path.exists() for path in old)
+    assert young.exists(), "a payload whose row stays keeps its file"
+    assert outside.read_bytes() == b"not the crawler's"
+    assert outbox(conn) == []
+
+
+def test_remove_payload_counts_a_missing_file_and_refuses_a_path_outside(
+    tmp_path: Path,
+) -> None:
+    fetched_at = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    saved = storage.save_payload(BODY, 1, fetched_at, root=tmp_path)
+    assert storage.remove_payload(saved.storage_path, root=tmp_path) is True
+    assert not saved.path.exists()
+    assert storage.remove_payload(saved.storage_path, root=tmp_path) is False
+    with pytest.raises(
+        storage.PayloadPathRefused, match="outside the storage directory"
+    ):
+        storage.remove_payload("../elsewhere.json.gz", root=tmp_path)
+    with pytest.raises(storage.PayloadPathRefused):
+        storage.remove_payload(str(tmp_path / "absolute.json.gz"), root=tmp_path)
+
+
+def test_a_symlink_is_removed_not_its_target(tmp_path: Path) -> None:
+    root = tmp_path / "storage"
+    target = tmp_path / "precious"
+    target.write_text("keep me")
+    link = (
+        root
+        / "payloads"
+        / "2026"
+        / "03"
+        / "01"
+        / "store_1_20260301T080000000000Z.json.gz"
+    )
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target)
+    assert storage.remove_payload(str(link.relative_to(root)), root=root) is True
+    assert not link.is_symlink()
+    assert target.read_text() == "keep me"
