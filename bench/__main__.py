@@ -29,12 +29,13 @@ from testkit.pgbouncer import version as pgbouncer_version
 from pyworker.config import default_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-GROUPS = ("ceilings", "cycle", "drain", "drain-batched", "wakeup", "enqueue", "depth", "history", "io-bound")
+GROUPS = ("ceilings", "cycle", "drain", "drain-batched", "wakeup", "enqueue", "depth", "history", "io-bound",
+          "retention")
 GROUP_LABELS = {
     "ceilings": "1 ceilings", "cycle": "9 SQL cycle", "drain": "2 drain, --concurrency 8",
     "drain-batched": "3 drain, --prefetch",
     "wakeup": "4 wake-up latency", "enqueue": "5 enqueue", "depth": "6 depth", "history": "7 history",
-    "io-bound": "10 I/O-bound drain",
+    "io-bound": "10 I/O-bound drain", "retention": "11 drain while pruning",
 }
 # The ceilings each group compares with: asking for the group measures them too.
 NEEDS_CEILINGS = {"cycle", "drain", "drain-batched", "enqueue"}
@@ -218,6 +219,30 @@ def history_rows(run: Run) -> list[Row]:
     ]
 
 
+def retention_rows(run: Run) -> list[Row]:
+    plan = run.plan
+    progress(f"retention: loading {plan.prune_rows:,} finished tasks 40 days old (a while)")
+    figures.load_prunable(run.server, plan)
+    plain, pruning, pruned = [], [], []
+    for _ in _reps(run, "drain without pruning, then while pruning"):
+        plain.append(figures.drain_while_pruning(run.server, plan, run.log_dir, pruning=False)[0].rate)
+        sample, rows = figures.drain_while_pruning(run.server, plan, run.log_dir, pruning=True)
+        pruning.append(sample.rate)
+        pruned.append(rows)
+    label = f"--concurrency {plan.workers}"
+    note = (f"{plan.drain_tasks:,} tasks as in 2, ONE pyworker process, beside {_short(plan.prune_rows)} "
+            "finished (cancelled) tasks 40 days old; while pruning, another connection runs "
+            "apply_retention_in_batches as `pyworker prune` does (rounds of a batch of 1000 per policy, each "
+            f"committed, paused three times as long as it took) for the whole drain: {min(pruned):,}–{max(pruned):,} rows went during it")
+    return [
+        Row("drain_no_prune", f"11 drain, {label}, {_short(plan.prune_rows)} prunable, not pruning", "tasks/s",
+            Stat(plain)),
+        Row("drain_pruning", f"11 drain, {label}, while retention prunes them", "tasks/s", Stat(pruning)),
+        Row("prune_ratio", "11 pruning ratio while/without", "×",
+            Stat([p / n for p, n in zip(pruning, plain)]), target=Target(">=", 0.8, "value"), note=note),
+    ]
+
+
 def _short(n: int) -> str:
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
@@ -230,7 +255,7 @@ def run_group(name: str, run: Run) -> list[Row]:
         if name in ("drain", "drain-batched"):
             return drain_rows(run, batched=name == "drain-batched")
         return {"cycle": cycle_rows, "wakeup": wakeup_rows, "enqueue": enqueue_rows, "depth": depth_rows,
-                "history": history_rows, "io-bound": io_bound_rows}[name](run)
+                "history": history_rows, "io-bound": io_bound_rows, "retention": retention_rows}[name](run)
     except Exception as error:  # noqa: BLE001 - reported in the table, with the traceback on stderr
         progress(f"{name} failed:\n{traceback.format_exc()}")
         message = " ".join(str(error).split())[:160]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,8 @@ class Plan:
     history_rows: int
     history_seconds: float
     io_tasks: int
+    # The retention figure: finished tasks, older than their policy's keep, pruned while a drain runs.
+    prune_rows: int
     workers: int = 8
     clients: int = 8
     wakeup_rate: float = 50.0
@@ -54,11 +57,13 @@ FULL = Plan(
     name="full", reps=3, ceiling_seconds=5, drain_tasks=20_000, wakeup_tasks=500,
     enqueue_seconds=5, batch_enqueue_tasks=100_000, depth_small=10_000, depth_large=1_000_000,
     depth_claims_per_client=500, history_rows=1_000_000, history_seconds=4, io_tasks=10_000,
+    prune_rows=1_000_000,
 )
 QUICK = Plan(
     name="quick", reps=1, ceiling_seconds=3, drain_tasks=5_000, wakeup_tasks=150,
     enqueue_seconds=3, batch_enqueue_tasks=20_000, depth_small=10_000, depth_large=100_000,
     depth_claims_per_client=250, history_rows=50_000, history_seconds=3, io_tasks=3_000,
+    prune_rows=100_000,
 )
 
 
@@ -178,16 +183,20 @@ def drain_io_bound(server: Server, plan: Plan, log_dir: Path, roles: Sequence[st
 
 
 def _drain_one_process(server: Server, log_dir: Path, roles: str | Sequence[str], tasks: int, concurrency: int,
-                       extra: list[str], env: dict[str, str] | None = None) -> DrainSample:
+                       extra: list[str], env: dict[str, str] | None = None, url: str | None = None,
+                       meanwhile: Background | None = None) -> DrainSample:
     """Start one worker process, make `tasks` visible at once (split evenly over `roles`, the
     worker's), time them from the database's clock; sample the process's connections
-    (pg_stat_activity) while it works."""
+    (pg_stat_activity) while it works. In `url` (a fresh copy of the template by default); with
+    `meanwhile`, that runs from just before the tasks are enqueued until they are all done."""
     roles = (roles,) if isinstance(roles, str) else tuple(roles)
-    url = server.fresh_bench_db()
+    url = url or server.fresh_bench_db()
     with WorkerGroup(url, roles[0], 1, log_dir, ["--concurrency", str(concurrency), *extra],
                      env={**(env or {}), **server.worker_settings(url)}, checkout=server.checkout) as group, \
             psycopg.connect(url, autocommit=True) as conn:
         group.wait_registered()
+        if meanwhile is not None:
+            meanwhile.start()
         with conn.transaction():  # all of them visible at the same instant
             for n, role in enumerate(roles):
                 enqueue_noop(conn, tasks // len(roles) + (n < tasks % len(roles)), role)
@@ -204,9 +213,46 @@ def _drain_one_process(server: Server, log_dir: Path, roles: str | Sequence[str]
             if time.monotonic() > deadline:
                 raise BenchError(f"only {done} of {tasks} tasks completed in time")
             time.sleep(0.2)
+        if meanwhile is not None:
+            meanwhile.stop()
         rss = group.peak_rss_mb()
         _, rate = completed_rate(conn)
     return DrainSample(rate, rss, connections)
+
+
+class Background:
+    """Work on its own connection, in a thread, from start() until stop(): `step(conn)` again and
+    again, each call's result added up, until stop() or a step returns 0 (nothing left)."""
+
+    def __init__(self, url: str, step: Callable[[psycopg.Connection], int]) -> None:
+        self.url = url
+        self.step = step
+        self.done = 0
+        self.finished_early = False
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                while not self._stop.is_set():
+                    n = self.step(conn)
+                    if n == 0:
+                        self.finished_early = True
+                        return
+                    self.done += n
+        except BaseException as error:  # noqa: BLE001 - reported by stop()
+            self.error = error
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.error is not None:
+            raise BenchError(f"the background work failed: {self.error}")
 
 
 # 4: wake-up latency -----------------------------------------------------------------------
@@ -368,3 +414,35 @@ def history_rates(server: Server, plan: Plan) -> tuple[list[float], list[float]]
                 fresh_rates.append(cycle_rate(server, plan, fresh, BENCH_DB))
             loaded_rates.append(cycle_rate(server, plan, loaded, OTHER_DB))
     return fresh_rates, loaded_rates
+
+
+# 11: drain while retention prunes ----------------------------------------------------------
+
+def prune_a_second(conn: psycopg.Connection) -> int:
+    """About a second of apply_retention_in_batches as `pyworker prune` runs it (rounds of a batch
+    per policy, each committed, with the default pause between them): the rows deleted."""
+    (pruned,) = conn.execute("CALL apply_retention_in_batches(max_seconds => 1)").fetchone()
+    return sum(outcome["pruned"] for outcome in pruned.values())
+
+
+def load_prunable(server: Server, plan: Plan) -> None:
+    """OTHER_DB: the template plus prune_rows finished tasks finished 40 days ago (past the
+    failed_tasks policy's 30 days), vacuumed; each run copies it."""
+    with psycopg.connect(server.create(OTHER_DB, TEMPLATE), autocommit=True) as conn:
+        conn.execute("SELECT set_taskpool_clock_offset('-40 days')")
+        load_finished(conn, plan.prune_rows)
+        conn.execute("SELECT set_taskpool_clock_offset('0')")
+        vacuum_analyze(conn)
+
+
+def drain_while_pruning(server: Server, plan: Plan, log_dir: Path, pruning: bool) -> tuple[DrainSample, int]:
+    """The drain of figure 2 on a copy of OTHER_DB (prune_rows prunable finished tasks), with
+    retention pruning them round after round on another connection or not; the drain and how
+    many rows went while it ran."""
+    url = server.create(BENCH_DB, OTHER_DB)
+    pruner = Background(url, prune_a_second) if pruning else None
+    sample = _drain_one_process(server, log_dir, "bench_noop", plan.drain_tasks, plan.workers,
+                                list(plan.worker_args), url=url, meanwhile=pruner)
+    if pruner is not None and pruner.finished_early:
+        raise BenchError(f"retention pruned all {plan.prune_rows:,} rows before the drain ended: load more")
+    return sample, pruner.done if pruner is not None else 0

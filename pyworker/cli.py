@@ -1015,6 +1015,13 @@ RETENTION_DRY_RUN_COLUMNS: list[Column] = [
     metavar="S",
     help="With the policies: stop after the round that passes S seconds.",
 )
+@click.option(
+    "--pause-ratio",
+    type=click.FloatRange(0, 100),
+    metavar="R",
+    help="With the policies: after each round, pause R times as long as it took, leaving the server"
+    " to the workers (default 3; 0: flat out).",
+)
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @prints()
 @pass_db
@@ -1025,6 +1032,7 @@ def prune(
     batch_size: int | None,
     max_batches: int | None,
     max_seconds: float | None,
+    pause_ratio: float | None,
     dry_run: bool,
 ) -> Shown:
     """Apply the retention policies now, or delete finished tasks older than --older-than.
@@ -1032,7 +1040,8 @@ def prune(
     \b
     Without --older-than, every enabled policy of retention_policies (`pyworker retention list`)
     is applied until nothing is left to prune, a round of one batch per policy a transaction
-    (apply_retention_in_batches), and it prints what went per policy; a policy that failed says
+    (apply_retention_in_batches), pausing after each round --pause-ratio times as long as it took
+    so that the workers keep the server, and it prints what went per policy; a policy that failed says
     why and makes the exit code 1. The tick applies a batch of each policy every minute anyway:
     this is for a backlog, or for a deployment without a tick. --dry-run prints what each policy
     would delete now (count_retention()). With --json, {"policies": [{"policy", "pruned",
@@ -1049,9 +1058,11 @@ def prune(
     if older_than is None:
         if max_tasks is not None or batch_size is not None:
             raise click.UsageError("--max-tasks and --batch-size go with --older-than")
-        return apply_retention(db, max_batches, max_seconds, dry_run)
-    if max_batches is not None or max_seconds is not None:
-        raise click.UsageError("--max-batches and --max-seconds go with the policies, not --older-than")
+        return apply_retention(db, max_batches, max_seconds, 3 if pause_ratio is None else pause_ratio, dry_run)
+    if max_batches is not None or max_seconds is not None or pause_ratio is not None:
+        raise click.UsageError(
+            "--max-batches, --max-seconds and --pause-ratio go with the policies, not --older-than"
+        )
     if dry_run:
         would_prune = db.count_prunable_tasks(older_than)
         if max_tasks is not None:
@@ -1064,7 +1075,9 @@ def prune(
     return Shown({"pruned": pruned}, lambda: click.echo(f"pruned {counted(pruned, 'task')}"))
 
 
-def apply_retention(db: Database, max_batches: int | None, max_seconds: float | None, dry_run: bool) -> Shown:
+def apply_retention(
+    db: Database, max_batches: int | None, max_seconds: float | None, pause_ratio: float, dry_run: bool
+) -> Shown:
     """`prune` without --older-than: the policies applied, or counted with --dry-run."""
     if dry_run:
         rows = db.count_retention()
@@ -1075,7 +1088,7 @@ def apply_retention(db: Database, max_batches: int | None, max_seconds: float | 
             click.echo(f"would prune {counted(total, 'row')} (dry run: nothing deleted)")
 
         return Shown({"dry_run": True, "policies": rows}, show_counts)
-    pruned = db.apply_retention_in_batches(max_batches, max_seconds)
+    pruned = db.apply_retention_in_batches(max_batches, max_seconds, pause_ratio)
     rows = [{"policy": policy, **outcome} for policy, outcome in sorted(pruned.items())]
     failed = [row for row in rows if row["error"] is not None]
 

@@ -216,7 +216,8 @@ PRUNE_TASKS_IN_BATCHES = (
 COUNT_PRUNABLE_TASKS = "SELECT count_prunable_tasks(%(older_than)s::interval) AS tasks"
 # Retention policies (retention_policies): applied, counted, listed, changed
 APPLY_RETENTION_IN_BATCHES = (
-    "CALL apply_retention_in_batches(%(max_batches)s::integer, %(max_seconds)s::numeric)"
+    "CALL apply_retention_in_batches(%(max_batches)s::integer, %(max_seconds)s::numeric,"
+    " %(pause_ratio)s::numeric)"
 )
 COUNT_RETENTION = "SELECT * FROM count_retention()"
 RETENTION_POLICIES = "SELECT * FROM retention_policies ORDER BY name"
@@ -831,12 +832,13 @@ class Database:
         return self._one(COUNT_PRUNABLE_TASKS, {"older_than": older_than})["tasks"]
 
     def apply_retention_in_batches(
-        self, max_batches: int | None = None, max_seconds: float | None = None
+        self, max_batches: int | None = None, max_seconds: float | None = None, pause_ratio: float = 3
     ) -> dict[str, dict[str, Any]]:
         """Every enabled retention policy applied, a transaction a round (the connection is
         autocommit, as the procedure's commits need): {policy: {"pruned": N, "error": ...}}."""
         return self._one(
-            APPLY_RETENTION_IN_BATCHES, {"max_batches": max_batches, "max_seconds": max_seconds}
+            APPLY_RETENTION_IN_BATCHES,
+            {"max_batches": max_batches, "max_seconds": max_seconds, "pause_ratio": pause_ratio},
         )["pruned"]
 
     def count_retention(self) -> list[dict[str, Any]]:

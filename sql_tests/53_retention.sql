@@ -3,7 +3,7 @@
 -- does, every minute), count_retention is the dry run, set_retention_policy changes one. (The
 -- crawler's policies, payloads and snapshots, are in crawler/sql_tests/53_crawler_retention.sql.)
 BEGIN;
-SELECT plan(70);
+SELECT plan(72);
 
 INSERT INTO task_roles (role, description, max_retries) VALUES
     ('t53_retention', 'pgTAP 53_retention: finished tasks', 3);
@@ -14,8 +14,8 @@ INSERT INTO task_roles (role, description, max_retries) VALUES
 SELECT has_table('public', 'retention_policies', 'Should have table retention_policies');
 SELECT col_is_pk('public', 'retention_policies', 'name', 'Should key retention_policies by name');
 SELECT has_function('public', 'apply_retention', ARRAY['integer'], 'Should have apply_retention(max_batches)');
-SELECT is_procedure('public', 'apply_retention_in_batches', ARRAY['integer', 'numeric', 'jsonb'],
-    'Should have the procedure apply_retention_in_batches(max_batches, max_seconds, pruned)');
+SELECT is_procedure('public', 'apply_retention_in_batches', ARRAY['integer', 'numeric', 'numeric', 'jsonb'],
+    'Should have the procedure apply_retention_in_batches(max_batches, max_seconds, pause_ratio, pruned)');
 SELECT has_function('public', 'count_retention', ARRAY[]::text[], 'Should have count_retention()');
 SELECT has_function('public', 'set_retention_policy', ARRAY['text', 'interval', 'boolean', 'integer', 'text[]'],
     'Should have set_retention_policy(name, keep, enabled, batch_size, statuses)');
@@ -240,6 +240,10 @@ SELECT throws_ok($$CALL apply_retention_in_batches(max_batches := 0)$$, '22023',
     'max_batches must be positive, not 0', 'Should refuse 0 rounds in apply_retention_in_batches');
 SELECT throws_ok($$CALL apply_retention_in_batches(max_seconds := -1)$$, '22023',
     'max_seconds must be positive, not -1', 'Should refuse a negative max_seconds in apply_retention_in_batches');
+SELECT throws_ok($$CALL apply_retention_in_batches(pause_ratio := -1)$$, '22023',
+    'pause_ratio must be from 0 to 100, not -1', 'Should refuse a negative pause_ratio');
+SELECT throws_ok($$CALL apply_retention_in_batches(pause_ratio := NULL)$$, '22023',
+    'pause_ratio must be from 0 to 100, not NULL', 'Should refuse a NULL pause_ratio');
 SELECT throws_ok($$INSERT INTO retention_policies (name, pruner, keep, description) VALUES ('Bad Name', 'x', '1 day', 'x')$$,
     '23514', NULL, 'Should refuse a policy name that is not a lower-case word');
 

@@ -129,7 +129,7 @@ def test_prune_goes_a_committed_round_at_a_time_until_nothing_is_left(
     shown = run_json(run, "prune", "--max-batches", "1")
     assert pruned_by_policy(shown)["completed_tasks"] == 2
     # Then the rest, in rounds that commit in between (a CALL outside a transaction only).
-    shown = run_json(run, "prune")
+    shown = run_json(run, "prune", "--pause-ratio", "0")
     assert pruned_by_policy(shown)["completed_tasks"] == 3
     assert kept(conn, history["old_completed"] + history["ten_days_completed"]) == []
     (total,) = conn.execute(
@@ -258,6 +258,8 @@ def test_retention_list_and_set(run: Run, conn: psycopg.Connection) -> None:
         ),
         (["prune", "--max-batches", "0"], "--max-batches"),
         (["prune", "--max-seconds", "0"], "--max-seconds"),
+        (["prune", "--pause-ratio", "-1"], "--pause-ratio"),
+        (["prune", "--older-than", "1 day", "--pause-ratio", "0"], "go with the policies"),
     ],
 )
 def test_bad_input_exits_2_and_changes_nothing(
