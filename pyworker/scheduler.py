@@ -125,7 +125,9 @@ class Scheduler:
 
 
 def log_report(report: dict[str, Any]) -> None:
-    """One line for a tick that did something, plus a warning per schedule that failed."""
+    """One line for a tick that did something, plus a warning per schedule that failed; one line
+    for the retention it applied, plus a warning per policy that failed."""
+    log_retention(report.get("retention") or {})
     runs = report.get("schedules") or []
     recovered = report.get("recovered") or 0
     if not runs and not recovered:
@@ -148,6 +150,20 @@ def log_report(report: dict[str, Any]) -> None:
     )
     for run in failed:
         log.warning("Schedule %s failed: %s", run["schedule"], run["error"], extra=event("schedule_failed"))
+
+
+def log_retention(retention: dict[str, dict[str, Any]]) -> None:
+    """The tick's retention: the policies that deleted something or failed, by name."""
+    if not retention:
+        return
+    pruned = sum(outcome["pruned"] for outcome in retention.values())
+    details = ", ".join(f"{policy}: {outcome['pruned']}" for policy, outcome in retention.items())
+    log.info("Retention: pruned %d row%s (%s)", pruned, _s(pruned), details, extra=event("retention"))
+    for policy, outcome in retention.items():
+        if outcome.get("error"):
+            log.warning(
+                "Retention policy %s failed: %s", policy, outcome["error"], extra=event("retention_failed")
+            )
 
 
 def _s(count: int) -> str:

@@ -12,6 +12,8 @@ import pytest
 from core_fixtures import real_clock
 from worker_support import Run, run_json
 
+from pyworker.scheduler import log_report
+
 
 def finished_task(conn: psycopg.Connection, status: str) -> int:
     """A store_discovery task that ended `status`, through the worker's own calls."""
@@ -184,6 +186,22 @@ def test_the_tick_applies_the_policies_by_itself(
     (report,) = conn.execute("SELECT tick_schedules()").fetchone()
     assert "retention" not in report, "the first tick took everything there was"
     assert kept(conn, all_ids(history)) == sorted(history["kept"])
+
+
+def test_the_scheduler_logs_the_retention_of_a_tick(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="pyworker")
+    log_report({"recovered": 0, "schedules": [], "retention": {
+        "completed_tasks": {"pruned": 1000, "error": None},
+        "broken": {"pruned": 0, "error": "disk on fire"},
+    }})
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages == [
+        "Retention: pruned 1000 rows (completed_tasks: 1000, broken: 0)",
+        "Retention policy broken failed: disk on fire",
+    ]
+    caplog.clear()
+    log_report({"recovered": 0, "schedules": []})
+    assert caplog.records == []
 
 
 def test_retention_list_and_set(run: Run, conn: psycopg.Connection) -> None:

@@ -65,7 +65,8 @@ SELECT col_type_is('raw_crawl_payloads', 'error_message', 'text', 'Should type e
 SELECT col_type_is('raw_crawl_payloads', 'applied_at', 'timestamp with time zone', 'Should type applied_at as timestamptz');
 SELECT col_type_is('raw_crawl_payloads', 'apply_result', 'jsonb', 'Should type apply_result as jsonb');
 SELECT indexes_are('raw_crawl_payloads', ARRAY[
-    'raw_crawl_payloads_pkey', 'raw_crawl_payloads_one_per_storage_path', 'raw_crawl_payloads_by_store_idx'],
+    'raw_crawl_payloads_pkey', 'raw_crawl_payloads_one_per_storage_path', 'raw_crawl_payloads_by_store_idx',
+    'raw_crawl_payloads_fetched_at_idx'],
     'Should give raw_crawl_payloads exactly the documented indexes');
 SELECT is((SELECT pg_get_indexdef('raw_crawl_payloads_by_store_idx'::regclass)
            LIKE '%(dispensary_id, fetched_at DESC)'), true,
