@@ -188,12 +188,20 @@ def test_the_tick_applies_the_policies_by_itself(
     assert kept(conn, all_ids(history)) == sorted(history["kept"])
 
 
-def test_the_scheduler_logs_the_retention_of_a_tick(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_scheduler_logs_the_retention_of_a_tick(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level("INFO", logger="pyworker")
-    log_report({"recovered": 0, "schedules": [], "retention": {
-        "completed_tasks": {"pruned": 1000, "error": None},
-        "broken": {"pruned": 0, "error": "disk on fire"},
-    }})
+    log_report(
+        {
+            "recovered": 0,
+            "schedules": [],
+            "retention": {
+                "completed_tasks": {"pruned": 1000, "error": None},
+                "broken": {"pruned": 0, "error": "disk on fire"},
+            },
+        }
+    )
     messages = [record.getMessage() for record in caplog.records]
     assert messages == [
         "Retention: pruned 1000 rows (completed_tasks: 1000, broken: 0)",
@@ -277,7 +285,10 @@ def test_retention_list_and_set(run: Run, conn: psycopg.Connection) -> None:
         (["prune", "--max-batches", "0"], "--max-batches"),
         (["prune", "--max-seconds", "0"], "--max-seconds"),
         (["prune", "--pause-ratio", "-1"], "--pause-ratio"),
-        (["prune", "--older-than", "1 day", "--pause-ratio", "0"], "go with the policies"),
+        (
+            ["prune", "--older-than", "1 day", "--pause-ratio", "0"],
+            "go with the policies",
+        ),
     ],
 )
 def test_bad_input_exits_2_and_changes_nothing(
