@@ -18,6 +18,7 @@ from pyworker import cli
 CRAWLER_ROLES = [
     "analytics_refresh",
     "entry_point_discovery",
+    "payload_file_removal",
     "product_discovery",
     "product_refresh",
     "product_resync",
