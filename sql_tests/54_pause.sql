@@ -2,11 +2,11 @@
 -- tasks are not claimed (claim_task, claim_tasks, claim_and_start_tasks), enqueues still land,
 -- tasks in flight heartbeat and complete; resuming makes them claimable and wakes the workers
 -- waiting for the role. A disabled platform's tasks are skipped, another platform's claimed. Both
--- show in v_worker_capacity, v_platforms, taskpool_health and taskpool_metrics. Bad input changes
--- nothing; the workers' login may call none of the four. Wake-ups happen at the end of each
--- statement here (SET CONSTRAINTS ALL IMMEDIATE), as in 20_wake_ups.
+-- show in v_worker_capacity, v_platforms, v_waiting_tasks, taskpool_health and taskpool_metrics.
+-- Bad input changes nothing; the workers' login may call none of the four. Wake-ups happen at the
+-- end of each statement here (SET CONSTRAINTS ALL IMMEDIATE), as in 20_wake_ups.
 BEGIN;
-SELECT plan(69);
+SELECT plan(71);
 SET CONSTRAINTS ALL IMMEDIATE;
 
 INSERT INTO task_roles (role, description, requires_store)
@@ -48,6 +48,9 @@ SELECT is_empty($$SELECT * FROM claim_tasks('t54_paused', 't54-w2', 10)$$,
 SELECT is_empty($$SELECT * FROM claim_and_start_tasks('t54_paused', 't54-w2', 10)$$,
     'claim_and_start_tasks should hand out no task of a paused role');
 SELECT ok(tests.unchanged('ready'), 'The paused role''s ready task should be left pending as it was');
+SELECT is((SELECT ROW(waiting_for, ready_at) FROM v_waiting_tasks WHERE id = tests.fx('ready')),
+          ROW('paused'::text, NULL::timestamptz),
+          'v_waiting_tasks should say the task waits for its role''s pause, with no time it may be claimed');
 SELECT is((SELECT id FROM claim_task('t54_other', 't54-w2')), tests.fx('other'),
     'Another role''s ready task should still be claimed');
 
@@ -133,6 +136,9 @@ SELECT is((SELECT array_agg(id) FROM claim_tasks('t54_platforms', 't54-w3', 10))
     'The claim should skip the disabled platform''s task and claim the other platform''s');
 SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('on_p')), 'pending',
     'The disabled platform''s task should stay pending');
+SELECT is((SELECT ROW(waiting_for, ready_at) FROM v_waiting_tasks WHERE id = tests.fx('on_p')),
+          ROW('disabled'::text, NULL::timestamptz),
+          'v_waiting_tasks should say the task waits for its platform to be enabled');
 SELECT is((SELECT ROW(enabled, disabled_by) FROM v_platforms WHERE platform = 't54_p'),
           ROW(false, session_user::text COLLATE "default"), 'v_platforms should show the platform disabled, and by whom');
 SELECT is((SELECT value FROM taskpool_metrics() WHERE metric = 'taskpool_platform_disabled' AND labels = '{"platform": "t54_p"}'),
