@@ -1181,7 +1181,7 @@ def since(moment: datetime) -> str:
 
 @main.command()
 @click.argument("role")
-@click.option("--reason", metavar="TEXT", help="Why, shown by health, capacity and the dashboard.")
+@click.option("--reason", metavar="TEXT", help="Why, kept with the pause and shown by health.")
 @prints()
 @pass_db
 def pause(db: Database, role: str, reason: str | None) -> Shown:
