@@ -1,5 +1,7 @@
 -- Deploy taskpool:_claim_tasks to pg
 -- requires: _claim_tasks@v0.5.0
+-- requires: task_roles_paused
+-- requires: platform_governance_enabled
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -22,14 +24,17 @@ SET plan_cache_mode = force_generic_plan
 -- depth figure of make bench). The claim reads a few index pages: JIT never pays.
 SET jit = off
 AS $$
--- Not for callers: claim_tasks and claim_and_start_tasks (SECURITY DEFINER) call it. Tasks of a
--- platform whose circuit is open (platform_governance.open_until in the future) are skipped.
+-- Not for callers: claim_tasks and claim_and_start_tasks (SECURITY DEFINER) call it. A paused
+-- role (task_roles.paused_at) hands out nothing. Tasks of a platform whose circuit is open
+-- (platform_governance.open_until in the future) or that an operator disabled
+-- (platform_governance.enabled false) are skipped.
 -- A task whose attempt counter is spent (attempt at the largest integer) fails here, alone,
 -- rather than making the claim overflow for the whole role.
 DECLARE
     -- The attempt column is an integer: a task at its largest value has no next attempt.
     c_last_attempt constant integer := 2147483647;
     v_now          timestamptz := taskpool_now();
+    v_paused       boolean;
     v_chosen       bigint[];
     v_spent        bigint[];
     v_claimed      bigint := 0;
@@ -45,6 +50,19 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '22023',
             MESSAGE = format('max_tasks %s is out of range', _claim_tasks.max_tasks),
             HINT = 'Claim from 1 to 1000 tasks at a time.';
+    END IF;
+
+    -- One primary-key probe: an unknown role is an error, a paused one has nothing to hand out.
+    -- A pause that commits while this claim runs does not stop it: the claim after it sees it.
+    SELECT r.paused_at IS NOT NULL INTO v_paused FROM task_roles r WHERE r.role = _claim_tasks.role;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('unknown role %L', _claim_tasks.role),
+            HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
+    END IF;
+    IF v_paused THEN
+        RETURN;
     END IF;
 
     -- Per-store exclusion, without a subtransaction. Two statements, each with its own snapshot
@@ -71,7 +89,8 @@ BEGIN
               AND t.scheduled_for <= v_now
               AND (t.platform IS NULL
                    OR NOT EXISTS (SELECT FROM platform_governance g
-                                  WHERE g.platform = t.platform AND g.open_until > v_now))
+                                  WHERE g.platform = t.platform
+                                    AND (g.open_until > v_now OR NOT g.enabled)))
               AND (t.dispensary_id IS NULL
                    -- OFFSET 0 keeps this a probe of the store's entry in
                    -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
@@ -135,13 +154,6 @@ BEGIN
         -- and no spent task): only a lost race or spent tasks are worth another try.
         EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL);
     END LOOP;
-
-    IF v_claimed = 0 AND NOT EXISTS (SELECT FROM task_roles r WHERE r.role = _claim_tasks.role) THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('unknown role %L', _claim_tasks.role),
-            HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
-    END IF;
 
     -- A worker that was waiting for the role is at work on it again: the next enqueue need not
     -- wake it for this role (one serving several roles still waits for the others).

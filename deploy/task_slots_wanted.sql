@@ -1,6 +1,7 @@
 -- Deploy taskpool:task_slots_wanted to pg
 -- requires: v_worker_capacity
 -- requires: taskpool_worker
+-- requires: task_roles_paused
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -21,7 +22,8 @@ AS $$
 -- A slot runs one task at a time, as v_worker_capacity's workers do: a worker process with
 -- --concurrency N is N slots, so an autoscaler divides by N (KEDA: targetQueryValue = N).
 -- From v_worker_capacity's figures:
---   no ready task: the running tasks' slots, so that no busy worker is scaled away;
+--   no ready task, or the role paused (pause_role: its ready tasks wait for a resume, not for
+--     more workers): the running tasks' slots, so that no busy worker is scaled away;
 --   ready tasks and a known rate: ceil(ready / (tasks_per_worker_hour * drain_hours)), the view's
 --     workers-needed formula over the tasks that can run now (pending ones scheduled later, a
 --     day's resync plan, need no worker yet), and never fewer than the running tasks;
@@ -32,6 +34,7 @@ DECLARE
     v_ready   bigint;
     v_running bigint;
     v_rate    numeric;
+    v_paused  boolean;
 BEGIN
     IF task_slots_wanted.drain_hours IS NULL THEN
         RAISE EXCEPTION USING
@@ -44,10 +47,10 @@ BEGIN
             ERRCODE = '22023',
             MESSAGE = format('drain_hours must be positive, not %s', task_slots_wanted.drain_hours);
     END IF;
-    -- These three columns alone: the planner then leaves out the view's joins that feed none of
+    -- These four columns alone: the planner then leaves out the view's joins that feed none of
     -- them (workers seen, failures, arrivals), a quarter of the time with 30,000 recent tasks.
-    SELECT c.ready_tasks, c.running_tasks, c.tasks_per_worker_hour
-    INTO v_ready, v_running, v_rate
+    SELECT c.ready_tasks, c.running_tasks, c.tasks_per_worker_hour, c.paused
+    INTO v_ready, v_running, v_rate, v_paused
     FROM v_worker_capacity c
     WHERE c.role = task_slots_wanted.role;
     IF NOT FOUND THEN
@@ -56,7 +59,7 @@ BEGIN
             MESSAGE = format('unknown role %L', task_slots_wanted.role),
             HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
     END IF;
-    IF v_ready = 0 THEN
+    IF v_ready = 0 OR v_paused THEN
         RETURN v_running;
     END IF;
     -- 0 too: a rate below 0.05 a slot-hour rounds to 0.0 in the view
@@ -73,6 +76,6 @@ GRANT EXECUTE ON FUNCTION task_slots_wanted(text, numeric) TO taskpool_worker;
 COMMENT ON FUNCTION task_slots_wanted(text, numeric) IS $$How many of a role's tasks its workers should be able to run at once to drain the ready ones in drain_hours (default 1): the one number an autoscaler reads.
 Example:
   SELECT task_slots_wanted('product_resync', 1);
-A slot runs one task at a time: a worker with --concurrency N is N slots. No ready task: the running tasks. A known rate (a completion in the last hour): ceil(ready / (tasks_per_worker_hour * drain_hours)), at least the running tasks. An unknown rate: the running tasks + 1. Never NULL; 22023 for an unknown role or drain_hours <= 0.$$;
+A slot runs one task at a time: a worker with --concurrency N is N slots. No ready task, or the role paused: the running tasks. A known rate (a completion in the last hour): ceil(ready / (tasks_per_worker_hour * drain_hours)), at least the running tasks. An unknown rate: the running tasks + 1. Never NULL; 22023 for an unknown role or drain_hours <= 0.$$;
 
 COMMIT;

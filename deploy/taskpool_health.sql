@@ -4,13 +4,16 @@
 -- requires: v_xmin_horizon
 -- requires: platform_governance
 -- requires: task_schedules
+-- requires: taskpool_health@v0.5.0
+-- requires: task_roles_paused
+-- requires: platform_governance_enabled
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- taskpool_health
 -- One row per check of what needs a person: status 'ok' or 'attention', what was found, and what to do.
-CREATE FUNCTION taskpool_health(
+CREATE OR REPLACE FUNCTION taskpool_health(
     max_tick_age     interval DEFAULT NULL,
     max_snapshot_age interval DEFAULT NULL)
 RETURNS TABLE (check_name text, status text, detail text, action text)
@@ -27,6 +30,11 @@ AS $$
 --                    database that never ticked counts from the deploy of schedule_ticks)
 --   schedule_errors  enabled schedules whose last run failed
 --   open_circuits    platforms whose circuit breaker is open: none of their tasks is claimed
+--   paused_roles     roles an operator paused (pause_role): attention when one has ready tasks
+--                    waiting, since nothing will take them until it is resumed; a paused role with
+--                    nothing ready is only named
+--   disabled_platforms  platforms an operator disabled (disable_platform): attention, likewise,
+--                    when ready tasks of one wait
 --   xmin_horizon     a session or prepared transaction holding a snapshot longer than
 --                    max_snapshot_age (v_xmin_horizon; autovacuum aside): no dead task row can be
 --                    vacuumed meanwhile. pg_stat_activity is read once per transaction: call
@@ -137,6 +145,63 @@ BEGIN
     FROM open o;
 
     RETURN QUERY
+    WITH paused AS (
+        SELECT r.role, r.paused_at, r.paused_by, r.pause_reason,
+               (SELECT count(*) FROM worker_tasks t
+                WHERE t.role = r.role AND t.status = 'pending' AND t.scheduled_for <= v_now) AS ready
+        FROM task_roles r
+        WHERE r.paused_at IS NOT NULL
+    ),
+    summary AS (
+        SELECT count(*) AS roles,
+               count(*) FILTER (WHERE p.ready > 0) AS holding,
+               string_agg(format('%s since %s by %s%s, %s ready task(s) waiting', p.role,
+                                 date_trunc('second', p.paused_at), p.paused_by,
+                                 ' (' || p.pause_reason || ')', p.ready),
+                          '; ' ORDER BY p.role) AS roles_paused,
+               min(p.role) FILTER (WHERE p.ready > 0) AS first_holding
+        FROM paused p
+    )
+    SELECT 'paused_roles',
+           CASE WHEN s.holding = 0 THEN 'ok' ELSE 'attention' END,
+           CASE WHEN s.roles = 0 THEN 'no role is paused'
+                ELSE format('%s role(s) paused: %s', s.roles, s.roles_paused) END,
+           CASE WHEN s.holding > 0
+                THEN format('No task of a paused role is claimed: its ready tasks wait. Resume it once '
+                            'it may run again: SELECT resume_role(%L); (pyworker resume %s)',
+                            s.first_holding, s.first_holding) END
+    FROM summary s;
+
+    RETURN QUERY
+    WITH disabled AS (
+        SELECT g.platform, g.disabled_at, g.disabled_by, g.disable_reason,
+               (SELECT count(*) FROM worker_tasks t
+                WHERE t.platform = g.platform AND t.status = 'pending' AND t.scheduled_for <= v_now) AS ready
+        FROM platform_governance g
+        WHERE NOT g.enabled
+    ),
+    summary AS (
+        SELECT count(*) AS platforms,
+               count(*) FILTER (WHERE d.ready > 0) AS holding,
+               string_agg(format('%s since %s by %s%s, %s ready task(s) waiting', d.platform,
+                                 date_trunc('second', d.disabled_at), d.disabled_by,
+                                 ' (' || d.disable_reason || ')', d.ready),
+                          '; ' ORDER BY d.platform) AS platforms_disabled,
+               min(d.platform) FILTER (WHERE d.ready > 0) AS first_holding
+        FROM disabled d
+    )
+    SELECT 'disabled_platforms',
+           CASE WHEN s.holding = 0 THEN 'ok' ELSE 'attention' END,
+           CASE WHEN s.platforms = 0 THEN 'no platform is disabled'
+                ELSE format('%s platform(s) disabled: %s', s.platforms, s.platforms_disabled) END,
+           CASE WHEN s.holding > 0
+                THEN format('No task of a disabled platform is claimed, whatever its role: its ready '
+                            'tasks wait. Enable it once it may be crawled again: SELECT '
+                            'enable_platform(%L); (pyworker platforms enable %s)',
+                            s.first_holding, s.first_holding) END
+    FROM summary s;
+
+    RETURN QUERY
     WITH holders AS (
         SELECT count(*) OVER () AS holders, h.*
         FROM v_xmin_horizon h
@@ -173,8 +238,11 @@ $$;
 
 REVOKE ALL ON FUNCTION taskpool_health(interval, interval) FROM PUBLIC;
 
-COMMENT ON FUNCTION taskpool_health(interval, interval) IS
-    'The checks of what needs a person (stuck_tasks, schedule_tick, schedule_errors, open_circuits, '
-    'xmin_horizon), one row each: status ok or attention, detail, and action (NULL when ok).';
+COMMENT ON FUNCTION taskpool_health(interval, interval) IS $$One row per check of what needs a person: status 'ok' or 'attention', what was found, and what to do.
+Example:
+  SELECT * FROM taskpool_health();
+  SELECT check_name, detail, action FROM taskpool_health() WHERE status <> 'ok';   -- for an alert
+  SELECT * FROM taskpool_health(max_tick_age := '2 hours');   -- a scheduler ticking hourly
+The checks, in this order: stuck_tasks, schedule_tick, schedule_errors, open_circuits, paused_roles, disabled_platforms, xmin_horizon.$$;
 
 COMMIT;

@@ -7,6 +7,8 @@
 -- requires: v_xmin_horizon
 -- requires: schedule_ticks
 -- requires: task_schedules
+-- requires: task_roles_paused
+-- requires: platform_governance_enabled
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -127,6 +129,11 @@ CROSS JOIN LATERAL (VALUES ('1h', c.workers_needed_for_1_hour),
                            ('8h', c.workers_needed_for_8_hours)) AS n (horizon, workers)
 WHERE n.workers IS NOT NULL
 UNION ALL
+SELECT 'taskpool_role_paused', 'gauge',
+       'Whether the role is paused (1): no claim hands out its tasks until resume_role.',
+       jsonb_build_object('role', c.role), c.paused::integer
+FROM capacity c
+UNION ALL
 SELECT 'taskpool_tasks_completed_total', 'counter',
        'Tasks completed, pruned ones included.',
        jsonb_build_object('role', k.role), k.total
@@ -146,6 +153,11 @@ SELECT 'taskpool_platform_circuit_open', 'gauge',
        'Whether the platform''s circuit breaker is open (1): none of its tasks is claimed.',
        jsonb_build_object('platform', g.platform), (coalesce(g.open_until > k.now, false))::integer
 FROM platform_governance g CROSS JOIN clock k
+UNION ALL
+SELECT 'taskpool_platform_disabled', 'gauge',
+       'Whether an operator disabled the platform (1): none of its tasks is claimed until enable_platform.',
+       jsonb_build_object('platform', g.platform), (NOT g.enabled)::integer
+FROM platform_governance g
 UNION ALL
 SELECT 'taskpool_platform_consecutive_failures', 'gauge',
        'Failed requests to the platform in a row; the circuit opens at its failure_threshold.',

@@ -1,6 +1,7 @@
 -- Deploy taskpool:v_platforms to pg
 -- requires: platform_governance
 -- requires: platform_events
+-- requires: platform_governance_enabled
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -10,6 +11,11 @@ SET client_min_messages = 'warning';
 -- in the last day, for the dashboard's platforms page.
 CREATE VIEW v_platforms AS
 SELECT g.platform,
+       -- false: an operator disabled it (disable_platform), and no claim hands out its tasks
+       g.enabled,
+       g.disabled_at,
+       g.disabled_by,
+       g.disable_reason,
        g.requests_per_minute,
        g.failure_threshold,
        g.cooldown,
@@ -36,7 +42,8 @@ LEFT JOIN LATERAL (
 ) AS e ON true;
 
 COMMENT ON VIEW v_platforms IS
-    'Per platform: requests_per_minute, failure_threshold and cooldown; circuit (open until '
+    'Per platform: enabled (false while disable_platform holds its tasks back: disabled_at, '
+    'disabled_by, disable_reason); requests_per_minute, failure_threshold and cooldown; circuit (open until '
     'open_until, half_open past it until a request succeeds, else closed); the circuit''s openings '
     'and closings in the last day (platform_events) and its last event.';
 

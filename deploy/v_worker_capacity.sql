@@ -1,6 +1,7 @@
 -- Deploy taskpool:v_worker_capacity to pg
 -- requires: v_worker_capacity@v0.5.0
 -- requires: task_worker_roles
+-- requires: task_roles_paused
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -92,7 +93,9 @@ SELECT r.role,
        coalesce(f.failed_attempts_last_hour, 0) AS failed_attempts_last_hour,
        round(coalesce(f.failed_attempts_last_hour, 0)::numeric
              / nullif(coalesce(f.failed_attempts_last_hour, 0) + coalesce(d.completed_last_hour, 0), 0), 3)
-           AS failure_rate
+           AS failure_rate,
+       -- last, so that CREATE OR REPLACE VIEW could add it; a paused role's workers claim nothing
+       r.paused_at IS NOT NULL AS paused
 FROM task_roles r
 LEFT JOIN waiting w ON w.role = r.role
 LEFT JOIN busy b ON b.role = r.role
@@ -121,6 +124,6 @@ COMMENT ON VIEW v_worker_capacity IS
     'worker or unknown throughput. workers_needed_for_N_hours = ceil(pending / (rate * N)): 0 with '
     'nothing pending, NULL when the rate is unknown. active_workers: registry rows seen in the last '
     '2 minutes, a worker counted for each role it serves. failure_rate: failed attempts / (failed attempts + completions) in the last hour, NULL '
-    'with neither.';
+    'with neither. paused: the role is paused (pause_role): its ready tasks wait for resume_role.';
 
 COMMIT;

@@ -28,7 +28,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, BinaryIO
 
@@ -1283,6 +1283,8 @@ def health(db: Database, max_tick_age: str | None, max_snapshot_age: str | None)
       schedule_tick    schedules enabled, and no tick for longer than --max-tick-age
       schedule_errors  enabled schedules whose last run failed
       open_circuits    platforms whose circuit breaker is open
+      paused_roles     paused roles (attention: one with ready tasks waiting)
+      disabled_platforms  disabled platforms (attention: one with ready tasks waiting)
       xmin_horizon     a session holding a snapshot longer than --max-snapshot-age
 
     Each check is printed, one that needs attention with what to do; then the tasks by role and
@@ -1329,6 +1331,111 @@ def echo_health(
     click.echo()
     click.echo("stuck tasks (silent past their role's stale threshold):")
     echo_table(report["stuck_tasks"], STUCK_TASK_COLUMNS, empty="none")
+
+
+# Pausing roles and disabling platforms
+
+
+def since(moment: datetime) -> str:
+    """A pause's start as the confirmations print it, to the second."""
+    return moment.isoformat(sep=" ", timespec="seconds")
+
+
+@main.command()
+@click.argument("role")
+@click.option("--reason", metavar="TEXT", help="Why, kept with the pause and shown by health.")
+@prints()
+@pass_db
+def pause(db: Database, role: str, reason: str | None) -> Shown:
+    """Pause ROLE: no worker is handed its tasks until `pyworker resume ROLE` (pause_role()).
+
+    Enqueues still land, and tasks already claimed or running finish. Pausing a paused role
+    changes nothing: it keeps when, by whom and why it was first paused. Prints the pause (with
+    --json, the role's row); an unknown ROLE exits 2.
+    """
+    row = db.pause_role(role, reason)
+    why = f": {row['pause_reason']}" if row["pause_reason"] else ""
+    return Shown(
+        row,
+        lambda: click.echo(
+            f"role {row['role']} paused since {since(row['paused_at'])} by {row['paused_by']}{why}"
+        ),
+    )
+
+
+@main.command()
+@click.argument("role")
+@prints()
+@pass_db
+def resume(db: Database, role: str) -> Shown:
+    """Resume ROLE: its ready tasks are handed out again, and the workers waiting for it woken.
+
+    Resuming a role that is not paused changes nothing. With --json, the role's row; an unknown
+    ROLE exits 2.
+    """
+    row = db.resume_role(role)
+    return Shown(row, lambda: click.echo(f"role {row['role']} is not paused: its ready tasks are handed out"))
+
+
+PLATFORM_COLUMNS: list[Column] = [
+    ("platform", "platform"),
+    ("enabled", "enabled"),
+    ("circuit", "circuit"),
+    ("open_until", "open_until"),
+    ("per_minute", "requests_per_minute"),
+    ("failures", "consecutive_failures"),
+    ("disabled_at", "disabled_at"),
+    ("disabled_by", "disabled_by"),
+    ("reason", "disable_reason"),
+]
+
+
+@main.group()
+def platforms() -> None:
+    """List the platforms, and disable or enable one (no task of a disabled platform is claimed)."""
+
+
+@platforms.command("list")
+@prints(PLATFORM_COLUMNS, empty="no platforms")
+@pass_db
+def list_platforms(db: Database) -> list[dict[str, Any]]:
+    """The platforms of v_platforms: enabled or not, their circuit and rate limit. With --json,
+    every column."""
+    return db.platforms()
+
+
+@platforms.command("disable")
+@click.argument("name")
+@click.option("--reason", metavar="TEXT", help="Why, shown by health and the dashboard.")
+@prints()
+@pass_db
+def disable_platform(db: Database, name: str, reason: str | None) -> Shown:
+    """Disable platform NAME: no task of it is claimed, whatever its role, until it is enabled.
+
+    Enqueues still land, tasks already claimed or running finish. Disabling a disabled platform
+    changes nothing. A platform no store, task or governance row names exits 2.
+    """
+    row = db.disable_platform(name, reason)
+    why = f": {row['disable_reason']}" if row["disable_reason"] else ""
+    return Shown(
+        row,
+        lambda: click.echo(
+            f"platform {row['platform']} disabled since {since(row['disabled_at'])} by {row['disabled_by']}{why}"
+        ),
+    )
+
+
+@platforms.command("enable")
+@click.argument("name")
+@prints()
+@pass_db
+def enable_platform(db: Database, name: str) -> Shown:
+    """Enable platform NAME: its tasks are claimed again (while its circuit is closed).
+
+    Enabling an enabled platform changes nothing. A platform nothing names exits 2.
+    """
+    row = db.enable_platform(name)
+    return Shown(row, lambda: click.echo(f"platform {row['platform']} is enabled: its tasks are handed out"))
 
 
 # Schedules and planning

@@ -260,6 +260,19 @@ TASK_THROUGHPUT = "SELECT * FROM task_throughput(%(hours)s::integer)"
 HEALTH_CHECKS = (
     "SELECT * FROM taskpool_health(%(max_tick_age)s::interval, %(max_snapshot_age)s::interval)"
 )
+# Pausing a role, disabling a platform: what the claim hands out
+PAUSE_ROLE = (
+    "SELECT role, paused_at, paused_by, pause_reason FROM pause_role(%(role)s::text, %(reason)s::text)"
+)
+RESUME_ROLE = "SELECT role, paused_at, paused_by, pause_reason FROM resume_role(%(role)s::text)"
+DISABLE_PLATFORM = (
+    "SELECT platform, enabled, disabled_at, disabled_by, disable_reason"
+    " FROM disable_platform(%(platform)s::text, %(reason)s::text)"
+)
+ENABLE_PLATFORM = (
+    "SELECT platform, enabled, disabled_at, disabled_by, disable_reason"
+    " FROM enable_platform(%(platform)s::text)"
+)
 
 # Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
 STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
@@ -937,6 +950,24 @@ class Database:
         return self._rows(
             HEALTH_CHECKS, {"max_tick_age": max_tick_age, "max_snapshot_age": max_snapshot_age}
         )
+
+    def pause_role(self, role: str, reason: str | None = None) -> dict[str, Any]:
+        """pause_role(role, reason): the role's row (role, paused_at, paused_by, pause_reason);
+        a paused role keeps its first pause. InvalidInput for an unknown role."""
+        return self._one(PAUSE_ROLE, {"role": role, "reason": reason})
+
+    def resume_role(self, role: str) -> dict[str, Any]:
+        """resume_role(role): the role's row, its pause cleared. InvalidInput for an unknown role."""
+        return self._one(RESUME_ROLE, {"role": role})
+
+    def disable_platform(self, platform: str, reason: str | None = None) -> dict[str, Any]:
+        """disable_platform(platform, reason): the platform's governance row (platform, enabled,
+        disabled_at, disabled_by, disable_reason). InvalidInput for a platform nothing names."""
+        return self._one(DISABLE_PLATFORM, {"platform": platform, "reason": reason})
+
+    def enable_platform(self, platform: str) -> dict[str, Any]:
+        """enable_platform(platform): the platform's governance row, enabled."""
+        return self._one(ENABLE_PLATFORM, {"platform": platform})
 
     # Stores and platform governance, and transactions: what handlers build on
 

@@ -307,6 +307,7 @@ def counted(number: int, noun: str) -> str:
 # The columns of v_worker_capacity (`pyworker capacity`, the demo's report)
 CAPACITY_COLUMNS: list[Column] = [
     ("role", "role"),
+    ("paused", "paused"),
     ("pending", "pending_tasks"),
     ("ready", "ready_tasks"),
     ("running", "running_tasks"),

@@ -1,13 +1,16 @@
 -- Revert taskpool:v_worker_capacity from pg
 
--- Back to counting each worker for its task_workers.role alone.
+-- Back to counting each worker for its task_workers.role alone, and without the paused column
+-- (a view cannot lose a column by CREATE OR REPLACE: dropped and made again).
 
 BEGIN;
 SET client_min_messages = 'warning';
 
+DROP VIEW v_worker_capacity;
+
 -- v_worker_capacity
 -- Per role: the work waiting, the workers there are, how fast they go, and how many it takes to drain.
-CREATE OR REPLACE VIEW v_worker_capacity AS
+CREATE VIEW v_worker_capacity AS
 WITH
 clock AS (
     SELECT taskpool_now() AS now

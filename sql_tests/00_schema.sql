@@ -219,6 +219,7 @@ SELECT results_eq(
         ('task_roles', 'task_roles_backoff_positive_and_capped'),
         ('task_roles', 'task_roles_max_payload_bytes_positive'),
         ('task_roles', 'task_roles_max_retries_not_negative'),
+        ('task_roles', 'task_roles_pause_details_only_when_paused'),
         ('task_roles', 'task_roles_role_is_identifier'),
         ('task_roles', 'task_roles_run_timeout_positive'),
         ('task_roles', 'task_roles_stale_threshold_at_most_a_year'),

@@ -124,7 +124,7 @@ SELECT columns_are('v_worker_capacity', ARRAY[
     'role', 'pending_tasks', 'ready_tasks', 'running_tasks', 'active_workers', 'tasks_per_worker_hour',
     'estimated_hours_to_drain', 'workers_needed_for_1_hour', 'workers_needed_for_4_hours',
     'workers_needed_for_8_hours', 'oldest_ready_age', 'arrivals_last_hour', 'completed_last_hour',
-    'failed_attempts_last_hour', 'failure_rate'],
+    'failed_attempts_last_hour', 'failure_rate', 'paused'],
     'Should give v_worker_capacity exactly its columns');
 SELECT has_index('worker_task_attempts', 'worker_task_attempts_ended_at_idx', ARRAY['ended_at'],
     'Should index attempts by ended_at for the last hour''s failures');

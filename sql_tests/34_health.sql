@@ -43,7 +43,8 @@ SELECT is((SELECT last_tick_at FROM schedule_ticks), now(), 'Should record the t
 SELECT results_eq(
     $$SELECT check_name, status, action FROM taskpool_health()$$,
     $$VALUES ('stuck_tasks'::text, 'ok'::text, NULL::text), ('schedule_tick', 'ok', NULL), ('schedule_errors', 'ok', NULL),
-             ('open_circuits', 'ok', NULL), ('xmin_horizon', 'ok', NULL)$$,
+             ('open_circuits', 'ok', NULL), ('paused_roles', 'ok', NULL), ('disabled_platforms', 'ok', NULL),
+             ('xmin_horizon', 'ok', NULL)$$,
     'Should report every check ok, in order, with no action, right after a tick');
 SELECT is((SELECT detail FROM pg_temp.health('schedule_tick')),
     format('last tick 00:00:00 ago, at %s; 3 schedule(s) enabled', date_trunc('second', now())),

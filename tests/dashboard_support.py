@@ -107,10 +107,10 @@ class Answer:
 
 
 def http(url: str, *, method: str = "GET", data: dict[str, str] | None = None,
-         headers: dict[str, str] | None = None) -> Answer:
-    """One request with no cookies, whatever its status."""
-    body = urllib.parse.urlencode(data).encode() if data is not None else None
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+         headers: dict[str, str] | None = None, body: str | None = None) -> Answer:
+    """One request with no cookies, whatever its status: `data` sent as a form, or `body` as it is."""
+    sent = urllib.parse.urlencode(data).encode() if data is not None else body.encode() if body is not None else None
+    request = urllib.request.Request(url, data=sent, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return Answer(response.status, response.read().decode(), dict(response.headers))

@@ -10,12 +10,14 @@ TASKPOOL_DASHBOARD_SCREENSHOT=PATH, to PATH too (docs/images/dashboard.png was m
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
 import sys
 import urllib.parse
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -425,3 +427,124 @@ def test_a_blank_token_is_refused(seeded: tuple[str, dict[str, int]]) -> None:
     blank = subprocess.run([sys.executable, "-m", "pyworker", "dashboard", "--token", " "],
                            capture_output=True, text=True, env={**os.environ, "DATABASE_URL": seeded[0]}, timeout=60)
     assert blank.returncode == 2 and "the token must not be empty or blank" in blank.stderr
+
+
+def fill(browser: Any, form: str, values: dict[str, str]) -> None:
+    """Type each value into the form's input of that name (a select: choose the option shown)."""
+    from selenium.webdriver.support.ui import Select
+
+    for name, value in values.items():
+        [element] = all_of(browser, f"{form} [name={name}]")
+        if element.tag_name == "select":
+            Select(element).select_by_visible_text(value)
+        else:
+            element.clear()
+            element.send_keys(value)
+
+
+def refusal(db: psycopg.Connection, query: str, params: Any = None) -> str:
+    """The database's own message for a call it refuses."""
+    with pytest.raises(psycopg.Error) as refused:
+        db.execute(query, params)
+    return refused.value.diag.message_primary
+
+
+def test_an_operator_pauses_and_resumes_a_role_and_disables_a_platform(
+    browser: Any, dashboard: Dashboard, db: psycopg.Connection
+) -> None:
+    browser.delete_all_cookies()
+    page(browser, dashboard, "/")
+    assert not all_of(browser, "tr[data-role=product_refresh] button.pause")
+    log_in(browser, dashboard, next_path="/")
+    fill(browser, "tr[data-role=product_refresh]", {"reason": "menu API maintenance"})
+    click(browser, "tr[data-role=product_refresh] button.pause")
+    assert any(m.startswith("role product_refresh paused since ") for m in messages(browser)), messages(browser)
+    assert text_of(browser, "tr[data-role=product_refresh] .paused") == "paused"
+    assert db.execute(
+        "SELECT paused_at IS NOT NULL, pause_reason FROM task_roles WHERE role = 'product_refresh'"
+    ).fetchone() == (True, "menu API maintenance")
+    assert not all_of(browser, "tr[data-role=analytics_refresh] .paused")
+    click(browser, "tr[data-role=product_refresh] button.resume")
+    assert "role product_refresh is not paused: its ready tasks are handed out" in messages(browser)
+    assert not all_of(browser, "tr[data-role=product_refresh] .paused")
+    assert scalar(db, "SELECT paused_at FROM task_roles WHERE role = 'product_refresh'") is None
+
+    page(browser, dashboard, "/platforms")
+    click(browser, "tr[data-platform=calm] button.disable")
+    assert any(m.startswith("platform calm disabled since ") for m in messages(browser)), messages(browser)
+    assert text_of(browser, "tr[data-platform=calm] .enabled").startswith("no, since ")
+    assert scalar(db, "SELECT enabled FROM platform_governance WHERE platform = 'calm'") is False
+    click(browser, "tr[data-platform=calm] button.enable")
+    assert text_of(browser, "tr[data-platform=calm] .enabled") == "yes"
+
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    paused = http(dashboard.url + "/api/roles/product_refresh/pause", method="POST", headers=bearer,
+                  data={"reason": "by the API"})
+    assert paused.status == 200 and paused.json()["pause_reason"] == "by the API"
+    resumed = http(dashboard.url + "/api/roles/product_refresh/resume", method="POST", headers=bearer)
+    assert resumed.status == 200 and resumed.json()["paused_at"] is None
+    unknown = http(dashboard.url + "/api/roles/nope/pause", method="POST", headers=bearer)
+    assert unknown.status == 400 and unknown.json()["error"].startswith(refusal(db, "SELECT pause_role('nope')"))
+    assert http(dashboard.url + "/api/roles/product_refresh/pause", method="POST").status == 401
+
+
+def test_an_operator_creates_updates_and_deletes_a_schedule(
+    browser: Any, dashboard: Dashboard, db: psycopg.Connection
+) -> None:
+    browser.delete_all_cookies()
+    page(browser, dashboard, "/schedules")
+    assert not all_of(browser, "#create-schedule")
+    log_in(browser, dashboard, next_path="/schedules")
+    all_of(browser, "#new-schedule summary")[0].click()
+    fill(browser, "#create-schedule", {
+        "name": "dash_digest", "role": "analytics_refresh", "cron": "0 7 * * mon-fri",
+        "time_zone": "Europe/Berlin", "priority": "3", "payload": '{"digest": true}', "enabled": "no",
+    })
+    click(browser, "#create-schedule button.create")
+    assert any(m.startswith("schedule dash_digest created, next run at ") for m in messages(browser)), messages(browser)
+    assert text_of(browser, "tr[data-name=dash_digest] .every") == "0 7 * * mon-fri (Europe/Berlin)"
+    assert text_of(browser, "tr[data-name=dash_digest] .enabled") == "no"
+    assert db.execute(
+        "SELECT role, cron, time_zone, priority, payload, enabled FROM task_schedules WHERE name = 'dash_digest'"
+    ).fetchone() == ("analytics_refresh", "0 7 * * mon-fri", "Europe/Berlin", 3, {"digest": True}, False)
+
+    # Refused by the database: its own message, and nothing made.
+    all_of(browser, "#new-schedule summary")[0].click()
+    fill(browser, "#create-schedule", {"name": "dash_bad", "cron": "61 * * * *"})
+    click(browser, "#create-schedule button.create")
+    expected = refusal(db, "SELECT create_schedule('dash_bad', 'analytics_refresh', cron => '61 * * * *')")
+    assert any(expected in m for m in messages(browser)), (expected, messages(browser))
+    assert scalar(db, "SELECT count(*) FROM task_schedules WHERE name = 'dash_bad'") == 0
+
+    all_of(browser, "tr[data-name=dash_digest] details.edit summary")[0].click()
+    fill(browser, "tr[data-name=dash_digest] form.update", {"every": "30 minutes", "priority": "5"})
+    click(browser, "tr[data-name=dash_digest] button.update")
+    assert any(m.startswith("schedule dash_digest updated") for m in messages(browser)), messages(browser)
+    assert text_of(browser, "tr[data-name=dash_digest] .every") == "30 min"
+    assert text_of(browser, "tr[data-name=dash_digest] .priority") == "5"
+    assert db.execute(
+        "SELECT cron, every, priority FROM task_schedules WHERE name = 'dash_digest'"
+    ).fetchone() == (None, timedelta(minutes=30), 5)
+
+    all_of(browser, "tr[data-name=dash_digest] details.edit summary")[0].click()
+    fill(browser, "tr[data-name=dash_digest] form.update", {"every": "-5 minutes"})
+    click(browser, "tr[data-name=dash_digest] button.update")
+    expected = refusal(db, "SELECT update_schedule('dash_digest', every => '-5 minutes')")
+    assert any(expected in m for m in messages(browser)), (expected, messages(browser))
+    assert text_of(browser, "tr[data-name=dash_digest] .every") == "30 min"
+
+    click(browser, "tr[data-name=dash_digest] button.delete")
+    assert "schedule dash_digest deleted; the tasks it made stay" in messages(browser)
+    assert not all_of(browser, "tr[data-name=dash_digest]")
+    assert scalar(db, "SELECT count(*) FROM task_schedules WHERE name = 'dash_digest'") == 0
+
+    bearer = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    made = http(dashboard.url + "/api/schedules/create", method="POST", headers=bearer,
+                body=json.dumps({"name": "dash_api", "role": "analytics_refresh", "every": "2 hours",
+                                 "payload": {"from": "api"}}))
+    assert made.status == 200, made.body
+    assert (made.json()["name"], made.json()["payload"]) == ("dash_api", {"from": "api"})
+    gone = http(dashboard.url + "/api/schedules/dash_api/delete", method="POST", headers=bearer)
+    assert gone.status == 200 and scalar(db, "SELECT count(*) FROM task_schedules WHERE name = 'dash_api'") == 0
+    missing = http(dashboard.url + "/api/schedules/dash_api/delete", method="POST", headers=bearer)
+    assert missing.status == 404

@@ -21,7 +21,10 @@ from worker_support import Run, Workers, enqueue, task_row, wait_for_execution
 from pyworker import cli
 
 
-CHECKS = ["stuck_tasks", "schedule_tick", "schedule_errors", "open_circuits", "xmin_horizon"]
+CHECKS = [
+    "stuck_tasks", "schedule_tick", "schedule_errors", "open_circuits", "paused_roles", "disabled_platforms",
+    "xmin_horizon",
+]
 
 
 @pytest.fixture
@@ -44,7 +47,7 @@ def test_a_healthy_pool_exits_0(run: Run, ticked: psycopg.Connection) -> None:
     result = run("health")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "health: ok, all 5 checks"
+    assert lines[0] == "health: ok, all 7 checks"
     assert [line.split()[:2] for line in lines[1:] if line.startswith("ok ")] == [
         ["ok", f"{name}:"] for name in CHECKS
     ]
@@ -92,6 +95,18 @@ def open_circuit(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> lis
     return []
 
 
+def paused_role(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[str]:
+    conn.execute("SELECT enqueue_task('analytics_refresh')")
+    conn.execute("SELECT pause_role('analytics_refresh')")
+    return []
+
+
+def disabled_platform(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[str]:
+    conn.execute("SELECT enqueue_task('analytics_refresh', platform := 'simulated')")
+    conn.execute("SELECT disable_platform('simulated')")
+    return []
+
+
 def held_snapshot(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[str]:
     holder = stack.enter_context(psycopg.connect(db_url, application_name="snapshot-holder"))
     holder.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -106,6 +121,8 @@ def held_snapshot(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> li
         (late_tick, "schedule_tick", "longer than 00:10:00; 3 schedule(s) enabled"),
         (failing_schedule, "schedule_errors", "too_big: payload is 19 bytes; role tiny allows at most 10"),
         (open_circuit, "open_circuits", "simulated until"),
+        (paused_role, "paused_roles", "1 role(s) paused: analytics_refresh since"),
+        (disabled_platform, "disabled_platforms", "1 platform(s) disabled: simulated since"),
         (held_snapshot, "xmin_horizon", "application 'snapshot-holder', idle in transaction"),
     ],
 )
@@ -121,7 +138,7 @@ def test_each_problem_exits_1_and_says_what_to_do(
         args = make_problem(ticked, db_url, stack)
         result = run("health", *args)
         assert result.exit_code == 1, result.output
-        assert result.stdout.startswith("health: ATTENTION, 1 of 5 checks need a person\n")
+        assert result.stdout.startswith("health: ATTENTION, 1 of 7 checks need a person\n")
         text = flat(result.stdout)
         assert f"ATTENTION {check}: " in text and says in text
         assert text.count("what to do: ") == 1

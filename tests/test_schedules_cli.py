@@ -282,11 +282,11 @@ def test_capacity_lists_every_role(
 ) -> None:
     busy_pool(conn, in_the_past)
     header, *rows = table(run("capacity"))
-    assert header[:6] == ["role", "pending", "ready", "running", "workers", "per_worker_hour"]
+    assert header[:7] == ["role", "paused", "pending", "ready", "running", "workers", "per_worker_hour"]
     by_role = {row[0]: row for row in rows}
     roles = [row[0] for row in conn.execute("SELECT role FROM task_roles ORDER BY role")]
     assert list(by_role) == roles
-    assert by_role["product_resync"][1:6] == ["2", "2", "1", "1", "6.0"]
+    assert by_role["product_resync"][1:7] == ["false", "2", "2", "1", "1", "6.0"]
 
 
 def test_capacity_json_gives_the_view_rows(
@@ -345,7 +345,7 @@ def test_health_of_a_quiet_pool(run: Run, conn: psycopg.Connection) -> None:
     result = run("health")
     assert result.exit_code == 0, result.output
     checks, *sections = result.stdout.split("\n\n")
-    assert checks.splitlines()[0] == "health: ok, all 5 checks"
+    assert checks.splitlines()[0] == "health: ok, all 7 checks"
     assert sections == [
         "tasks by role and status:\nno tasks",
         "active workers (seen in the last 2 minutes):\nnone",

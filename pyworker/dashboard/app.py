@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from starlette.templating import Jinja2Templates
 
 from pyworker import __version__
 from pyworker.dashboard.plugins import load_plugins
-from pyworker.db import Database
+from pyworker.db import SCHEDULE_FIELDS, Database
 from pyworker.metrics import database_metrics
 from pyworker.errors import (
     DatabaseUnavailable,
@@ -311,7 +312,8 @@ def workers(request: Request) -> Response:
 def schedules(request: Request) -> Response:
     with open_database(request) as db:
         rows = db.schedules()
-    return respond(request, rows, "schedules.html", {"schedules": rows})
+        roles = db.roles()
+    return respond(request, rows, "schedules.html", {"schedules": rows, "roles": roles})
 
 
 def platforms(request: Request) -> Response:
@@ -411,7 +413,8 @@ def api_authorized(request: Request) -> None:
 @dataclass(frozen=True)
 class Action:
     """An operator action: the SQL call it makes (through the CLI's Database method), given the
-    path's parameters; the page it goes back to; what it says when done, given the row."""
+    path's parameters and the fields submitted with it; the page it goes back to; what it says
+    when done, given the fields and the row."""
 
     run: Callable[[Database, dict[str, Any]], dict[str, Any]]
     back: Callable[[dict[str, Any]], str]
@@ -424,39 +427,117 @@ def cancelled(params: dict[str, Any], row: dict[str, Any]) -> str:
     return f"task {params['task_id']} is {row['status']}: cancel requested; its worker stops it at its next heartbeat"
 
 
-ACTIONS = {
-    "cancel": Action(
+def given_text(fields: dict[str, Any], name: str) -> str | None:
+    """A submitted text field, None when absent or blank (a form sends every input, empty or not)."""
+    value = fields.get(name)
+    return value.strip() or None if isinstance(value, str) else value
+
+
+def schedule_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """The create_schedule / update_schedule fields among those submitted: blank ones left out
+    (update_schedule keeps them), payload read as JSON, the rest as text the database casts and
+    checks (a bad value is refused with its own message)."""
+    chosen: dict[str, Any] = {}
+    for name in SCHEDULE_FIELDS:
+        value = given_text(fields, name)
+        if value is None:
+            continue
+        if name == "payload" and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as error:
+                raise InvalidInput(f"payload is not JSON: {error}") from error
+        chosen[name] = value
+    return chosen
+
+
+def created_schedule(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+    name, role = given_text(fields, "name"), given_text(fields, "role")
+    if name is None or role is None:
+        raise InvalidInput("a new schedule needs a name and a role")
+    return db.create_schedule(name, role, **schedule_fields(fields))
+
+
+def updated_schedule(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+    changes = schedule_fields(fields)
+    if not changes:
+        raise InvalidInput("give at least one field to change")
+    return db.update_schedule(fields["name"], **changes)
+
+
+def since_text(moment: Any) -> str:
+    return f" since {shown(moment)}" if moment is not None else ""
+
+
+# Each action by its path (its page's; the API's is /api + path): POST only.
+ACTIONS: dict[str, Action] = {
+    "/tasks/{task_id:int}/cancel": Action(
         run=lambda db, p: db.cancel_task(p["task_id"]),
         back=lambda p: f"/tasks/{p['task_id']}",
         said=cancelled,
     ),
-    "retry": Action(
+    "/tasks/{task_id:int}/retry": Action(
         run=lambda db, p: db.retry_task(p["task_id"]),
         back=lambda p: f"/tasks/{p['task_id']}",
         said=lambda p, row: f"task {p['task_id']} is {row['status']} again, retries reset to 0/{row['max_retries']}",
     ),
-    "trigger": Action(
+    "/schedules/create": Action(
+        run=created_schedule,
+        back=lambda p: "/schedules",
+        said=lambda p, row: f"schedule {row['name']} created, next run at {shown(row['next_run_at'])}",
+    ),
+    "/schedules/{name}/update": Action(
+        run=updated_schedule,
+        back=lambda p: "/schedules",
+        said=lambda p, row: f"schedule {row['name']} updated, next run at {shown(row['next_run_at'])}",
+    ),
+    "/schedules/{name}/delete": Action(
+        run=lambda db, p: db.delete_schedule(p["name"]),
+        back=lambda p: "/schedules",
+        said=lambda p, row: f"schedule {row['name']} deleted; the tasks it made stay",
+    ),
+    "/schedules/{name}/trigger": Action(
         run=lambda db, p: db.trigger_schedule(p["name"]),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} ran: {row['last_task_count']} task(s) created",
     ),
-    "enable": Action(
+    "/schedules/{name}/enable": Action(
         run=lambda db, p: db.update_schedule(p["name"], enabled=True),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} enabled, next run at {shown(row['next_run_at'])}",
     ),
-    "disable": Action(
+    "/schedules/{name}/disable": Action(
         run=lambda db, p: db.update_schedule(p["name"], enabled=False),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} disabled",
     ),
+    "/roles/{role}/pause": Action(
+        run=lambda db, p: db.pause_role(p["role"], given_text(p, "reason")),
+        back=lambda p: "/",
+        said=lambda p, row: f"role {row['role']} paused{since_text(row['paused_at'])}: no worker is handed its tasks",
+    ),
+    "/roles/{role}/resume": Action(
+        run=lambda db, p: db.resume_role(p["role"]),
+        back=lambda p: "/",
+        said=lambda p, row: f"role {row['role']} is not paused: its ready tasks are handed out",
+    ),
+    "/platforms/{platform}/disable": Action(
+        run=lambda db, p: db.disable_platform(p["platform"], given_text(p, "reason")),
+        back=lambda p: "/platforms",
+        said=lambda p, row: f"platform {row['platform']} disabled{since_text(row['disabled_at'])}: none of its tasks is handed out",
+    ),
+    "/platforms/{platform}/enable": Action(
+        run=lambda db, p: db.enable_platform(p["platform"]),
+        back=lambda p: "/platforms",
+        said=lambda p, row: f"platform {row['platform']} is enabled: its tasks are handed out",
+    ),
 }
 
 
-def performed(request: Request, action: Action) -> dict[str, Any]:
+def performed(request: Request, action: Action, fields: dict[str, Any]) -> dict[str, Any]:
     """The action done on this request's connection: the row its SQL function returns."""
     with open_database(request) as db:
-        return action.run(db, dict(request.path_params))
+        return action.run(db, fields)
 
 
 def action_endpoint(action: Action) -> Callable[[Request], Any]:
@@ -470,25 +551,42 @@ def action_endpoint(action: Action) -> Callable[[Request], Any]:
         check_csrf(request, form)
         if not request.session.get("operator"):
             raise HTTPException(403, "log in with the dashboard's token first")
-        params = dict(request.path_params)
+        # The path names what is acted on; a form field cannot stand in for it.
+        fields = {**{key: value for key, value in form.items() if key != "csrf"}, **request.path_params}
         try:
             # The form is read (async); the SQL call blocks, so it runs in the thread pool.
-            row = await run_in_threadpool(performed, request, action)
+            row = await run_in_threadpool(performed, request, action, fields)
         except TaskpoolError as error:
             flash(request, "error", str(error))
         else:
-            flash(request, "ok", action.said(params, row))
-        return RedirectResponse(action.back(params), status_code=303)
+            flash(request, "ok", action.said(fields, row))
+        return RedirectResponse(action.back(fields), status_code=303)
 
     return page_action
 
 
-def api_action_endpoint(action: Action) -> Callable[[Request], Response]:
+async def submitted(request: Request) -> dict[str, Any]:
+    """An API action's fields: a JSON object in the body, a form, or none (an empty body)."""
+    if not await request.body():
+        return {}
+    if request.headers.get("content-type", "").startswith("application/json"):
+        try:
+            body = await request.json()
+        except ValueError as error:
+            raise HTTPException(400, f"the body is not JSON: {error}") from error
+        if not isinstance(body, dict):
+            raise HTTPException(400, "the body must be a JSON object of fields")
+        return body
+    return dict(await form_of(request))
+
+
+def api_action_endpoint(action: Action) -> Callable[[Request], Any]:
     """The API's action: the row the SQL function returns, or its refusal as {"error": ...}."""
 
-    def api_action(request: Request) -> Response:
+    async def api_action(request: Request) -> Response:
         api_authorized(request)
-        return json_response(performed(request, action))
+        fields = {**await submitted(request), **request.path_params}
+        return json_response(await run_in_threadpool(performed, request, action, fields))
 
     return api_action
 
@@ -541,11 +639,9 @@ def core_routes() -> list[Route]:
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
     ]
-    for name, prefix in [("cancel", "/tasks/{task_id:int}"), ("retry", "/tasks/{task_id:int}"),
-                         ("trigger", "/schedules/{name}"), ("enable", "/schedules/{name}"),
-                         ("disable", "/schedules/{name}")]:
-        routes.append(Route(f"{prefix}/{name}", action_endpoint(ACTIONS[name]), methods=["POST"]))
-        routes.append(Route(f"/api{prefix}/{name}", api_action_endpoint(ACTIONS[name]), methods=["POST"]))
+    for path, action in ACTIONS.items():
+        routes.append(Route(path, action_endpoint(action), methods=["POST"]))
+        routes.append(Route(f"/api{path}", api_action_endpoint(action), methods=["POST"]))
     return routes
 
 

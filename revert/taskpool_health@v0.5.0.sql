@@ -1,0 +1,7 @@
+-- Revert taskpool:taskpool_health from pg
+
+BEGIN;
+
+DROP FUNCTION taskpool_health(interval, interval);
+
+COMMIT;
