@@ -2,6 +2,7 @@
 -- requires: _enqueue_specs@v0.5.0
 -- requires: worker_tasks_parent_id
 -- requires: worker_tasks_headers
+-- requires: worker_tasks_own_backoff
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -14,13 +15,17 @@ DROP FUNCTION _enqueue_specs(jsonb, text);
 -- Specs take a "headers" field (worker_tasks.headers, checked by _task_headers_problem); the
 -- tasks get parent_id, the task whose completion enqueues them (complete_task's follow_ups and
 -- the chains of task_role_chains pass it; enqueue_task and enqueue_tasks pass none).
+-- backoff_base and backoff_cap: the task's own retry backoff, in seconds (more than 0, at most a
+-- year, the cap not below the base); absent, the role's.
 CREATE FUNCTION _enqueue_specs(specs jsonb, label text, parent_id bigint DEFAULT NULL)
 RETURNS SETOF worker_tasks
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_fields constant text[] := ARRAY['role', 'payload', 'dispensary_id', 'platform', 'priority',
-                                      'scheduled_for', 'dedupe_key', 'max_retries', 'headers'];
+                                      'scheduled_for', 'dedupe_key', 'max_retries', 'headers',
+                                      'backoff_base', 'backoff_cap'];
+    c_max_backoff constant integer := extract(epoch FROM interval '1 year')::integer;
     -- What a worker can load (pyworker: Python's json, which refuses integers of more than 4300
     -- digits and recurses once per level): nesting up to 100 levels, numbers of up to 1000 digits
     -- before the decimal point. The walks only run on payloads long enough to break a bound:
@@ -101,6 +106,14 @@ BEGIN
                 WHEN jsonb_typeof(nullif(s.spec -> 'platform', 'null')) <> 'string'
                      OR length(s.spec ->> 'platform') NOT BETWEEN 1 AND 100 THEN 'platform_invalid'
                 WHEN s.spec ? 'headers' AND _task_headers_problem(s.spec -> 'headers') IS NOT NULL THEN 'headers_invalid'
+                WHEN jsonb_typeof(nullif(s.spec -> 'backoff_base', 'null')) <> 'number'
+                     OR NOT _jsonb_number(s.spec -> 'backoff_base') > 0
+                     OR _jsonb_number(s.spec -> 'backoff_base') > c_max_backoff THEN 'backoff_base_invalid'
+                WHEN jsonb_typeof(nullif(s.spec -> 'backoff_cap', 'null')) <> 'number'
+                     OR NOT _jsonb_number(s.spec -> 'backoff_cap') > 0
+                     OR _jsonb_number(s.spec -> 'backoff_cap') > c_max_backoff THEN 'backoff_cap_invalid'
+                WHEN _jsonb_number(s.spec -> 'backoff_cap') < _jsonb_number(s.spec -> 'backoff_base')
+                     THEN 'backoff_cap_below_base'
             END AS problem
         FROM jsonb_array_elements(_enqueue_specs.specs) WITH ORDINALITY AS s(spec, idx)
         -- OFFSET 0: the payload is turned into text once per spec, not once per use.
@@ -192,6 +205,19 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || _task_headers_problem(v_bad.spec -> 'headers'),
                 HINT = 'headers is a JSON object of at most 32 strings (e.g. {"traceparent": "00-..."}), 8192 bytes in all.';
+        WHEN 'backoff_base_invalid', 'backoff_cap_invalid' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('%s must be a number of seconds, more than 0 and at most %s (a year), not %s',
+                    CASE v_bad.problem WHEN 'backoff_base_invalid' THEN 'backoff_base' ELSE 'backoff_cap' END,
+                    c_max_backoff,
+                    left((v_bad.spec -> CASE v_bad.problem WHEN 'backoff_base_invalid' THEN 'backoff_base'
+                                                          ELSE 'backoff_cap' END)::text, 60)),
+                HINT = 'Omit it to take the role''s (task_roles.backoff_base, backoff_cap).';
+        WHEN 'backoff_cap_below_base' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('backoff_cap %s is below backoff_base %s',
+                                            v_bad.spec -> 'backoff_cap', v_bad.spec -> 'backoff_base'),
+                HINT = 'The cap is the longest delay between retries: at least the first one.';
         END CASE;
     END IF;
 
@@ -208,7 +234,7 @@ BEGIN
         FROM generate_series(1, jsonb_array_length(v_todo));
         WITH inserted AS (
             INSERT INTO worker_tasks (id, role, dispensary_id, platform, priority, scheduled_for, payload,
-                                      dedupe_key, max_retries, headers, parent_id)
+                                      dedupe_key, max_retries, headers, parent_id, backoff_base, backoff_cap)
             OVERRIDING SYSTEM VALUE
             SELECT v_new_ids[s.idx],
                    s.spec ->> 'role',
@@ -221,7 +247,9 @@ BEGIN
                    coalesce(_jsonb_integer(s.spec -> 'max_retries'), r.max_retries),
                    -- no headers: NULL, not an empty object
                    nullif(nullif(s.spec -> 'headers', 'null'), '{}'),
-                   _enqueue_specs.parent_id
+                   _enqueue_specs.parent_id,
+                   make_interval(secs => _jsonb_number(s.spec -> 'backoff_base')),
+                   make_interval(secs => _jsonb_number(s.spec -> 'backoff_cap'))
             FROM jsonb_array_elements(v_todo) WITH ORDINALITY AS s(spec, idx)
             JOIN task_roles r ON r.role = s.spec ->> 'role'
             LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id')

@@ -5,6 +5,7 @@
 -- requires: taskpool_worker
 -- requires: worker_task_attempts_error_details
 -- requires: worker_task_attempts_error_data
+-- requires: worker_tasks_own_backoff
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -35,8 +36,9 @@ AS $$
 --                                error_details := E'Traceback (most recent call last):\n...');
 --   SELECT status FROM fail_task(42, 'w1', 1, 'command exited with status 3: no such store',
 --                                error_data := '{"exit_code": 3, "stderr_tail": "no such store"}');
--- Retryable and retry_count < max_retries: pending again at retry_at, or at
--- now() + least(backoff_base * 2^retry_count, backoff_cap) of the role; retry_count + 1.
+-- Retryable and retry_count < max_retries: pending again at retry_at, or after _retry_delay:
+-- least(backoff_base * backoff_multiplier^retry_count, backoff_cap), spread by the role's
+-- backoff_jitter, with the task's own backoff_base and backoff_cap where it has them; retry_count + 1.
 -- Otherwise failed. A task whose cancel was requested ends cancelled. Raises 55000 when the
 -- worker no longer owns the attempt, and 22023 for a retry_at that is infinite or past year 9999
 -- (the task would never run again; enqueue refuses such a scheduled_for too).
@@ -95,7 +97,7 @@ BEGIN
         retry_count = t.retry_count + (v_status = 'pending')::integer,
         scheduled_for = CASE
             WHEN v_status = 'pending'
-            THEN greatest(v_now, coalesce(fail_task.retry_at, v_now + _retry_delay(t.role, t.retry_count)))
+            THEN greatest(v_now, coalesce(fail_task.retry_at, v_now + _retry_delay(t.role, t.retry_count, t.backoff_base, t.backoff_cap)))
             ELSE t.scheduled_for
         END
     WHERE t.id = v_task.id

@@ -5,15 +5,13 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- recover_stale_tasks
--- Takes back claimed or running tasks whose worker stopped heartbeating; returns how many.
-CREATE OR REPLACE FUNCTION recover_stale_tasks(threshold_minutes integer DEFAULT NULL)
+-- _recover_stale_tasks
+-- recover_stale_tasks' work, for every role or for one: the tick recovers them all, a worker its
+-- own role's (recover_stale_tasks_of_role).
+CREATE FUNCTION _recover_stale_tasks(threshold_minutes integer, only_role text)
 RETURNS integer
 LANGUAGE plpgsql
 AS $$
--- Example:
---   SELECT recover_stale_tasks(10);   -- no heartbeat for 10 minutes
---   SELECT recover_stale_tasks();     -- each role's task_roles.stale_threshold
 -- A stale task goes back to pending (retry_count + 1, ready now) while retries remain, else
 -- to failed; one whose cancel was requested ends cancelled. Never left claimed or running.
 -- Each recovery is counted in task_metric_totals (stale_recovered, per role): the tick's
@@ -22,13 +20,6 @@ DECLARE
     v_now   timestamptz := taskpool_now();
     v_count integer;
 BEGIN
-    IF recover_stale_tasks.threshold_minutes <= 0 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('threshold_minutes must be positive, not %s', recover_stale_tasks.threshold_minutes),
-            HINT = 'Omit it to use each role''s stale_threshold.';
-    END IF;
-
     WITH
     -- silent tasks, locked; one a worker is touching right now (a heartbeat, a completion) is
     -- skipped, as its worker is evidently alive
@@ -40,8 +31,9 @@ BEGIN
         FROM worker_tasks t
         JOIN task_roles r ON r.role = t.role
         WHERE t.status IN ('claimed', 'running')
-          AND t.last_heartbeat_at < v_now - coalesce(make_interval(mins => recover_stale_tasks.threshold_minutes),
+          AND t.last_heartbeat_at < v_now - coalesce(make_interval(mins => _recover_stale_tasks.threshold_minutes),
                                                      r.stale_threshold)
+          AND (_recover_stale_tasks.only_role IS NULL OR t.role = _recover_stale_tasks.only_role)
         FOR UPDATE OF t SKIP LOCKED
     ),
     recovered AS (
@@ -61,6 +53,29 @@ BEGIN
     )
     SELECT count(*) INTO v_count FROM recovered;
     RETURN v_count;
+END;
+$$;
+
+REVOKE ALL ON FUNCTION _recover_stale_tasks(integer, text) FROM PUBLIC;
+
+-- recover_stale_tasks
+-- Takes back claimed or running tasks whose worker stopped heartbeating; returns how many.
+CREATE OR REPLACE FUNCTION recover_stale_tasks(threshold_minutes integer DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+-- Example:
+--   SELECT recover_stale_tasks(10);   -- no heartbeat for 10 minutes
+--   SELECT recover_stale_tasks();     -- each role's task_roles.stale_threshold
+-- What becomes of a stale task: see _recover_stale_tasks.
+BEGIN
+    IF recover_stale_tasks.threshold_minutes <= 0 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('threshold_minutes must be positive, not %s', recover_stale_tasks.threshold_minutes),
+            HINT = 'Omit it to use each role''s stale_threshold.';
+    END IF;
+    RETURN _recover_stale_tasks(recover_stale_tasks.threshold_minutes, NULL);
 END;
 $$;
 

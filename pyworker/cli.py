@@ -668,6 +668,18 @@ def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
 @click.option("--max-retries", type=int, metavar="N", help="0..1000 (default: the role's).")
 @click.option("--platform", metavar="P", help="Platform (default: the store's).")
 @click.option(
+    "--backoff-base",
+    type=float,
+    metavar="SECONDS",
+    help="The task's delay before its first retry (default: the role's backoff_base).",
+)
+@click.option(
+    "--backoff-cap",
+    type=float,
+    metavar="SECONDS",
+    help="The task's longest delay between retries (default: the role's backoff_cap).",
+)
+@click.option(
     "--file",
     "spec_file",
     # Bytes, decoded line by line: text that is not UTF-8 is named by its line.
@@ -688,6 +700,8 @@ def enqueue(
     dedupe_key: str | None,
     max_retries: int | None,
     platform: str | None,
+    backoff_base: float | None,
+    backoff_cap: float | None,
     spec_file: BinaryIO | None,
 ) -> list[dict[str, Any]] | Shown:
     """Add one task of ROLE, or every task of a JSON-lines --file.
@@ -705,6 +719,8 @@ def enqueue(
         "dedupe_key": dedupe_key,
         "max_retries": max_retries,
         "platform": platform,
+        "backoff_base": backoff_base,
+        "backoff_cap": backoff_cap,
     }
     if spec_file is not None:
         if role is not None or any(value is not None for value in fields.values()):

@@ -86,6 +86,8 @@ SPEC_KEYS = frozenset(
         "dedupe_key",
         "max_retries",
         "headers",
+        "backoff_base",
+        "backoff_cap",
     }
 )
 
@@ -202,7 +204,9 @@ ENQUEUE_TASK = sql.SQL(
     " %(priority)s::integer,"
     " coalesce(%(scheduled_for)s::timestamptz,"
     " taskpool_now() + make_interval(secs => %(delay)s::double precision)),"
-    " %(dedupe_key)s::text, %(max_retries)s::integer, %(platform)s::text, %(headers)s::jsonb)"
+    " %(dedupe_key)s::text, %(max_retries)s::integer, %(platform)s::text, %(headers)s::jsonb,"
+    " make_interval(secs => %(backoff_base)s::double precision),"
+    " make_interval(secs => %(backoff_cap)s::double precision))"
 ).format(columns=_TASK_COLUMNS)
 # A spec's "delay" (seconds) becomes its scheduled_for on the database's clock, in the statement.
 ENQUEUE_TASKS = sql.SQL(
@@ -272,6 +276,11 @@ def _spec(role: str, payload: Mapping[str, Any] | None, options: Mapping[str, An
     delay = _seconds(options.get("delay"), "delay")
     if delay is not None:
         spec["delay"] = delay
+    # The task's own retry backoff, in seconds as enqueue_tasks takes it; enqueue checks the range.
+    for key in ("backoff_base", "backoff_cap"):
+        seconds = _seconds(options.get(key), key)
+        if seconds is not None:
+            spec[key] = seconds
     for hook in (*hooks, *enqueue_hooks):
         hook(spec)
     return spec
@@ -290,6 +299,8 @@ def _enqueue_params(spec: Mapping[str, Any]) -> dict[str, Any]:
         "max_retries": spec.get("max_retries"),
         "platform": spec.get("platform"),
         "headers": None if headers is None else Jsonb(headers, dumps=dump_json),
+        "backoff_base": spec.get("backoff_base"),
+        "backoff_cap": spec.get("backoff_cap"),
     }
 
 
@@ -422,13 +433,16 @@ class Client:
         dedupe_key: str | None = None,
         max_retries: int | None = None,
         headers: Mapping[str, str] | None = None,
+        backoff_base: float | timedelta | None = None,
+        backoff_cap: float | timedelta | None = None,
     ) -> TaskInfo:
         """Enqueue one task in the connection's current transaction (enqueue_task); the new task,
-        or the active task that has dedupe_key already."""
+        or the active task that has dedupe_key already. backoff_base and backoff_cap (seconds or
+        a timedelta) give the task its own retry backoff; None, the role's."""
         options = {
             "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
-            "max_retries": max_retries, "headers": headers,
+            "max_retries": max_retries, "headers": headers, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
         }
         spec = _spec(role, payload, options, self.hooks)
         return TaskInfo.from_row(self._rows(ENQUEUE_TASK, _enqueue_params(spec))[0])
@@ -593,12 +607,14 @@ class AsyncClient:
         dedupe_key: str | None = None,
         max_retries: int | None = None,
         headers: Mapping[str, str] | None = None,
+        backoff_base: float | timedelta | None = None,
+        backoff_cap: float | timedelta | None = None,
     ) -> TaskInfo:
         """As Client.enqueue."""
         options = {
             "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
-            "max_retries": max_retries, "headers": headers,
+            "max_retries": max_retries, "headers": headers, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
         }
         spec = _spec(role, payload, options, self.hooks)
         return TaskInfo.from_row((await self._rows(ENQUEUE_TASK, _enqueue_params(spec)))[0])

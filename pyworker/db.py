@@ -190,6 +190,7 @@ COUNTS = (
     " ORDER BY role, status"
 )
 RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
+RECOVER_STALE_OF_ROLE = "SELECT recover_stale_tasks_of_role(%(role)s::text) AS recovered"
 CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
 RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
 # The filters of tasks_matching, retry_tasks and cancel_tasks.
@@ -796,6 +797,11 @@ class Database:
 
     def recover_stale_tasks(self, threshold_minutes: int | None = None) -> int:
         return self._one(RECOVER_STALE, {"threshold_minutes": threshold_minutes})["recovered"]
+
+    def recover_stale_tasks_of_role(self, role: str) -> int | None:
+        """Recover the role's stale tasks, unless a recovery of the role ran less than half its
+        stale_threshold ago (then None): what a worker does where no tick runs."""
+        return self._one(RECOVER_STALE_OF_ROLE, {"role": role})["recovered"]
 
     def cancel_task(self, task_id: int) -> dict[str, Any]:
         return self._one(CANCEL_TASK, {"task_id": task_id})

@@ -138,6 +138,10 @@ class Worker:
         # deadlines come in the order they began.
         self.run_timeouts: dict[str, float] = dict.fromkeys(self.roles, 3600.0)
         self._one_run_timeout = True
+        # Each role's stale threshold (from register_worker), and when the heartbeat thread next
+        # asks to recover the role's stale tasks (time.monotonic()).
+        self._stale_thresholds: dict[str, float] = {}
+        self._next_recovery: dict[str, float] = {}
         # How many tasks the worker holds at most: --concurrency running, and with a larger
         # --prefetch the rest claimed ahead, waiting their turn.
         self.capacity = max(config.concurrency, config.prefetch)
@@ -312,6 +316,7 @@ class Worker:
             raise
         for registration in registrations:
             self.run_timeouts[registration["role"]] = registration["run_timeout"].total_seconds()
+            self._stale_thresholds[registration["role"]] = registration["stale_threshold"].total_seconds()
         self._one_run_timeout = len(set(self.run_timeouts.values())) == 1
         if len(self.roles) == 1:
             log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
@@ -737,6 +742,13 @@ class Worker:
                 except TaskpoolError as error:
                     self.metrics.heartbeat_failures.inc()
                     log.warning("Heartbeat failed: %s", error, extra=event("heartbeat_failed"))
+                # A drain (a test's worker) leaves stale tasks to the test, which recovers them
+                # when it means to.
+                if not self.until_empty:
+                    try:
+                        self._recover_stale(db)
+                    except TaskpoolError as error:
+                        log.warning("Stale recovery failed: %s", error, extra=event("stale_recovery_failed"))
         finally:
             db.close()
 
@@ -767,6 +779,27 @@ class Worker:
                 task.abort.fire(reason)
                 self._aborted.put(task.id)
                 self._doorbell.ring()
+
+    def _recover_stale(self, db: Database) -> None:
+        """Ask, each half stale_threshold of a role, to recover the role's stale tasks: where
+        neither pg_cron nor `pyworker scheduler` runs the tick, a task whose worker died would
+        otherwise stay running for ever. The database lets one worker of the role recover per
+        interval; the others' calls return at once. Never on the claim path: this is the
+        heartbeat thread."""
+        now = time.monotonic()
+        for role, stale_threshold in self._stale_thresholds.items():
+            if now < self._next_recovery.get(role, 0.0):
+                continue
+            self._next_recovery[role] = now + stale_threshold / 2
+            recovered = db.recover_stale_tasks_of_role(role)
+            if recovered:
+                log.info(
+                    "Recovered %d stale task(s) of role %s (no heartbeat for its stale_threshold, %g s)",
+                    recovered,
+                    role,
+                    stale_threshold,
+                    extra=event("stale_tasks_recovered"),
+                )
 
     def _undecided(self, task: Task) -> bool:
         """The task waits its turn or its handler runs (read from another thread: lookups only)."""

@@ -3,7 +3,7 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.5.0 body, which counted no recovery.
+-- Back to the v0.5.0 body, which counted no recovery and recovered every role's tasks itself.
 
 -- recover_stale_tasks
 -- Takes back claimed or running tasks whose worker stopped heartbeating; returns how many.
@@ -58,5 +58,7 @@ END;
 $$;
 
 REVOKE ALL ON FUNCTION recover_stale_tasks(integer) FROM PUBLIC;
+
+DROP FUNCTION _recover_stale_tasks(integer, text);
 
 COMMIT;

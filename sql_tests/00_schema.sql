@@ -67,7 +67,7 @@ SELECT columns_are('worker_tasks', ARRAY[
     'id', 'role', 'dispensary_id', 'platform', 'status', 'priority', 'scheduled_for', 'payload', 'dedupe_key',
     'worker_id', 'attempt', 'claimed_at', 'started_at', 'last_heartbeat_at', 'cancel_requested_at',
     'completed_at', 'result', 'error_message', 'retry_count', 'max_retries', 'created_at', 'updated_at',
-    'parent_id', 'headers', 'waited'],
+    'parent_id', 'headers', 'waited', 'backoff_base', 'backoff_cap'],
     'Should give worker_tasks exactly the documented columns');
 SELECT col_is_pk('worker_tasks', 'id', 'Should key worker_tasks by id');
 SELECT col_type_is('worker_tasks', 'id', 'bigint', 'Should type worker_tasks.id as bigint');
@@ -216,6 +216,8 @@ SELECT results_eq(
     $$VALUES
         ('dispensaries', 'dispensaries_name_not_blank'),
         ('dispensaries', 'dispensaries_state_code_is_two_letters'),
+        ('task_roles', 'task_roles_backoff_jitter_known'),
+        ('task_roles', 'task_roles_backoff_multiplier_from_1_to_10'),
         ('task_roles', 'task_roles_backoff_positive_and_capped'),
         ('task_roles', 'task_roles_max_payload_bytes_positive'),
         ('task_roles', 'task_roles_max_retries_not_negative'),
@@ -291,8 +293,9 @@ SELECT results_eq(
 
 SELECT has_function('taskpool_now', ARRAY[]::name[], 'Should have taskpool_now()');
 SELECT has_function('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
-    'Should have enqueue_task(role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform, headers)');
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'interval'],
+    'Should have enqueue_task(role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform, headers, backoff_base, backoff_cap)');
 SELECT has_function('enqueue_tasks', ARRAY['jsonb'], 'Should have enqueue_tasks(jsonb)');
 SELECT has_function('claim_task', ARRAY['text', 'text'], 'Should have claim_task(text, text)');
 SELECT has_function('claim_tasks', ARRAY['text', 'text', 'integer'], 'Should have claim_tasks(text, text, integer)');
@@ -315,7 +318,8 @@ SELECT has_function('prune_tasks', ARRAY['interval', 'integer'], 'Should have pr
 SELECT function_returns('taskpool_now', ARRAY[]::name[], 'timestamp with time zone',
                         'Should return timestamptz from taskpool_now()');
 SELECT function_returns('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'interval'],
     'worker_tasks', 'Should return one worker_tasks row from enqueue_task');
 SELECT function_returns('enqueue_tasks', ARRAY['jsonb'], 'setof worker_tasks',
                         'Should return setof worker_tasks from enqueue_tasks');
@@ -345,7 +349,8 @@ SELECT function_returns('prune_tasks', ARRAY['interval', 'integer'], 'integer',
 SELECT volatility_is('taskpool_now', ARRAY[]::name[], 'stable',
                      'Should make taskpool_now() STABLE (one instant per statement, comparable in an index scan)');
 SELECT volatility_is('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'interval'],
     'volatile', 'Should make enqueue_task VOLATILE (it writes)');
 SELECT volatility_is('enqueue_tasks', ARRAY['jsonb'], 'volatile', 'Should make enqueue_tasks VOLATILE (it writes)');
 SELECT volatility_is('claim_task', ARRAY['text', 'text'], 'volatile', 'Should make claim_task VOLATILE (it writes)');
@@ -372,7 +377,8 @@ SELECT is_definer('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp w
                   'Should make snooze_task SECURITY DEFINER');
 SELECT is_definer('release_task', ARRAY['bigint', 'text', 'integer'], 'Should make release_task SECURITY DEFINER');
 SELECT isnt_definer('enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'interval'],
     'Should run enqueue_task with the caller''s rights');
 SELECT isnt_definer('enqueue_tasks', ARRAY['jsonb'], 'Should run enqueue_tasks with the caller''s rights');
 SELECT isnt_definer('cancel_task', ARRAY['bigint'], 'Should run cancel_task with the caller''s rights');

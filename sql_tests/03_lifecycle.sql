@@ -4,17 +4,17 @@
 BEGIN;
 SELECT plan(57);
 
--- Test-local roles: a known backoff (10 seconds doubling up to 5 minutes), and a role per scenario
--- that leaves a ready task behind, so that no later fixture claims it by mistake.
-INSERT INTO task_roles (role, requires_store, max_retries, backoff_base, backoff_cap) VALUES
-    ('test_life',        false, 3, '10 seconds', '5 minutes'),
-    ('test_backoff',     false, 3, '10 seconds', '5 minutes'),
-    ('test_follow_a',    false, 3, '10 seconds', '5 minutes'),
-    ('test_follow_b',    true,  3, '10 seconds', '5 minutes'),
-    ('test_retry_past',  false, 3, '10 seconds', '5 minutes'),
-    ('test_snooze_past', false, 3, '10 seconds', '5 minutes'),
-    ('test_release',     false, 3, '10 seconds', '5 minutes'),
-    ('test_rounds',      false, 3, '10 seconds', '5 minutes');
+-- Test-local roles: a known backoff (10 seconds doubling up to 5 minutes, no jitter), and a role
+-- per scenario that leaves a ready task behind, so that no later fixture claims it by mistake.
+INSERT INTO task_roles (role, requires_store, max_retries, backoff_base, backoff_cap, backoff_jitter) VALUES
+    ('test_life',        false, 3, '10 seconds', '5 minutes', 'none'),
+    ('test_backoff',     false, 3, '10 seconds', '5 minutes', 'none'),
+    ('test_follow_a',    false, 3, '10 seconds', '5 minutes', 'none'),
+    ('test_follow_b',    true,  3, '10 seconds', '5 minutes', 'none'),
+    ('test_retry_past',  false, 3, '10 seconds', '5 minutes', 'none'),
+    ('test_snooze_past', false, 3, '10 seconds', '5 minutes', 'none'),
+    ('test_release',     false, 3, '10 seconds', '5 minutes', 'none'),
+    ('test_rounds',      false, 3, '10 seconds', '5 minutes', 'none');
 
 -- Fixtures are named in tests.fx (sequences are not rolled back, so ids are never literals).
 -- calls: the rows the worker-side calls returned, in call order.
@@ -49,9 +49,9 @@ SELECT has_function('public', 'release_task', ARRAY['bigint', 'text', 'integer']
     'Should have release_task(task_id, worker_id, attempt)');
 SELECT function_returns('public', 'release_task', ARRAY['bigint', 'text', 'integer'], 'worker_tasks',
     'release_task should return worker_tasks');
-SELECT has_function('public', '_retry_delay', ARRAY['text', 'integer'],
-    'Should have _retry_delay(role, retry_count)');
-SELECT function_returns('public', '_retry_delay', ARRAY['text', 'integer'], 'interval',
+SELECT has_function('public', '_retry_delay', ARRAY['text', 'integer', 'interval', 'interval'],
+    'Should have _retry_delay(role, retry_count, backoff_base, backoff_cap)');
+SELECT function_returns('public', '_retry_delay', ARRAY['text', 'integer', 'interval', 'interval'], 'interval',
     '_retry_delay should return interval');
 
 /****************************************************************************/

@@ -61,7 +61,8 @@ SELECT function_privs_are('public', 'release_task', ARRAY['bigint', 'text', 'int
 SELECT function_privs_are('public', 'taskpool_now', ARRAY[]::name[], 'taskpool_worker', ARRAY['EXECUTE'],
     'Should let taskpool_worker read the database clock (snooze names times with it)');
 SELECT function_privs_are('public', 'enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'interval'],
     'taskpool_worker', ARRAY[]::text[], 'Should not let taskpool_worker execute enqueue_task');
 SELECT function_privs_are('public', 'enqueue_tasks', ARRAY['jsonb'], 'taskpool_worker', ARRAY[]::text[],
     'Should not let taskpool_worker execute enqueue_tasks');
@@ -93,7 +94,7 @@ SELECT results_eq(
              ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
              ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
              ('mark_worker_waiting'), ('mark_worker_waiting'),
-             ('record_platform_result'), ('register_worker'), ('register_worker'),
+             ('record_platform_result'), ('recover_stale_tasks_of_role'), ('register_worker'), ('register_worker'),
              ('release_task'), ('snooze_task'), ('start_task'), ('task_slots_wanted'), ('taskpool_now'),
              ('taskpool_schema_version'), ('worker_wake_channel')$$,
     'Should let taskpool_worker execute exactly the worker-side functions (the crawler''s are in crawler/sql_tests)');
@@ -113,7 +114,8 @@ SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nob
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute complete_task');
 SELECT function_privs_are('public', 'enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'interval'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute enqueue_task');
 
 /****************************************************************************/

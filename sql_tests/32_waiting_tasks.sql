@@ -4,8 +4,8 @@
 BEGIN;
 SELECT plan(8);
 
-INSERT INTO task_roles (role, description, requires_store, max_retries, backoff_base, backoff_cap)
-VALUES ('t32_role', 'pgTAP 32_waiting_tasks', false, 3, '30 seconds', '1 hour');
+INSERT INTO task_roles (role, description, requires_store, max_retries, backoff_base, backoff_cap, backoff_jitter)
+VALUES ('t32_role', 'pgTAP 32_waiting_tasks', false, 3, '30 seconds', '1 hour', 'none');
 -- t32_down's circuit is open for 5 more minutes.
 INSERT INTO platform_governance (platform, consecutive_failures, open_until)
 VALUES ('t32_down', 5, now() + interval '5 minutes');

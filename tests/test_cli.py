@@ -380,6 +380,36 @@ def test_enqueue_json_gives_the_task(run: Run, conn: psycopg.Connection) -> None
     assert task_count(conn) == 1
 
 
+def test_enqueue_gives_a_task_its_own_retry_backoff(run: Run, conn: psycopg.Connection) -> None:
+    (task,) = run_json(run, "enqueue", "analytics_refresh", "--backoff-base", "2.5", "--backoff-cap", "90")
+    (plain,) = run_json(run, "enqueue", "analytics_refresh")
+    rows = conn.execute(
+        "SELECT extract(epoch FROM backoff_base)::float, extract(epoch FROM backoff_cap)::float"
+        " FROM worker_tasks WHERE id = ANY (%s) ORDER BY id",
+        ([task["id"], plain["id"]],),
+    ).fetchall()
+    # The second takes its role's (NULL in the row).
+    assert rows == [(2.5, 90.0), (None, None)]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--backoff-base", "0"], "backoff_base must be a number of seconds, more than 0 and at most 31557600"),
+        (["--backoff-cap", "40000000"], "backoff_cap must be a number of seconds, more than 0 and at most 31557600"),
+        (["--backoff-base", "60", "--backoff-cap", "30"], "backoff_cap 30.0 is below backoff_base 60.0"),
+        (["--backoff-base", "soon"], "'soon' is not a valid float"),
+    ],
+)
+def test_enqueue_a_bad_backoff_exits_2_naming_it(
+    run: Run, conn: psycopg.Connection, args: list[str], message: str
+) -> None:
+    result = run("enqueue", "analytics_refresh", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert task_count(conn) == 0
+
+
 def test_enqueue_keeps_every_digit_of_a_payload_number(run: Run, conn: psycopg.Connection) -> None:
     # Found by the fault suite (scenario 11): numbers went through a double and were rounded.
     text = '{"exact": 1.000000000000000000001, "big": 1e400, "int": 123456789012345678901234567890}'

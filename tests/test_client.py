@@ -11,6 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,26 @@ def test_enqueue_arguments_and_read_back(db_url: str, conn) -> None:
         assert client.get(10**12) is None
         assert client.cancel(task.id).status == "cancelled"
         assert client.retry(task.id).status == "pending"
+
+
+def test_a_task_gets_its_own_retry_backoff(db_url: str, conn) -> None:
+    with Client.connect(db_url) as client:
+        one = client.enqueue("analytics_refresh", backoff_base=timedelta(seconds=5), backoff_cap=120)
+        many = client.enqueue_many([{"role": "analytics_refresh", "backoff_base": 1.5},
+                                    {"role": "analytics_refresh"}])
+        with pytest.raises(pg_errors.InvalidParameterValue, match="backoff_cap 1 is below backoff_base 5"):
+            client.enqueue("analytics_refresh", backoff_base=5, backoff_cap=1)
+        with pytest.raises(ValueError, match="backoff_base must not be negative"):
+            client.enqueue("analytics_refresh", backoff_base=-1)
+    rows = conn.execute(
+        "SELECT backoff_base, backoff_cap FROM worker_tasks WHERE id = ANY (%s) ORDER BY id",
+        ([one.id, *(task.id for task in many)],),
+    ).fetchall()
+    assert rows == [
+        (timedelta(seconds=5), timedelta(minutes=2)),
+        (timedelta(seconds=1.5), None),
+        (None, None),
+    ]
 
 
 def test_bad_input_is_refused_and_changes_nothing(db_url: str, app: psycopg.Connection, conn) -> None:

@@ -31,9 +31,9 @@ LONG_NUMBER_PAYLOAD = '{"do": "ok", "n": ' + "9" * 5000 + "}"
 
 @pytest.fixture
 def hostile(pool: psycopg.Connection) -> psycopg.Connection:
-    """The test pool with the role of hostile_handlers.py: retried after 20 s, 3 retries."""
+    """The test pool with the role of hostile_handlers.py: retried after 20 s (no jitter), 3 retries."""
     pool.execute(
-        "INSERT INTO task_roles (role, backoff_base, max_retries) VALUES (%s, '20 seconds', 3)",
+        "INSERT INTO task_roles (role, backoff_base, backoff_jitter, max_retries) VALUES (%s, '20 seconds', 'none', 3)",
         (HOSTILE,),
     )
     return pool

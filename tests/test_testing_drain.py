@@ -101,7 +101,7 @@ def test_concurrent_drain_with_prefetch_records_every_outcome_before_it_stops(
 def test_retries_and_snoozes_due_later_stay_pending_until_the_clock_moves(
     taskpool: TaskpoolDatabase, registry: Registry
 ):
-    taskpool.add_role("flaky", max_retries=2, backoff_base="10 seconds")
+    taskpool.add_role("flaky", max_retries=2, backoff_base="10 seconds", backoff_jitter="none")
     taskpool.add_role("sleepy", max_retries=0)
 
     @registry.handler("flaky")

@@ -115,6 +115,30 @@ def test_a_worker_killed_mid_task_is_recovered_and_another_completes_it(
     rescuer.wait_for_log(f"Task {task_id} completed successfully")
 
 
+def test_without_a_tick_a_live_worker_of_the_role_recovers_a_killed_workers_task(
+    pool: psycopg.Connection, workers: Workers
+) -> None:
+    # No pg_cron job and no `pyworker scheduler` reach a test's database, and nothing here calls
+    # recover_stale_tasks(): the rescuer's heartbeat thread recovers the task itself.
+    victim = workers.start("test_work", "reap-a")
+    task_id = enqueue(pool, "test_work", {"seconds": 60, "retry_seconds": 0})
+    wait_for_execution(pool, task_id, 1, 10, also=victim.describe)
+
+    victim.send(signal.SIGKILL)
+    assert victim.wait(5) == -signal.SIGKILL
+    rescuer = workers.start("test_work", "reap-b")
+
+    row = wait_for_status(pool, task_id, "completed", 20, also=workers.describe)
+    assert (row["worker_id"], row["attempt"], row["retry_count"]) == ("reap-b", 2, 1)
+    assert completions(pool, task_id) == [(2, "reap-b")]
+    assert attempt_history(pool, task_id) == [(1, "reap-a", "retried")]
+    rescuer.wait_for_log("Recovered 1 stale task(s) of role test_work")
+    assert fetch_one(
+        pool, "SELECT total FROM task_metric_totals WHERE role = 'test_work' AND counter = 'stale_recovered'"
+    ) == (1,)
+    assert fetch_one(pool, "SELECT count(*) FROM task_role_recoveries WHERE role = 'test_work'") == (1,)
+
+
 def test_sigterm_lets_the_running_task_finish_within_the_grace_period(
     pool: psycopg.Connection, workers: Workers
 ) -> None:

@@ -60,3 +60,12 @@ def test_a_heartbeat_slower_than_half_the_stale_threshold_is_warned_about(
         "The heartbeat interval (1.5 s) is more than half the stale_threshold of role 'test_work' (2 s)"
         in worker.log()
     )
+
+
+def test_a_heartbeat_of_exactly_half_the_stale_threshold_is_not_warned_about(
+    pool: psycopg.Connection, workers: Workers
+) -> None:
+    # Seed 002's rule: more than half the threshold is risky; half is the rule's own limit.
+    worker = workers.start("test_work", "half-beat", heartbeat_ms=1000)
+    assert "more than half the stale_threshold" not in worker.log()
+    assert " WARNING " not in worker.log()

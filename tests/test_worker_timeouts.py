@@ -24,8 +24,8 @@ ENDS_WITHIN = 1 + ABORT_WIND_DOWN_SECONDS + 10
 def stuck_role(pool: psycopg.Connection) -> psycopg.Connection:
     """`pool` with the role test_stuck: a 1 second run_timeout, one retry after 1 second."""
     pool.execute(
-        "INSERT INTO task_roles (role, run_timeout, max_retries, backoff_base, backoff_cap)"
-        " VALUES ('test_stuck', interval '1 second', 1, interval '1 second', interval '1 second')"
+        "INSERT INTO task_roles (role, run_timeout, max_retries, backoff_base, backoff_cap, backoff_jitter)"
+        " VALUES ('test_stuck', interval '1 second', 1, interval '1 second', interval '1 second', 'none')"
     )
     return pool
 

@@ -53,16 +53,18 @@ CREATE TABLE test_completions (
 );
 """
 
-# Test roles: short thresholds so that recovery, backoff and timeouts fit in a test.
+# Test roles: short thresholds so that recovery, backoff and timeouts fit in a test. Retries wait
+# exactly backoff_base (no jitter), which the tests count on.
+NO_JITTER = {"backoff_jitter": "none"}
 ROLES = {
-    "test_work": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
-    "test_outcome": {"backoff_base": "20 seconds", "max_retries": 3},
+    "test_work": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3, **NO_JITTER},
+    "test_outcome": {"backoff_base": "20 seconds", "max_retries": 3, **NO_JITTER},
     "test_command": {"run_timeout": "2 seconds", "max_retries": 0},
-    "test_protocol": {"run_timeout": "20 seconds", "backoff_base": "20 seconds", "max_retries": 3},
-    "test_logs": {"backoff_base": "20 seconds", "max_retries": 3},
+    "test_protocol": {"run_timeout": "20 seconds", "backoff_base": "20 seconds", "max_retries": 3, **NO_JITTER},
+    "test_logs": {"backoff_base": "20 seconds", "max_retries": 3, **NO_JITTER},
     "test_chain": {"max_retries": 0},
     # Served by the same handler as test_work, for workers of two roles.
-    "test_other": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3},
+    "test_other": {"stale_threshold": "2 seconds", "backoff_base": "1 second", "max_retries": 3, **NO_JITTER},
     "test_traced": {"max_retries": 0},
 }
 
@@ -157,14 +159,28 @@ def attempt_history(conn: psycopg.Connection, task_id: int) -> list[tuple[int, s
     ).fetchall()
 
 
+# Per test database: the stale recoveries that recover_stale has reported already.
+_reported_recoveries: dict[str, int] = {}
+
+
 def recover_stale(conn: psycopg.Connection, timeout: float = 10.0) -> int:
-    """Call recover_stale_tasks() until it recovers something (the role's threshold is 2 s)."""
-    return wait_for(
-        lambda: fetch_one(conn, "SELECT recover_stale_tasks()")[0],
-        timeout,
-        "recover_stale_tasks() to recover the silent worker's task",
-        interval=0.2,
-    )
+    """Call recover_stale_tasks(), as the tick does, until the silent worker's tasks are
+    recovered (the role's threshold is 2 s); how many were since the last call. A live worker of
+    the role may recover them first (recover_stale_tasks_of_role, from its heartbeat thread):
+    task_metric_totals counts the recoveries of both."""
+    database = conn.info.dbname
+    reported = _reported_recoveries.get(database, 0)
+
+    def recovered_since() -> int:
+        conn.execute("SELECT recover_stale_tasks()")
+        total = fetch_one(
+            conn, "SELECT coalesce(sum(total), 0)::integer FROM task_metric_totals WHERE counter = 'stale_recovered'"
+        )[0]
+        return total - reported
+
+    recovered = wait_for(recovered_since, timeout, "the silent worker's tasks to be recovered", interval=0.2)
+    _reported_recoveries[database] = reported + recovered
+    return recovered
 
 
 def report_schema_version(conn: psycopg.Connection, version: str) -> None:

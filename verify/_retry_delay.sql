@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT has_function_privilege('_retry_delay(text, integer)', 'execute');
+SELECT has_function_privilege('_retry_delay(text, integer, interval, interval)', 'execute');
 
 ROLLBACK;

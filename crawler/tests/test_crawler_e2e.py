@@ -3,7 +3,7 @@ taskpool_crawler.handlers`) crawling a small simulated platform served from this
 
 Each test gets its own database (a copy of the deployed template), its own simulator (20 stores
 on two platforms in two states) and its own storage directory. The crawler roles get a short
-backoff here (1 s, doubling, capped at 4 s), the platforms a rate limit high enough not to slow
+backoff here (1 s, doubling, capped at 4 s, no jitter), the platforms a rate limit high enough not to slow
 the tests, so retries and cooldowns fit in a test.
 """
 
@@ -70,7 +70,8 @@ def crawler(
     monkeypatch.setenv("TASKPOOL_PLATFORMS", ",".join(PLATFORMS))
     monkeypatch.setenv("TASKPOOL_STATES", ",".join(STATES))
     conn.execute(
-        "UPDATE task_roles SET backoff_base = interval '1 second', backoff_cap = interval '4 seconds'"
+        "UPDATE task_roles SET backoff_base = interval '1 second', backoff_cap = interval '4 seconds',"
+        " backoff_jitter = 'none'"
         " WHERE role = ANY(%s)",
         (list(CRAWLER_ROLES),),
     )

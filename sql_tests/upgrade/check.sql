@@ -1,7 +1,7 @@
 -- After the upgrade in place (`make test-upgrade`): the seeded tasks kept their states and
 -- history, and the upgraded functions work on them.
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 
 SELECT results_eq(
     $$SELECT dedupe_key, status FROM worker_tasks ORDER BY id$$,
@@ -114,6 +114,13 @@ SELECT is(
     (SELECT count(*)::int FROM worker_tasks WHERE status IN ('claimed', 'running')),
     0,
     'Should leave no task claimed or running'
+);
+-- task_roles_backoff_jitter: full jitter is for roles made after it; the roles there before
+-- keep the deterministic doubling their retries had.
+SELECT results_eq(
+    $$SELECT DISTINCT backoff_jitter, backoff_multiplier FROM task_roles WHERE role = 'product_resync'$$,
+    $$VALUES ('none'::text, 2::numeric)$$,
+    'Should keep a role of before the upgrade on its deterministic doubling backoff'
 );
 
 SELECT * FROM finish();

@@ -1,0 +1,7 @@
+-- Revert taskpool:_retry_delay from pg
+
+BEGIN;
+
+DROP FUNCTION _retry_delay(text, integer);
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert taskpool:task_role_recoveries from pg
+
+BEGIN;
+
+DROP TABLE task_role_recoveries;
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Verify taskpool:_retry_delay on pg
+
+BEGIN;
+
+SELECT has_function_privilege('_retry_delay(text, integer)', 'execute');
+
+ROLLBACK;
