@@ -21,6 +21,7 @@ from psycopg import errors as pg_errors
 from pyworker import AsyncClient, Client, ClientError, TaskCancelled, TaskFailed, TaskNotFound, WaitTimeout
 from pyworker import client as client_module
 from pyworker.db import Database
+from worker_support import wait_for
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "client.md"
 
@@ -30,10 +31,14 @@ def count(conn: psycopg.Connection, where: str = "true") -> int:
 
 
 def claim(url: str, role: str, worker: str = "tw") -> tuple[int, int]:
+    """Claim a task of `role`, trying for a few seconds: a waiter registering (register_task_waits)
+    holds the task's row a moment, and the claim's SKIP LOCKED passes over it meanwhile."""
     with psycopg.connect(url, autocommit=True) as w:
-        row = w.execute("SELECT id, attempt FROM claim_and_start_tasks(%s, %s, 1)", (role, worker)).fetchone()
-        assert row is not None, f"no {role} task to claim"
-        return row
+        return wait_for(
+            lambda: w.execute("SELECT id, attempt FROM claim_and_start_tasks(%s, %s, 1)", (role, worker)).fetchone(),
+            10,
+            f"a {role} task to claim",
+        )
 
 
 def complete(url: str, task_id: int, attempt: int, result: str | None = None, follow_ups: str | None = None,
