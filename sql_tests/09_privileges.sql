@@ -61,7 +61,8 @@ SELECT function_privs_are('public', 'release_task', ARRAY['bigint', 'text', 'int
 SELECT function_privs_are('public', 'taskpool_now', ARRAY[]::name[], 'taskpool_worker', ARRAY['EXECUTE'],
     'Should let taskpool_worker read the database clock (snooze names times with it)');
 SELECT function_privs_are('public', 'enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'boolean'],
     'taskpool_worker', ARRAY[]::text[], 'Should not let taskpool_worker execute enqueue_task');
 SELECT function_privs_are('public', 'enqueue_tasks', ARRAY['jsonb'], 'taskpool_worker', ARRAY[]::text[],
     'Should not let taskpool_worker execute enqueue_tasks');
@@ -113,7 +114,8 @@ SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nob
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute complete_task');
 SELECT function_privs_are('public', 'enqueue_task',
-    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb'],
+    ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
+          'interval', 'boolean'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute enqueue_task');
 
 /****************************************************************************/
