@@ -627,7 +627,7 @@ def describe_enqueued(tasks: list[dict[str, Any]], lines: int, source: str) -> s
     roles = ", ".join(f"{count} {role}" for role, count in sorted(by_role.items()))
     summary = f"enqueued {counted(len(distinct), 'task')} from {source}: {roles}"
     if len(distinct) < lines:
-        summary += f" ({lines} lines: the lines of one dedupe key share its active task)"
+        summary += f" ({lines} lines: the lines of one dedupe key share its task)"
     return summary
 
 
@@ -665,6 +665,18 @@ def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
     "--scheduled-for", metavar="TIMESTAMP", help="Not before this time (ISO 8601; default now)."
 )
 @click.option("--dedupe-key", metavar="KEY", help="Enqueue nothing while a task with it is active.")
+@click.option(
+    "--dedupe-window",
+    metavar="INTERVAL",
+    help="Hold the key for the period of INTERVAL the task is made in, finished or not: one task"
+    " a period ('1 hour': 10:00-11:00 UTC, ...; 1 second to 366 days).",
+)
+@click.option(
+    "--dedupe-by-content",
+    is_flag=True,
+    default=None,
+    help="Make the key of the role, store and payload (task_spec_hash) instead of --dedupe-key.",
+)
 @click.option("--max-retries", type=int, metavar="N", help="0..1000 (default: the role's).")
 @click.option("--platform", metavar="P", help="Platform (default: the store's).")
 @click.option(
@@ -698,6 +710,8 @@ def enqueue(
     priority: int | None,
     scheduled_for: str | None,
     dedupe_key: str | None,
+    dedupe_window: str | None,
+    dedupe_by_content: bool | None,
     max_retries: int | None,
     platform: str | None,
     backoff_base: float | None,
@@ -717,6 +731,8 @@ def enqueue(
         "priority": priority,
         "scheduled_for": scheduled_for,
         "dedupe_key": dedupe_key,
+        "dedupe_window": dedupe_window,
+        "dedupe_by_content": dedupe_by_content,
         "max_retries": max_retries,
         "platform": platform,
         "backoff_base": backoff_base,

@@ -84,6 +84,8 @@ SPEC_KEYS = frozenset(
         "scheduled_for",
         "delay",
         "dedupe_key",
+        "dedupe_window",
+        "dedupe_by_content",
         "max_retries",
         "headers",
         "backoff_base",
@@ -206,7 +208,8 @@ ENQUEUE_TASK = sql.SQL(
     " taskpool_now() + make_interval(secs => %(delay)s::double precision)),"
     " %(dedupe_key)s::text, %(max_retries)s::integer, %(platform)s::text, %(headers)s::jsonb,"
     " make_interval(secs => %(backoff_base)s::double precision),"
-    " make_interval(secs => %(backoff_cap)s::double precision))"
+    " make_interval(secs => %(backoff_cap)s::double precision),"
+    " make_interval(secs => %(dedupe_window)s::double precision), coalesce(%(dedupe_by_content)s::boolean, false))"
 ).format(columns=_TASK_COLUMNS)
 # A spec's "delay" (seconds) becomes its scheduled_for on the database's clock, in the statement.
 ENQUEUE_TASKS = sql.SQL(
@@ -268,6 +271,11 @@ def _spec(role: str, payload: Mapping[str, Any] | None, options: Mapping[str, An
     for key in ("platform", "priority", "dedupe_key", "max_retries"):
         if options.get(key) is not None:
             spec[key] = options[key]
+    dedupe_window = _seconds(options.get("dedupe_window"), "dedupe_window")
+    if dedupe_window is not None:
+        spec["dedupe_window"] = dedupe_window
+    if options.get("dedupe_by_content"):
+        spec["dedupe_by_content"] = True
     if store is not None or dispensary_id is not None:
         spec["dispensary_id"] = store if store is not None else dispensary_id
     scheduled_for = options.get("scheduled_for")
@@ -296,6 +304,8 @@ def _enqueue_params(spec: Mapping[str, Any]) -> dict[str, Any]:
         "scheduled_for": spec.get("scheduled_for"),
         "delay": spec.get("delay"),
         "dedupe_key": spec.get("dedupe_key"),
+        "dedupe_window": spec.get("dedupe_window"),
+        "dedupe_by_content": spec.get("dedupe_by_content"),
         "max_retries": spec.get("max_retries"),
         "platform": spec.get("platform"),
         "headers": None if headers is None else Jsonb(headers, dumps=dump_json),
@@ -431,17 +441,23 @@ class Client:
         scheduled_for: datetime | None = None,
         delay: float | timedelta | None = None,
         dedupe_key: str | None = None,
+        dedupe_window: float | timedelta | None = None,
+        dedupe_by_content: bool = False,
         max_retries: int | None = None,
         headers: Mapping[str, str] | None = None,
         backoff_base: float | timedelta | None = None,
         backoff_cap: float | timedelta | None = None,
     ) -> TaskInfo:
         """Enqueue one task in the connection's current transaction (enqueue_task); the new task,
-        or the active task that has dedupe_key already. backoff_base and backoff_cap (seconds or
-        a timedelta) give the task its own retry backoff; None, the role's."""
+        or the task that holds its dedupe key already: the key's active task, or with
+        `dedupe_window` (seconds or a timedelta) the task of the key made in the window's
+        period, finished or not. `dedupe_by_content=True` makes the key of the role, store and
+        payload (task_spec_hash). backoff_base and backoff_cap (seconds or a timedelta) give the
+        task its own retry backoff; None, the role's."""
         options = {
             "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
+            "dedupe_window": dedupe_window, "dedupe_by_content": dedupe_by_content,
             "max_retries": max_retries, "headers": headers, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
         }
         spec = _spec(role, payload, options, self.hooks)
@@ -605,6 +621,8 @@ class AsyncClient:
         scheduled_for: datetime | None = None,
         delay: float | timedelta | None = None,
         dedupe_key: str | None = None,
+        dedupe_window: float | timedelta | None = None,
+        dedupe_by_content: bool = False,
         max_retries: int | None = None,
         headers: Mapping[str, str] | None = None,
         backoff_base: float | timedelta | None = None,
@@ -614,6 +632,7 @@ class AsyncClient:
         options = {
             "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
+            "dedupe_window": dedupe_window, "dedupe_by_content": dedupe_by_content,
             "max_retries": max_retries, "headers": headers, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
         }
         spec = _spec(role, payload, options, self.hooks)

@@ -1,7 +1,7 @@
 -- Structure of the taskpool schema: tables, columns, indexes, constraints, triggers, functions,
 -- seeded rows; then the table invariants themselves, fired by raw writes that bypass the functions.
 BEGIN;
-SELECT plan(217);
+SELECT plan(221);
 
 /****************************************************************************/
 -- task_roles
@@ -67,7 +67,7 @@ SELECT columns_are('worker_tasks', ARRAY[
     'id', 'role', 'dispensary_id', 'platform', 'status', 'priority', 'scheduled_for', 'payload', 'dedupe_key',
     'worker_id', 'attempt', 'claimed_at', 'started_at', 'last_heartbeat_at', 'cancel_requested_at',
     'completed_at', 'result', 'error_message', 'retry_count', 'max_retries', 'created_at', 'updated_at',
-    'parent_id', 'headers', 'waited', 'backoff_base', 'backoff_cap'],
+    'parent_id', 'headers', 'waited', 'backoff_base', 'backoff_cap', 'dedupe_window'],
     'Should give worker_tasks exactly the documented columns');
 SELECT col_is_pk('worker_tasks', 'id', 'Should key worker_tasks by id');
 SELECT col_type_is('worker_tasks', 'id', 'bigint', 'Should type worker_tasks.id as bigint');
@@ -98,6 +98,8 @@ SELECT col_not_null('worker_tasks', 'payload', 'Should make worker_tasks.payload
 SELECT col_default_is('worker_tasks', 'payload', '{}'::text, 'Should default worker_tasks.payload to {}');
 SELECT col_type_is('worker_tasks', 'dedupe_key', 'text', 'Should type worker_tasks.dedupe_key as text');
 SELECT col_is_null('worker_tasks', 'dedupe_key', 'Should allow a NULL worker_tasks.dedupe_key');
+SELECT col_type_is('worker_tasks', 'dedupe_window', 'interval', 'Should type worker_tasks.dedupe_window as interval');
+SELECT col_is_null('worker_tasks', 'dedupe_window', 'Should allow a NULL worker_tasks.dedupe_window (the key holds while active)');
 SELECT col_type_is('worker_tasks', 'worker_id', 'text', 'Should type worker_tasks.worker_id as text');
 SELECT col_is_null('worker_tasks', 'worker_id', 'Should allow a NULL worker_tasks.worker_id');
 SELECT col_type_is('worker_tasks', 'attempt', 'integer', 'Should type worker_tasks.attempt as integer');
@@ -134,7 +136,8 @@ SELECT col_default_is('worker_tasks', 'updated_at', 'taskpool_now()',
 SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_pkey', 'worker_tasks_claim_order_idx', 'worker_tasks_one_active_per_dispensary_idx',
     'worker_tasks_one_active_per_dedupe_key_idx', 'worker_tasks_active_by_worker_idx', 'worker_tasks_finished_idx',
-    'worker_tasks_pending_by_dispensary_idx', 'worker_tasks_parent_id_idx', 'worker_tasks_failed_or_cancelled_idx'],
+    'worker_tasks_pending_by_dispensary_idx', 'worker_tasks_parent_id_idx', 'worker_tasks_failed_or_cancelled_idx',
+    'worker_tasks_one_per_dedupe_period_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
                  ARRAY['role', 'priority', 'created_at', 'id', 'scheduled_for'],
@@ -147,6 +150,11 @@ SELECT has_index('worker_tasks', 'worker_tasks_one_active_per_dedupe_key_idx', A
                  'Should index the active tasks by dedupe key');
 SELECT index_is_unique('public', 'worker_tasks', 'worker_tasks_one_active_per_dedupe_key_idx',
                        'Should make the one-active-task-per-dedupe-key index unique');
+SELECT has_index('worker_tasks', 'worker_tasks_one_per_dedupe_period_idx',
+                 ARRAY['dedupe_key', 'dedupe_window', '_dedupe_period_start(created_at, dedupe_window)'],
+                 'Should index the tasks with a dedupe window by key, window and period');
+SELECT index_is_unique('public', 'worker_tasks', 'worker_tasks_one_per_dedupe_period_idx',
+                       'Should make the one-task-per-dedupe-period index unique');
 SELECT has_index('worker_tasks', 'worker_tasks_active_by_worker_idx', ARRAY['worker_id'],
                  'Should index the active tasks by worker');
 SELECT has_index('worker_tasks', 'worker_tasks_finished_idx', ARRAY['completed_at'],
@@ -169,6 +177,8 @@ SELECT results_eq(
          '((status = ANY (ARRAY[''pending''::text, ''claimed''::text, ''running''::text])) AND (dedupe_key IS NOT NULL))'),
         ('worker_tasks_one_active_per_dispensary_idx', true,
          '((status = ANY (ARRAY[''claimed''::text, ''running''::text])) AND (dispensary_id IS NOT NULL))'),
+        ('worker_tasks_one_per_dedupe_period_idx', true,
+         '((dedupe_window IS NOT NULL) AND (dedupe_key IS NOT NULL))'),
         ('worker_tasks_parent_id_idx', false, '(parent_id IS NOT NULL)'),
         ('worker_tasks_pending_by_dispensary_idx', false,
          '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
@@ -294,8 +304,9 @@ SELECT results_eq(
 SELECT has_function('taskpool_now', ARRAY[]::name[], 'Should have taskpool_now()');
 SELECT has_function('enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
-          'interval', 'interval'],
-    'Should have enqueue_task(role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform, headers, backoff_base, backoff_cap)');
+          'interval', 'interval', 'interval', 'boolean'],
+    'Should have enqueue_task(role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform, headers,'
+    ' backoff_base, backoff_cap, dedupe_window, dedupe_by_content)');
 SELECT has_function('enqueue_tasks', ARRAY['jsonb'], 'Should have enqueue_tasks(jsonb)');
 SELECT has_function('claim_task', ARRAY['text', 'text'], 'Should have claim_task(text, text)');
 SELECT has_function('claim_tasks', ARRAY['text', 'text', 'integer'], 'Should have claim_tasks(text, text, integer)');
@@ -319,7 +330,7 @@ SELECT function_returns('taskpool_now', ARRAY[]::name[], 'timestamp with time zo
                         'Should return timestamptz from taskpool_now()');
 SELECT function_returns('enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
-          'interval', 'interval'],
+          'interval', 'interval', 'interval', 'boolean'],
     'worker_tasks', 'Should return one worker_tasks row from enqueue_task');
 SELECT function_returns('enqueue_tasks', ARRAY['jsonb'], 'setof worker_tasks',
                         'Should return setof worker_tasks from enqueue_tasks');
@@ -350,7 +361,7 @@ SELECT volatility_is('taskpool_now', ARRAY[]::name[], 'stable',
                      'Should make taskpool_now() STABLE (one instant per statement, comparable in an index scan)');
 SELECT volatility_is('enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
-          'interval', 'interval'],
+          'interval', 'interval', 'interval', 'boolean'],
     'volatile', 'Should make enqueue_task VOLATILE (it writes)');
 SELECT volatility_is('enqueue_tasks', ARRAY['jsonb'], 'volatile', 'Should make enqueue_tasks VOLATILE (it writes)');
 SELECT volatility_is('claim_task', ARRAY['text', 'text'], 'volatile', 'Should make claim_task VOLATILE (it writes)');
@@ -378,7 +389,7 @@ SELECT is_definer('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp w
 SELECT is_definer('release_task', ARRAY['bigint', 'text', 'integer'], 'Should make release_task SECURITY DEFINER');
 SELECT isnt_definer('enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
-          'interval', 'interval'],
+          'interval', 'interval', 'interval', 'boolean'],
     'Should run enqueue_task with the caller''s rights');
 SELECT isnt_definer('enqueue_tasks', ARRAY['jsonb'], 'Should run enqueue_tasks with the caller''s rights');
 SELECT isnt_definer('cancel_task', ARRAY['bigint'], 'Should run cancel_task with the caller''s rights');

@@ -62,7 +62,7 @@ SELECT function_privs_are('public', 'taskpool_now', ARRAY[]::name[], 'taskpool_w
     'Should let taskpool_worker read the database clock (snooze names times with it)');
 SELECT function_privs_are('public', 'enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
-          'interval', 'interval'],
+          'interval', 'interval', 'interval', 'boolean'],
     'taskpool_worker', ARRAY[]::text[], 'Should not let taskpool_worker execute enqueue_task');
 SELECT function_privs_are('public', 'enqueue_tasks', ARRAY['jsonb'], 'taskpool_worker', ARRAY[]::text[],
     'Should not let taskpool_worker execute enqueue_tasks');
@@ -115,7 +115,7 @@ SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'in
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute complete_task');
 SELECT function_privs_are('public', 'enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
-          'interval', 'interval'],
+          'interval', 'interval', 'interval', 'boolean'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute enqueue_task');
 
 /****************************************************************************/

@@ -407,6 +407,47 @@ def test_enqueue_a_bad_backoff_exits_2_naming_it(
     result = run("enqueue", "analytics_refresh", *args)
     assert result.exit_code == 2, result.output
     assert message in result.stderr
+
+
+def test_enqueue_dedupe_window_holds_the_key_for_its_period_finished_or_not(
+    run: Run, conn: psycopg.Connection
+) -> None:
+    # Noon (UTC) of today on taskpool's clock: the day's period has half a day left.
+    conn.execute("SELECT set_taskpool_clock_offset(date_trunc('day', now(), 'UTC') + interval '12 hours' - now())")
+    (task,) = run_json(run, "enqueue", "analytics_refresh", "--dedupe-key", "daily", "--dedupe-window", "1 day")
+    assert task["dedupe_window"] == 86400
+    conn.execute("SELECT cancel_task(%s)", (task["id"],))
+    (again,) = run_json(run, "enqueue", "analytics_refresh", "--dedupe-key", "daily", "--dedupe-window", "1 day")
+    assert (again["id"], again["status"]) == (task["id"], "cancelled")
+    # Without the window, the finished task does not hold the key.
+    (plain,) = run_json(run, "enqueue", "analytics_refresh", "--dedupe-key", "daily")
+    assert plain["id"] != task["id"]
+    assert task_count(conn) == 2
+
+
+def test_enqueue_dedupe_by_content_keys_the_task_by_its_content(run: Run, conn: psycopg.Connection) -> None:
+    (task,) = run_json(run, "enqueue", "analytics_refresh", "--payload", '{"b": 1, "a": 2}', "--dedupe-by-content")
+    assert conn.execute(
+        "SELECT task_spec_hash('analytics_refresh', NULL, '{\"a\": 2, \"b\": 1}')"
+    ).fetchone() == (task["dedupe_key"],)
+    (again,) = run_json(run, "enqueue", "analytics_refresh", "--payload", '{"a":2,"b":1}', "--dedupe-by-content")
+    assert again["id"] == task["id"]
+    lines = '{"role": "analytics_refresh", "payload": {"a": 2, "b": 1}, "dedupe_by_content": true}\n'
+    assert run("enqueue", "--file", "-", input=lines).stdout.startswith("enqueued 1 task from stdin")
+    assert task_count(conn) == 1
+
+
+def test_enqueue_refuses_bad_dedupe_options(run: Run, conn: psycopg.Connection) -> None:
+    for args, message in [
+        (["--dedupe-window", "1 hour"], "dedupe_window needs a dedupe_key or dedupe_by_content"),
+        (["--dedupe-key", "k", "--dedupe-by-content"], "give a dedupe_key or dedupe_by_content, not both"),
+        (["--dedupe-key", "k", "--dedupe-window", "soon"],
+         'dedupe_window must be an interval or a number of seconds, not "soon"'),
+        (["--dedupe-key", "k", "--dedupe-window", "400 days"], 'dedupe_window "400 days" is out of range'),
+    ]:
+        result = run("enqueue", "analytics_refresh", *args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.stderr, (args, result.stderr)
     assert task_count(conn) == 0
 
 
@@ -456,7 +497,7 @@ def test_enqueue_a_large_file_prints_a_summary_not_a_line_a_task(
     deduped = run("enqueue", "--file", "-", input=same_key * 3)
     assert deduped.stdout == (
         "enqueued 1 task from stdin: 1 store_discovery (3 lines: the lines of one dedupe key share"
-        " its active task)\n"
+        " its task)\n"
     )
 
 

@@ -132,6 +132,30 @@ def test_a_task_gets_its_own_retry_backoff(db_url: str, conn) -> None:
     ]
 
 
+def test_enqueue_dedupe_window_and_content(db_url: str, conn) -> None:
+    # Noon (UTC) of today on taskpool's clock: the day's period has half a day left.
+    conn.execute("SELECT set_taskpool_clock_offset(date_trunc('day', now(), 'UTC') + interval '12 hours' - now())")
+    with Client.connect(db_url) as client:
+        daily = client.enqueue("analytics_refresh", dedupe_key="daily", dedupe_window=timedelta(days=1))
+        assert conn.execute("SELECT dedupe_window FROM worker_tasks WHERE id = %s", (daily.id,)).fetchone() == (
+            timedelta(days=1),
+        )
+        client.cancel(daily)
+        # Finished, the task holds its key for the day; the window may be given in seconds too.
+        assert client.enqueue("analytics_refresh", dedupe_key="daily", dedupe_window=86400).id == daily.id
+        [again] = client.enqueue_many([{"role": "analytics_refresh", "dedupe_key": "daily", "dedupe_window": 86400}])
+        assert again.id == daily.id
+
+        by_content = client.enqueue("analytics_refresh", {"b": 1, "a": 2}, dedupe_by_content=True)
+        assert by_content.dedupe_key == conn.execute(
+            "SELECT task_spec_hash('analytics_refresh', NULL, '{\"a\": 2, \"b\": 1}')"
+        ).fetchone()[0]
+        assert client.enqueue("analytics_refresh", {"a": 2, "b": 1}, dedupe_by_content=True).id == by_content.id
+        [same] = client.enqueue_many([{"role": "analytics_refresh", "payload": {"a": 2, "b": 1}, "dedupe_by_content": True}])
+        assert same.id == by_content.id
+        assert client.enqueue("analytics_refresh", {"a": 2, "b": 1}).id != by_content.id
+
+
 def test_bad_input_is_refused_and_changes_nothing(db_url: str, app: psycopg.Connection, conn) -> None:
     client = Client(app)
     before = count(conn)
@@ -146,6 +170,14 @@ def test_bad_input_is_refused_and_changes_nothing(db_url: str, app: psycopg.Conn
     app.rollback()
     with pytest.raises(ValueError, match="delay must not be negative"):
         client.enqueue("analytics_refresh", delay=-1)
+    with pytest.raises(pg_errors.InvalidParameterValue, match="dedupe_window needs a dedupe_key or dedupe_by_content"):
+        client.enqueue("analytics_refresh", dedupe_window=60)
+    app.rollback()
+    with pytest.raises(pg_errors.InvalidParameterValue, match="give a dedupe_key or dedupe_by_content, not both"):
+        client.enqueue("analytics_refresh", dedupe_key="k", dedupe_by_content=True)
+    app.rollback()
+    with pytest.raises(ValueError, match="dedupe_window must not be negative"):
+        client.enqueue("analytics_refresh", dedupe_key="k", dedupe_window=-1)
     with pytest.raises(ValueError, match="unknown enqueue option"):
         client.enqueue_many([{"role": "analytics_refresh", "colour": "red"}])
     with pytest.raises(ValueError, match="timeout must not be negative"):

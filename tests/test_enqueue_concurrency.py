@@ -213,3 +213,121 @@ def test_a_store_deleted_after_an_enqueue_cancels_its_task(conn: psycopg.Connect
         producer.commit()
         racer.join(BOUND_SECONDS + 1)
     assert conn.execute("SELECT status, dispensary_id FROM worker_tasks").fetchall() == [("cancelled", None)]
+
+
+# Issue 17, item 8: dedupe keys with a window, and keys made of the task's content
+
+SESSIONS = 12
+RACES = 5
+
+
+def noon_today(conn: psycopg.Connection) -> None:
+    """Put taskpool's clock at noon (UTC) of today and let it run: a day's window has half a day
+    left, whatever the hour the test runs at."""
+    conn.execute("SELECT set_taskpool_clock_offset(date_trunc('day', now(), 'UTC') + interval '12 hours' - now())")
+
+
+def race(db_url: str, statement: str, params: tuple[object, ...]) -> list[int]:
+    """SESSIONS sessions run `statement` (an enqueue answering id) at once, each in its own
+    transaction, committed; the ids they were answered, or the first error."""
+    barrier = threading.Barrier(SESSIONS)
+    ids: list[int] = []
+    errors: list[BaseException] = []
+
+    def session() -> None:
+        with bounded(db_url) as producer:
+            barrier.wait()
+            try:
+                ids.append(producer.execute(statement, params).fetchone()[0])
+                producer.commit()
+            except psycopg.Error as error:
+                errors.append(error)
+
+    threads = [threading.Thread(target=session) for _ in range(SESSIONS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [f"{type(error).__name__}: {error}" for error in errors] == []
+    return ids
+
+
+def test_sessions_enqueueing_one_windowed_key_at_once_get_one_task(conn: psycopg.Connection, db_url: str) -> None:
+    noon_today(conn)
+    enqueue = "SELECT id FROM enqueue_task('analytics_refresh', dedupe_key := %s, dedupe_window := interval '1 day')"
+    for n in range(RACES):
+        key = f"daily:{n}"
+        fresh = race(db_url, enqueue, (key,))
+        assert len(fresh) == SESSIONS and len(set(fresh)) == 1, fresh
+        # Finished, the task still holds the key for the day: the next race is answered with it.
+        conn.execute("SELECT cancel_task(%s)", (fresh[0],))
+        again = race(db_url, enqueue, (key,))
+        assert set(again) == set(fresh)
+        assert conn.execute("SELECT count(*) FROM worker_tasks WHERE dedupe_key = %s", (key,)).fetchone() == (1,)
+
+
+def test_sessions_enqueueing_one_content_at_once_get_one_task(conn: psycopg.Connection, db_url: str) -> None:
+    noon_today(conn)
+    enqueue = (
+        "SELECT id FROM enqueue_tasks(jsonb_build_array(jsonb_build_object("
+        "'role', 'analytics_refresh', 'payload', jsonb_build_object('day', %s::integer),"
+        " 'dedupe_by_content', true, 'dedupe_window', '1 day')))"
+    )
+    for n in range(RACES):
+        ids = race(db_url, enqueue, (n,))
+        assert len(ids) == SESSIONS and len(set(ids)) == 1, ids
+        assert conn.execute(
+            "SELECT dedupe_key = task_spec_hash('analytics_refresh', NULL, jsonb_build_object('day', %s::integer))"
+            " FROM worker_tasks WHERE id = %s",
+            (n, ids[0]),
+        ).fetchone() == (True,)
+    assert conn.execute("SELECT count(*) FROM worker_tasks").fetchone() == (RACES,)
+
+
+def test_an_enqueue_waits_for_an_open_one_of_its_period_and_answers_its_task(conn: psycopg.Connection, db_url: str) -> None:
+    noon_today(conn)
+    enqueue = "SELECT id FROM enqueue_task('analytics_refresh', dedupe_key := 'held', dedupe_window := interval '1 day')"
+    with psycopg.connect(db_url) as first, bounded(db_url, autocommit=True) as second:
+        (first_id,) = first.execute(enqueue).fetchone()  # left open
+        (first_id,) = first.execute("SELECT id FROM cancel_task(%s)", (first_id,)).fetchone()  # finished, uncommitted
+        answered: list[object] = []
+
+        def enqueue_second() -> None:
+            try:
+                answered.append(second.execute(enqueue).fetchone()[0])
+            except psycopg.Error as error:
+                answered.append(error)
+
+        racer = threading.Thread(target=enqueue_second)
+        racer.start()
+        backend = second.info.backend_pid
+        # The second enqueue is waiting on the first's transaction once it holds no lock yet granted.
+        while not conn.execute(
+            "SELECT EXISTS (SELECT FROM pg_locks WHERE pid = %s AND NOT granted)", (backend,)
+        ).fetchone()[0]:
+            assert racer.is_alive() and not answered, answered
+            time.sleep(0.01)
+        first.commit()
+        racer.join(BOUND_SECONDS + 1)
+    assert answered == [first_id]
+
+
+def test_a_repeatable_read_enqueue_that_missed_a_finished_task_of_its_period_fails_to_serialize(
+    conn: psycopg.Connection, db_url: str
+) -> None:
+    noon_today(conn)
+    enqueue = "SELECT id FROM enqueue_task('analytics_refresh', dedupe_key := 'rr', dedupe_window := interval '1 day')"
+    with psycopg.connect(db_url) as late:
+        late.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        late.execute("SELECT 1")  # its snapshot, taken before the other task exists
+        (done,) = conn.execute(enqueue).fetchone()
+        conn.execute("SELECT cancel_task(%s)", (done,))
+        # Its snapshot cannot see the task that holds the period, and it must not add a second one.
+        try:
+            late.execute(enqueue)
+            raised: BaseException | None = None
+        except psycopg.errors.SerializationFailure as error:
+            raised = error
+        late.rollback()
+    assert raised is not None
+    assert conn.execute("SELECT count(*) FROM worker_tasks WHERE dedupe_key = 'rr'").fetchone() == (1,)
