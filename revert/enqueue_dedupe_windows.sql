@@ -284,12 +284,6 @@ REVOKE ALL ON FUNCTION _enqueue_specs(jsonb, text, bigint) FROM PUBLIC;
 
 DROP FUNCTION enqueue_task(text, jsonb, integer, integer, timestamptz, text, integer, text, jsonb, interval, interval, interval, boolean);
 
--- enqueue_task takes backoff_base and backoff_cap (worker_tasks' columns: the task's own retry
--- backoff), as enqueue_tasks' specs do: new arguments, so the signature changes and the one of
--- the change enqueue_task_headers goes. The body is that change's, with the two checked on the
--- lean path and handed to _enqueue_specs (in seconds) on the other.
-DROP FUNCTION enqueue_task(text, jsonb, integer, integer, timestamptz, text, integer, text, jsonb);
-
 -- enqueue_task
 -- Adds one task to the pool and returns it; with a dedupe_key, returns the active task that already has it.
 CREATE FUNCTION enqueue_task(
