@@ -992,12 +992,15 @@ def retry(db: Database, task_id: int | None, **options: Any) -> Shown:
     ))
 
 
-def describe_keep(keep: timedelta) -> str:
-    """A policy's keep as its tables show it: "7 days", "12 h", "30 min" or "45 s"."""
-    seconds = round(keep.total_seconds())
+def describe_interval(interval: timedelta) -> str:
+    """An interval as the tables show it, in its largest whole unit: "1 day", "7 days", "12 h",
+    "30 min" or "45 s" (a retention policy's keep, a schedule's every)."""
+    seconds = round(interval.total_seconds())
+    if seconds == 86400:
+        return "1 day"
     for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
         if seconds % size == 0:
-            return f"{seconds // size} {unit}" if unit != "days" or seconds != 86400 else "1 day"
+            return f"{seconds // size} {unit}"
     return f"{seconds} s"
 
 
@@ -1010,7 +1013,7 @@ RETENTION_RUN_COLUMNS: list[Column] = [
 RETENTION_DRY_RUN_COLUMNS: list[Column] = [
     ("policy", "policy"),
     ("enabled", "enabled"),
-    ("keep", lambda row: describe_keep(row["keep"])),
+    ("keep", lambda row: describe_interval(row["keep"])),
     ("would_prune", "would_prune"),
     ("error", "error"),
 ]
@@ -1136,7 +1139,7 @@ def apply_retention(
 RETENTION_POLICY_COLUMNS: list[Column] = [
     ("name", "name"),
     ("enabled", "enabled"),
-    ("keep", lambda row: describe_keep(row["keep"])),
+    ("keep", lambda row: describe_interval(row["keep"])),
     ("statuses", lambda row: ",".join(row["statuses"]) if row["statuses"] else ""),
     ("batch", "batch_size"),
     ("last_run_at", "last_run_at"),
@@ -1472,18 +1475,12 @@ def enable_platform(db: Database, name: str) -> Shown:
 
 # Schedules and planning
 
-def describe_every(every: timedelta) -> str:
-    """A schedule's interval as the table shows it: whole hours as "N h", else minutes."""
-    seconds = round(every.total_seconds())
-    return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min"
-
-
 SCHEDULE_COLUMNS: list[Column] = [
     ("name", "name"),
     ("role", "role"),
     ("kind", "kind"),
     ("enabled", "enabled"),
-    ("every", lambda row: row["cron"] or describe_every(row["every"])),
+    ("every", lambda row: row["cron"] or describe_interval(row["every"])),
     ("time_zone", "time_zone"),
     ("priority", "priority"),
     ("next_run_at", "next_run_at"),

@@ -67,7 +67,7 @@ def test_schedules_list_shows_the_default_schedules(run: Run) -> None:
                       "last_run_at", "last_tasks", "last_error"]
     by_name = {row[0]: row for row in rows}
     assert sorted(by_name) == DEFAULT_SCHEDULES
-    assert by_name["store_discovery"][1:8] == ["store_discovery", "single", "true", "24", "h", "UTC", "5"]
+    assert by_name["store_discovery"][1:8] == ["store_discovery", "single", "true", "1", "day", "UTC", "5"]
     assert by_name["daily_resync_plan"][1:4] == ["product_resync", "day_plan", "false"]
     assert by_name["resync_every_4_hours"][1:8] == ["product_resync", "per_store", "true", "4", "h", "UTC", "0"]
     assert by_name["analytics_refresh"][4:6] == ["6", "h"]
