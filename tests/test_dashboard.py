@@ -169,14 +169,17 @@ def click(browser: Any, selector: str) -> None:
     """Click the element and wait for the page it leads to (a form's POST, then its redirect):
     the old page gone and the new one loaded whole, so that what the test finds next on it is
     not a node of a document still being parsed."""
-    from selenium.webdriver.support import expected_conditions
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    old_page = all_of(browser, "html")[0]
+    # A mark on the old page's window, not a node of it: asked whether a node of a document being
+    # replaced is stale, chromium may answer "Node with given id does not belong to the document"
+    # instead. A script run while the page changes may fail the same way: the wait asks again.
+    browser.execute_script("window.taskpoolOldPage = true")
     all_of(browser, selector)[0].click()
-    wait = WebDriverWait(browser, 30)
-    wait.until(expected_conditions.staleness_of(old_page))
-    wait.until(lambda b: b.execute_script("return document.readyState") == "complete")
+    WebDriverWait(browser, 30, ignored_exceptions=(WebDriverException,)).until(
+        lambda b: b.execute_script("return window.taskpoolOldPage === undefined && document.readyState === 'complete'")
+    )
 
 
 def log_in(browser: Any, dashboard: Dashboard, token: str = TOKEN, next_path: str = "/") -> None:
