@@ -126,11 +126,17 @@ def test_readiness_fails_with_the_reason_while_the_schema_is_not_the_one_expecte
 def test_connections_lost_are_counted_as_reconnects_and_heartbeat_failures(
     pool: psycopg.Connection, workers: Workers
 ) -> None:
+    # The heartbeat thread also recovers the role's stale tasks, once per half stale_threshold (test_work's
+    # is 2 s). A long threshold, and the first recovery waited for, leave the beat as the next use of the
+    # heartbeat's connection, so it is the beat that finds the connection gone.
+    pool.execute("UPDATE task_roles SET stale_threshold = interval '10 minutes' WHERE role = 'test_work'")
     port = start_serving(workers, "test_work", "metrics-c")
     sessions = "FROM pg_stat_activity WHERE application_name LIKE 'pyworker metrics-c%'"
     # The heartbeat's connection opens at its first beat.
     wait_for(lambda: pool.execute(f"SELECT count(*) {sessions}").fetchone()[0] == 3, 10,
              "the dispatcher's, the listener's and the heartbeat's connections")
+    wait_for(lambda: pool.execute("SELECT count(*) FROM task_role_recoveries WHERE role = 'test_work'").fetchone()[0],
+             10, "the worker's first stale recovery")
     pool.execute(f"SELECT pg_terminate_backend(pid) {sessions}")
     # The dispatcher reconnects at its next claim (a poll every 200 ms), the listener at once, the
     # heartbeat after the beat that failed.
