@@ -156,6 +156,9 @@ class TaskInfo:
     cancel_requested_at: datetime | None
     created_at: datetime
     completed_at: datetime | None
+    # The task's own retry backoff (enqueue's backoff_base, backoff_cap); None: the role's.
+    backoff_base: timedelta | None
+    backoff_cap: timedelta | None
 
     @property
     def finished(self) -> bool:

@@ -130,6 +130,10 @@ def test_a_task_gets_its_own_retry_backoff(db_url: str, conn) -> None:
         (timedelta(seconds=1.5), None),
         (None, None),
     ]
+    # What the client reads back says the same.
+    assert [(task.backoff_base, task.backoff_cap) for task in (one, *many)] == rows
+    with Client.connect(db_url) as client:
+        assert (client.get(one.id).backoff_base, client.get(one.id).backoff_cap) == rows[0]
 
 
 def test_enqueue_dedupe_window_and_content(db_url: str, conn) -> None:
