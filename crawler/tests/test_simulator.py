@@ -123,7 +123,9 @@ def test_menus_have_20_to_60_products_of_the_contract_shape() -> None:
             assert 20 <= len(products) <= 60
             assert len({p["id"] for p in products}) == len(products)
             for product in products:
-                assert set(product) == {"id", "name", "brand", "category", "price", "stock"}
+                assert set(product) == {
+                    "id", "name", "brand", "category", "price", "stock", "image_url"
+                }
                 assert isinstance(product["price"], float) and product["price"] >= 1
                 assert round(product["price"], 2) == product["price"]
                 assert isinstance(product["stock"], int) and product["stock"] >= 0
@@ -200,7 +202,11 @@ def test_menu_and_resolve(server: Any) -> None:
     menu = json.loads(raw)
     assert menu["platform"] == "jane" and menu["platform_store_id"] == store.platform_store_id
     assert menu["clock_hours"] == 0.0 and 20 <= len(menu["products"]) <= 60
-    assert raw == encode(Simulator(seed=42).menu("jane", store.platform_store_id))
+    expected = Simulator(seed=42).menu("jane", store.platform_store_id)
+    for product in expected["products"]:
+        if product["image_url"] is not None:
+            product["image_url"] = server.url + product["image_url"]
+    assert raw == encode(expected)
 
     assert get_json(f"{base}/resolve?menu_url={quote(store.menu_url, safe='')}") == (
         200, {"platform_store_id": store.platform_store_id}
@@ -232,16 +238,22 @@ def test_menu_and_resolve(server: Any) -> None:
 
 
 def test_menu_bytes_depend_on_seed_and_clock_only() -> None:
+    """And on the server's own URL, which the image URLs start with."""
     with serve(Simulator(seed=3)) as one, serve(Simulator(seed=3)) as two:
         store = one.simulator.stores("dutchie")[2]
         path = f"/platforms/dutchie/stores/{store.platform_store_id}/menu"
-        first = fetch(one.url + path)[2]
-        assert fetch(two.url + path)[2] == first
+
+        def menu(server: Any) -> bytes:
+            return fetch(server.url + path)[2].replace(server.url.encode(), b"SERVER")
+
+        first = menu(one)
+        assert b'"image_url": "SERVER/platforms/dutchie/images/' in first
+        assert menu(two) == first
         one.advance(4)
         two.advance(2)
         two.advance(2)
-        moved = fetch(one.url + path)[2]
-        assert moved != first and fetch(two.url + path)[2] == moved
+        moved = menu(one)
+        assert moved != first and menu(two) == moved
 
 
 def test_admin_clock_faults_and_state(server: Any) -> None:
@@ -440,3 +452,54 @@ def test_cli_refuses_bad_options() -> None:
     for args in (["--states", "Arizona"], ["--platforms", ","], ["--error-rate", "2"]):
         result = CliRunner().invoke(main, ["simulator", "--port", "0", *args])
         assert result.exit_code == 2, (args, result.output)
+
+
+def test_products_share_images_that_are_valid_pngs(server: Any) -> None:
+    simulator = server.simulator
+    urls = [
+        p["image_url"]
+        for store in simulator.stores("dutchie")[:10]
+        for p in simulator.menu_at(store, 0)["products"]
+    ]
+    with_image = [url for url in urls if url is not None]
+    assert len(with_image) < len(urls), "some products have no image"
+    assert len(set(with_image)) < len(with_image), "several products share an image"
+
+    name = with_image[0].rsplit("/", 1)[1]
+    status, headers, data = fetch(f"{server.url}{with_image[0]}")
+    assert status == 200 and headers["Content-Type"] == "image/png"
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+    # The same name, the same bytes: on another platform, from another simulator of the seed.
+    assert fetch(f"{server.url}/platforms/jane/images/{name}")[2] == data
+    assert Simulator(seed=42).image("jane", name) == data
+    assert Simulator(seed=7).image("jane", name) != data
+    for unknown in ("flower-99.png", "lamps-1.png", "../menu", "flower-1.jpg"):
+        assert fetch(f"{server.url}/platforms/dutchie/images/{quote(unknown, safe='')}")[0] == 404
+
+
+def test_broken_images_stay_broken_in_each_of_three_ways() -> None:
+    simulator = Simulator(seed=42, broken_image_share=0.5)
+    names = [f"{category}-{n}.png" for category in ("flower", "edibles", "topicals") for n in range(6)]
+    kinds = {name: simulator.broken_image(name) for name in names}
+    assert set(kinds.values()) == {None, "not_found", "not_an_image", "truncated"}
+    # A larger share keeps the smaller one's broken images.
+    more = Simulator(seed=42, broken_image_share=0.9)
+    assert all(more.broken_image(n) == k for n, k in kinds.items() if k is not None)
+    assert not any(Simulator(seed=42).broken_image(name) for name in names)
+    with pytest.raises(ValueError):
+        Simulator(broken_image_share=1.5)
+
+    with serve(simulator) as running:
+        for name, kind in kinds.items():
+            url = f"{running.url}/platforms/dutchie/images/{name}"
+            for _ in range(2):
+                status, _, data = fetch(url)
+                whole = simulator.image("dutchie", name)
+                if kind is None:
+                    assert (status, data) == (200, whole)
+                elif kind == "not_found":
+                    assert status == 404
+                elif kind == "not_an_image":
+                    assert status == 200 and not data.startswith(b"\x89PNG")
+                else:
+                    assert status == 200 and data == whole[: len(whole) // 2]

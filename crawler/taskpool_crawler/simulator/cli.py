@@ -68,6 +68,13 @@ def _csv(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str,
     help="Share of platform requests answered 200 with a truncated or non-JSON body.",
 )
 @click.option(
+    "--broken-images",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share of product images that are broken (404, not an image, or cut short), every time.",
+)
+@click.option(
     "--port-file",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="PATH",
@@ -83,6 +90,7 @@ def simulator(
     error_rate: float,
     latency_ms: float,
     corrupt_rate: float,
+    broken_images: float,
     port_file: Path | None,
 ) -> None:
     """Serve the simulated menu platform (stores and drifting menus) over HTTP.
@@ -96,7 +104,13 @@ def simulator(
     from taskpool_crawler.simulator.server import serve
 
     try:
-        platform = Simulator(seed=seed, stores=stores, states=states, platforms=platforms)
+        platform = Simulator(
+            seed=seed,
+            stores=stores,
+            states=states,
+            platforms=platforms,
+            broken_image_share=broken_images,
+        )
     except ValueError as error:
         raise click.UsageError(str(error)) from error
 

@@ -46,6 +46,17 @@ The clock and menus
 A menu document lists the products in order of appearance, with `price` a number of dollars
 to the cent and `stock` an integer >= 0; `encode` turns a document into the JSON bytes the
 server sends.
+
+Images
+    A product's `image_url` is fixed by (seed, brand, name): about 10% of products have none
+    (null), the others one of IMAGES_PER_CATEGORY images of their category, so many products,
+    in every store and on every platform, share an image. The menu gives it as a path,
+    `/platforms/{platform}/images/{category}-{n}.png`, which the server makes absolute with its
+    own URL. An image's bytes (`image`) are a small valid PNG whose colours come from (seed,
+    image name): the same name, the same bytes, on every platform. `broken_image_share` (0 to 1,
+    default 0) of the images, picked by (seed, image name) so that a larger share keeps the
+    smaller one's, are broken (`broken_image`): answered 404, or 200 with bytes that are not an
+    image, or 200 with the PNG cut short.
 """
 
 from __future__ import annotations
@@ -56,6 +67,7 @@ import math
 import re
 import struct
 import threading
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +97,12 @@ PRICE_UP_SHARE = 0.55
 MIN_PRICE_CENTS = 100
 STOCK_CHANGE_RATE = 0.30
 MAX_NEW_PRODUCTS = 3
+
+# Product images: how many per category, the share of products without one, their size.
+IMAGES_PER_CATEGORY = 6
+NO_IMAGE_SHARE = 0.10
+IMAGE_PIXELS = 16
+BROKEN_IMAGE_KINDS = ("not_found", "not_an_image", "truncated")
 
 _STATE_CODE = re.compile(r"^[A-Z]{2}$")
 _PLATFORM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
@@ -149,6 +167,14 @@ class UnknownPlatform(LookupError):
 
     def __init__(self, platform: str) -> None:
         super().__init__(f"unknown platform {platform!r}")
+        self.platform = platform
+
+
+class UnknownImage(LookupError):
+    """No such image on the platform."""
+
+    def __init__(self, platform: str, name: str) -> None:
+        super().__init__(f"no image {name!r} on {platform}")
         self.platform = platform
 
 
@@ -260,6 +286,7 @@ class Product:
     category: str
     first_price_cents: int
     first_stock: int
+    image: str | None  # the image's file name, e.g. flower-3.png; None for no image
 
 
 class _Menu:
@@ -288,9 +315,19 @@ class Simulator:
         stores: int = DEFAULT_STORES,
         states: Iterable[str] | str = DEFAULT_STATES,
         platforms: Iterable[str] | str = DEFAULT_PLATFORMS,
+        broken_image_share: float = 0.0,
     ) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"the seed must be an integer, not {seed!r}")
+        if (
+            isinstance(broken_image_share, bool)
+            or not isinstance(broken_image_share, (int, float))
+            or not 0 <= broken_image_share <= 1
+        ):
+            raise ValueError(
+                f"the broken image share must be a number from 0 to 1, not {broken_image_share!r}"
+            )
+        self.broken_image_share = float(broken_image_share)
         if isinstance(stores, bool) or not isinstance(stores, int) or stores < 0:
             raise ValueError(f"the store count must be an integer >= 0, not {stores!r}")
         self.seed = seed
@@ -434,6 +471,10 @@ class Simulator:
                     "category": product.category,
                     "price": price_cents / 100,
                     "stock": stock,
+                    "image_url": (
+                        None if product.image is None
+                        else f"/platforms/{store.platform}/images/{product.image}"
+                    ),
                 }
             )
         return {
@@ -514,17 +555,51 @@ class Simulator:
             dollars = draws.randint(low, high)
             cents = dollars * 100 - (1 if draws.random() < 0.5 else 0)
             stock = 0 if draws.random() < 0.10 else draws.randint(1, 40)
+            product_id = draws.hex(16)
+            name = f"{draws.choice(words)} {form}"
+            brand = draws.choice(BRANDS)
             product = Product(
                 number=number,
-                id=draws.hex(16),
-                name=f"{draws.choice(words)} {form}",
-                brand=draws.choice(BRANDS),
+                id=product_id,
+                name=name,
+                brand=brand,
                 category=category,
                 first_price_cents=cents,
                 first_stock=stock,
+                image=self._image_of(category, brand, name),
             )
             self._products[key] = product
         return product
+
+    # Images
+
+    def _image_of(self, category: str, brand: str, name: str) -> str | None:
+        """The image file name of a product (brand and name), or None: see the module docstring."""
+        draws = Draws(self.seed, "image", brand, name)
+        if draws.random() < NO_IMAGE_SHARE:
+            return None
+        return f"{slugify(category)}-{draws.randint(0, IMAGES_PER_CATEGORY - 1)}.png"
+
+    def image(self, platform: str, name: str) -> bytes:
+        """The PNG bytes of the image `name` (e.g. flower-3.png); UnknownImage when there is none."""
+        self.check_platform(platform)
+        found = _IMAGE_NAME.match(name)
+        if (
+            found is None
+            or found["category"] not in _CATEGORY_SLUGS
+            or int(found["number"]) >= IMAGES_PER_CATEGORY
+        ):
+            raise UnknownImage(platform, name)
+        draws = Draws(self.seed, "image-pixels", name)
+        colours = [bytes(draws.randint(0, 255) for _ in range(3)) for _ in range(2)]
+        return png(IMAGE_PIXELS, IMAGE_PIXELS, lambda x, y: colours[(x // 4 + y // 4) % 2])
+
+    def broken_image(self, name: str) -> str | None:
+        """How the image `name` is broken (one of BROKEN_IMAGE_KINDS), or None when it is not."""
+        draws = Draws(self.seed, "broken-image", name)
+        if draws.random() >= self.broken_image_share:
+            return None
+        return draws.choice(BROKEN_IMAGE_KINDS)
 
     # The admin view
 
@@ -551,6 +626,29 @@ class Simulator:
             "stores": counts,
             "next_opening_hours": min(upcoming) if upcoming else None,
         }
+
+
+_IMAGE_NAME = re.compile(r"^(?P<category>[a-z-]+)-(?P<number>[0-9]{1,3})\.png$")
+_CATEGORY_SLUGS = frozenset(slugify(category) for category in CATEGORY_NAMES)
+
+
+def png(width: int, height: int, pixel: Any) -> bytes:
+    """A truecolour PNG of width x height whose pixel(x, y) gives each pixel's RGB bytes."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
+
+    rows = b"".join(
+        b"\x00" + b"".join(pixel(x, y) for x in range(width)) for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9))
+        + chunk(b"IEND", b"")
+    )
 
 
 def step_of(clock_hours: float) -> int:

@@ -11,6 +11,12 @@ Endpoints (JSON in and out; errors are {"error": message, "status": code}):
                                                         one not open yet
     GET  /platforms/{p}/resolve?menu_url=URL            {"platform_store_id"}; 404 when no open
                                                         store has that URL
+    GET  /platforms/{p}/images/{name}                   a product image (image/png), the menus'
+                                                        image_url; 404 for an unknown name. A
+                                                        broken image (the simulator's
+                                                        broken_image_share) answers 404, or 200
+                                                        with bytes that are not an image, or
+                                                        200 with the PNG cut short, every time
     POST /admin/clock   {"advance_hours": 4}            {"clock_hours": new}
     POST /admin/faults  {"platform": p, <settings>}     the platform's fault settings
     GET  /admin/state                                   clock, platforms, store counts, faults,
@@ -26,7 +32,8 @@ subset of them. Faults apply to the platform endpoints only, never to /health or
 Whether a request fails, how, and how a body is corrupted are drawn from a random.Random seeded
 with (seed, platform, the platform's request number), so the same requests in the same order
 fail the same way in every run. Each platform request is counted by outcome (ok, not_found,
-bad_request, error_500, error_429, timeout, corrupt, down) in /admin/state.
+bad_request, error_500, error_429, timeout, corrupt, down) in /admin/state; a broken image
+counts as not_found or corrupt. A menu's image paths are made absolute with the server's URL.
 
 `serve(simulator)` starts a server in a background thread and returns it; `stop()` (or leaving
 its `with` block) wakes the requests that sleep (latency, timeout), closes idle connections and
@@ -46,7 +53,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from taskpool_crawler.simulator.model import Simulator, UnknownPlatform, UnknownStore, encode
+from taskpool_crawler.simulator.model import (
+    Simulator,
+    UnknownImage,
+    UnknownPlatform,
+    UnknownStore,
+    encode,
+)
 
 log = logging.getLogger("taskpool_crawler.simulator")
 
@@ -60,6 +73,17 @@ RETRY_AFTER_SECONDS = 1
 # stop() lets requests in flight finish this long before closing their connections.
 STOP_GRACE_SECONDS = 0.5
 MAX_BODY_BYTES = 1 << 20
+# What a broken image that is "not an image" answers instead of its PNG.
+NOT_AN_IMAGE_BODY = b"<html><body><h1>Image unavailable</h1></body></html>\n"
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """A platform answer that is not JSON (an image): its body, its content type, its outcome."""
+
+    body: bytes
+    content_type: str
+    outcome: str = "ok"
 
 
 @dataclass
@@ -369,7 +393,15 @@ class _Handler(BaseHTTPRequestHandler):
             app.count(platform, "not_found" if reply.status == 404 else "bad_request")
             self._send_error(reply)
             return
-        body = encode(document)
+        content_type = None
+        if isinstance(document, _Raw):
+            body, content_type = document.body, document.content_type
+            if document.outcome != "ok":
+                app.count(platform, document.outcome)
+                self._send(200, body, content_type=content_type)
+                return
+        else:
+            body = encode(document)
         if corrupt < faults.corrupt_rate:
             app.count(platform, "corrupt")
             if corrupt_how < 0.5:
@@ -378,7 +410,7 @@ class _Handler(BaseHTTPRequestHandler):
                 body = b"<html><body><h1>502 Bad Gateway</h1></body></html>\n"
         else:
             app.count(platform, "ok")
-        self._send(200, body)
+        self._send(200, body, content_type=content_type)
 
     def _platform_route(
         self, method: str, platform: str, rest: list[str], query: dict[str, list[str]]
@@ -396,16 +428,36 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             if len(rest) == 3 and rest[0] == "stores" and rest[2] == "menu":
                 self._allow(method, "GET")
-                return simulator.menu(platform, rest[1])
+                menu = simulator.menu(platform, rest[1])
+                for product in menu["products"]:
+                    if product["image_url"] is not None:
+                        product["image_url"] = self.server.app.url + product["image_url"]
+                return menu
+            if len(rest) == 2 and rest[0] == "images":
+                self._allow(method, "GET")
+                return self._image(platform, rest[1])
             if rest == ["resolve"]:
                 self._allow(method, "GET")
                 menu_url = _one(query, "menu_url")
                 if not menu_url:
                     raise _Reply(400, "resolve needs ?menu_url=URL")
                 return {"platform_store_id": simulator.resolve(platform, menu_url)}
-        except UnknownStore as error:
+        except (UnknownStore, UnknownImage) as error:
             raise _Reply(404, str(error)) from error
         raise _Reply(404, f"no such endpoint: {self.path}")
+
+    def _image(self, platform: str, name: str) -> _Raw:
+        """An image's PNG, or what its breakage answers instead."""
+        simulator = self.server.app.simulator
+        data = simulator.image(platform, name)
+        broken = simulator.broken_image(name)
+        if broken == "not_found":
+            raise _Reply(404, f"image {name!r} is gone from {platform}")
+        if broken == "not_an_image":
+            return _Raw(NOT_AN_IMAGE_BODY, "image/png", outcome="corrupt")
+        if broken == "truncated":
+            return _Raw(data[: len(data) // 2], "image/png", outcome="corrupt")
+        return _Raw(data, "image/png")
 
     # Helpers
 
@@ -434,10 +486,16 @@ class _Handler(BaseHTTPRequestHandler):
             reply.status, encode({"error": reply.message, "status": reply.status}), reply.headers
         )
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str | None = None,
+    ) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Type", content_type or "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Connection", "close")
             for name, value in (headers or {}).items():
