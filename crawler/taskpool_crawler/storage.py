@@ -20,6 +20,10 @@ bound (a gzip bomb) is PayloadFileTooLarge, read no further.
 
 Removing (remove_payload) follows the payload_files_to_remove outbox: a file goes only after its
 row went, and only from inside the storage directory.
+
+Objects (store_object, load_object, object_exists, remove_object) are any file under the storage
+directory by its key, relative to it, with the same guarantees: the product images live there at
+content-addressed keys, `images/ab/abcdef….png`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import stat
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -106,17 +111,7 @@ def save_payload(
     storage_path = payload_storage_path(dispensary_id, fetched_at)
     path = resolve(storage_path, root)
     data = gzip.compress(body, compresslevel=COMPRESS_LEVEL, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    _write_atomically(path, data)
     return SavedPayload(
         storage_path=storage_path,
         path=path,
@@ -132,31 +127,9 @@ def load_payload(storage_path: str, sha256: str | None = None, root: Path | None
     PayloadFileMissing when the file is not there; PayloadFileTooLarge past the size bounds;
     PayloadFileCorrupt when it does not match `sha256` (when given) or does not decompress.
     """
-    base = root if root is not None else storage_dir()
     path = resolve(storage_path, root)
-    # Symlinks resolved as far as they exist: an escape through any of them is caught here,
-    # before anything is opened.
-    real_root = base.resolve()
-    real_path = path.resolve()
-    if Path(storage_path).is_absolute() or not real_path.is_relative_to(real_root):
-        raise PayloadPathRefused(
-            f"payload path {storage_path!r} is outside the storage directory {real_root}: not read"
-        )
-    try:
-        # O_NONBLOCK: opening a FIFO does not wait for a writer; O_NOFOLLOW: the file resolved
-        # above is not swapped for a symlink in between.
-        handle = os.open(real_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError as error:
-        raise PayloadFileMissing(path) from error
-    with os.fdopen(handle, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise PayloadPathRefused(f"payload path {path} is not a regular file: not read")
-        if info.st_size > MAX_PAYLOAD_FILE_BYTES:
-            raise PayloadFileTooLarge(_too_large(path, info.st_size))
-        data = file.read(MAX_PAYLOAD_FILE_BYTES + 1)
-    if len(data) > MAX_PAYLOAD_FILE_BYTES:
-        raise PayloadFileTooLarge(_too_large(path, len(data)))
+    real_path = _inside_storage(storage_path, root, "payload path", "not read")
+    data = _read_regular_file(real_path, path, MAX_PAYLOAD_FILE_BYTES, "payload path", _too_large)
     if sha256 is not None:
         found = hashlib.sha256(data).hexdigest()
         if found != sha256.lower():
@@ -185,20 +158,110 @@ def remove_payload(storage_path: str, root: Path | None = None) -> bool:
     inside the storage directory: nothing outside it is ever removed. A symlink inside it is
     removed itself, never its target.
     """
-    base = root if root is not None else storage_dir()
-    path = resolve(storage_path, root)
-    real_root = base.resolve()
     # The directory's symlinks resolved, not the file's own: a link is unlinked, not followed.
-    real_path = path.parent.resolve() / path.name
-    if Path(storage_path).is_absolute() or not real_path.is_relative_to(real_root):
-        raise PayloadPathRefused(
-            f"payload path {storage_path!r} is outside the storage directory {real_root}: not removed"
-        )
+    real_path = _inside_storage(
+        storage_path, root, "payload path", "not removed", follow_last_link=False
+    )
     try:
         real_path.unlink()
     except FileNotFoundError:
         return False
     return True
+
+
+# Objects: any file under the storage directory by its key (a '/'-separated path relative to
+# it), as the content-addressed images use them. The same guarantees as the payloads': written
+# whole or not at all, read and removed only inside the storage directory.
+
+
+def store_object(key: str, data: bytes, root: Path | None = None) -> None:
+    """Write `data` as the object `key`, whole or not at all (a temporary file renamed)."""
+    _inside_storage(key, root, "object key", "not written")
+    _write_atomically(resolve(key, root), data)
+
+
+def load_object(key: str, max_bytes: int, root: Path | None = None) -> bytes:
+    """The bytes of the object `key`: PayloadFileMissing when it is not there,
+    PayloadFileTooLarge past `max_bytes` (unread), PayloadPathRefused outside the directory or
+    not a regular file."""
+    real_path = _inside_storage(key, root, "object key", "not read")
+    return _read_regular_file(
+        real_path,
+        resolve(key, root),
+        max_bytes,
+        "object key",
+        lambda path, size: f"object {path} is {size} bytes, over the {max_bytes} bytes asked for:"
+        " refused unread",
+    )
+
+
+def object_exists(key: str, root: Path | None = None) -> bool:
+    """Whether the object `key` is stored (a regular file inside the storage directory)."""
+    return _inside_storage(key, root, "object key", "not looked up").is_file()
+
+
+def remove_object(key: str, root: Path | None = None) -> bool:
+    """Remove the object `key`; whether it was there (a symlink is removed, never followed)."""
+    real_path = _inside_storage(key, root, "object key", "not removed", follow_last_link=False)
+    try:
+        real_path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _inside_storage(
+    key: str, root: Path | None, what: str, refused: str, *, follow_last_link: bool = True
+) -> Path:
+    """Where `key` really is (symlinks resolved as far as they exist, the last one only when
+    `follow_last_link`); PayloadPathRefused when that is outside the storage directory, so an
+    escape through any link is caught before anything is opened."""
+    base = root if root is not None else storage_dir()
+    path = resolve(key, root)
+    real_root = base.resolve()
+    real_path = path.resolve() if follow_last_link else path.parent.resolve() / path.name
+    if Path(key).is_absolute() or not real_path.is_relative_to(real_root):
+        raise PayloadPathRefused(
+            f"{what} {key!r} is outside the storage directory {real_root}: {refused}"
+        )
+    return real_path
+
+
+def _read_regular_file(
+    real_path: Path, path: Path, max_bytes: int, what: str, too_large: Callable[[Path, int], str]
+) -> bytes:
+    """The bytes of a regular file of at most max_bytes (PayloadFileTooLarge, unread, past it)."""
+    try:
+        # O_NONBLOCK: opening a FIFO does not wait for a writer; O_NOFOLLOW: the file resolved
+        # before is not swapped for a symlink in between.
+        handle = os.open(real_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError as error:
+        raise PayloadFileMissing(path) from error
+    with os.fdopen(handle, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise PayloadPathRefused(f"{what} {path} is not a regular file: not read")
+        if info.st_size > max_bytes:
+            raise PayloadFileTooLarge(too_large(path, info.st_size))
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise PayloadFileTooLarge(too_large(path, len(data)))
+    return data
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` at `path` into a temporary file beside it, flushed to disk, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _too_large(path: Path, size: int) -> str:

@@ -98,3 +98,35 @@ def test_a_file_that_is_not_gzip_or_cut_short_is_corrupt(tmp_path: Path) -> None
     saved.path.write_bytes(BODY)
     with pytest.raises(storage.PayloadFileCorrupt, match="does not decompress"):
         storage.load_payload(saved.storage_path, root=tmp_path)
+
+
+def test_objects_are_stored_whole_read_within_a_bound_and_removed(tmp_path: Path) -> None:
+    key = "images/ab/" + "ab" * 32 + ".png"
+    assert not storage.object_exists(key, root=tmp_path)
+    storage.store_object(key, b"\x89PNG bytes", root=tmp_path)
+    assert storage.object_exists(key, root=tmp_path)
+    assert (tmp_path / key).read_bytes() == b"\x89PNG bytes"
+    assert [p.name for p in (tmp_path / "images/ab").iterdir()] == [Path(key).name]
+    assert storage.load_object(key, 100, root=tmp_path) == b"\x89PNG bytes"
+    with pytest.raises(storage.PayloadFileTooLarge, match="over the 4 bytes"):
+        storage.load_object(key, 4, root=tmp_path)
+    assert storage.remove_object(key, root=tmp_path) is True
+    assert storage.remove_object(key, root=tmp_path) is False
+    with pytest.raises(storage.PayloadFileMissing):
+        storage.load_object(key, 100, root=tmp_path)
+
+
+def test_an_object_key_outside_the_storage_dir_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "storage"
+    root.mkdir()
+    (tmp_path / "outside").write_bytes(b"secret")
+    for key in ("../outside", str(tmp_path / "outside")):
+        for call in (
+            lambda: storage.store_object(key, b"x", root=root),
+            lambda: storage.load_object(key, 100, root=root),
+            lambda: storage.object_exists(key, root=root),
+            lambda: storage.remove_object(key, root=root),
+        ):
+            with pytest.raises(storage.PayloadPathRefused, match="object key"):
+                call()
+    assert (tmp_path / "outside").read_bytes() == b"secret"
