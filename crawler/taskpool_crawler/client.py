@@ -7,8 +7,9 @@ simulator's HTTP API (`pyworker simulator`):
     GET /platforms/{platform}/stores?state=XX               {"stores": [{"platform_store_id", ...}]}
     GET /platforms/{platform}/stores/{platform_store_id}/menu   the menu JSON (returned raw)
     GET /platforms/{platform}/resolve?menu_url=URL          {"platform_store_id"}
+    GET <a menu product's image_url>                       the image's bytes and Content-Type
 
-To crawl a real platform, implement the three methods (raising PlatformError for what went
+To crawl a real platform, implement the four methods (raising PlatformError for what went
 wrong) and install a factory with `taskpool_crawler.handlers.set_client_factory`.
 """
 
@@ -70,6 +71,12 @@ class PlatformClient(Protocol):
         platform knows no such store."""
         ...
 
+    def fetch_image(self, url: str, max_bytes: int) -> tuple[bytes, str]:
+        """The bytes and Content-Type of the image at `url` (a menu's image_url).
+        PlatformError(retryable=False) for a 404, or for an answer over `max_bytes` (refused
+        unread past that)."""
+        ...
+
 
 class HttpPlatformClient:
     """PlatformClient over the simulator's HTTP API (urllib, one connection per request)."""
@@ -124,14 +131,23 @@ class HttpPlatformClient:
             raise PlatformError(f"GET {url}: the answer has no platform_store_id", retryable=True)
         return str(store_id)
 
+    def fetch_image(self, url: str, max_bytes: int) -> tuple[bytes, str]:
+        return self.get_with_type(url, accept="image/*", max_bytes=max_bytes)
+
     def get(self, url: str) -> bytes:
         """The body of a 200 answer to GET `url`; PlatformError for anything else."""
-        request = urllib.request.Request(
-            url, headers={"User-Agent": USER_AGENT, "Accept": "application/json"}
-        )
+        return self.get_with_type(url)[0]
+
+    def get_with_type(
+        self, url: str, accept: str = "application/json", max_bytes: int | None = None
+    ) -> tuple[bytes, str]:
+        """The body and Content-Type of a 200 answer to GET `url`; PlatformError for anything
+        else, and (not retryable) for a body over `max_bytes`, read no further."""
+        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response.read()
+                body = _bounded_body(response, url, max_bytes)
+                return body, response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
             raise _http_error(url, error) from error
         except (TimeoutError, socket.timeout) as error:
@@ -150,6 +166,26 @@ class HttpPlatformClient:
             raise PlatformError(
                 f"GET {url}: the connection broke: {type(error).__name__}: {error}", retryable=True
             ) from error
+
+
+def _bounded_body(response: Any, url: str, max_bytes: int | None) -> bytes:
+    """The response's body; past max_bytes (its Content-Length says so, or reading finds it)
+    PlatformError, not retryable, the rest unread."""
+    if max_bytes is None:
+        return response.read()
+    declared = response.headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise PlatformError(
+            f"GET {url}: the answer is {declared} bytes, over the {max_bytes} allowed: refused unread",
+            retryable=False,
+        )
+    body = response.read(max_bytes + 1)
+    if len(body) > max_bytes:
+        raise PlatformError(
+            f"GET {url}: the answer is over the {max_bytes} bytes allowed: refused, read no further",
+            retryable=False,
+        )
+    return body
 
 
 def _http_error(url: str, error: urllib.error.HTTPError) -> PlatformError:

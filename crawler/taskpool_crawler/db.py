@@ -41,6 +41,16 @@ APPLY_MENU_PAYLOAD = (
     "SELECT apply_menu_payload(%(payload_id)s::bigint, %(products)s::jsonb) AS result"
 )
 REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
+LINK_PRODUCT_IMAGES = (
+    "SELECT link_product_images(%(payload_id)s::bigint, %(images)s::jsonb) AS result"
+)
+RECORD_PRODUCT_IMAGE = (
+    "SELECT record_product_image(%(image_url)s::text, %(sha256)s::text, %(storage_key)s::text,"
+    " %(size_bytes)s::integer, %(content_type)s::text) AS image"
+)
+RECORD_IMAGE_DOWNLOAD_FAILURE = (
+    "SELECT record_image_download_failure(%(image_url)s::text, %(error_message)s::text)"
+)
 PAYLOAD_FILES_TO_REMOVE = "SELECT payload_files_to_remove(%(max_files)s::integer) AS storage_path"
 FORGET_REMOVED_PAYLOAD_FILES = (
     "SELECT forget_removed_payload_files(%(storage_paths)s::text[]) AS forgotten"
@@ -184,6 +194,33 @@ class CrawlerDatabase(Database):
     def forget_removed_payload_files(self, storage_paths: list[str]) -> int:
         """Take removed files out of the outbox; how many rows went."""
         return self.query_one(FORGET_REMOVED_PAYLOAD_FILES, {"storage_paths": storage_paths})["forgotten"]
+
+    def link_product_images(self, payload_id: int, images: list[dict[str, Any]]) -> dict[str, Any]:
+        """Link an applied payload's products ({"id", "image_url"}) to their images, queueing the
+        downloads; what it did (linked, unlinked, queued, stored, superseded)."""
+        return self.query_one(LINK_PRODUCT_IMAGES, {"payload_id": payload_id, "images": Jsonb(images)})[
+            "result"
+        ]
+
+    def record_product_image(
+        self, image_url: str, sha256: str, storage_key: str, size_bytes: int, content_type: str
+    ) -> dict[str, Any]:
+        """Record an image stored at its content-addressed key; {"sha256", "storage_key", "new"}."""
+        return self.query_one(
+            RECORD_PRODUCT_IMAGE,
+            {
+                "image_url": image_url,
+                "sha256": sha256,
+                "storage_key": storage_key,
+                "size_bytes": size_bytes,
+                "content_type": content_type,
+            },
+        )["image"]
+
+    def record_image_download_failure(self, image_url: str, error_message: str) -> None:
+        self.query_one(
+            RECORD_IMAGE_DOWNLOAD_FAILURE, {"image_url": image_url, "error_message": error_message}
+        )
 
     def refresh_analytics(self) -> dict[str, Any]:
         """Refresh the analytics views; the rows each holds."""

@@ -15,7 +15,12 @@ taskpool_crawler.handlers` does the same without the entry point).
                            directory, record_crawl_payload; return {"payload_id": ...} (SQL
                            chains product_refresh with that payload_id)
     product_refresh        load the payload's FILE (never the network), normalize it and hand
-                           the rows to apply_menu_payload
+                           the rows to apply_menu_payload, then their image URLs to
+                           link_product_images (which queues image_download per URL not stored)
+    image_download         download one image URL (through the platform's rate limit), check it
+                           is an image, store it once per content hash at
+                           images/ab/abcdef….png under the storage directory, and
+                           record_product_image; a broken image fails this task only
     analytics_refresh      refresh_analytics()
     payload_file_removal   remove the files of the payloads retention deleted (the outbox
                            payload_files_to_remove), then forget them; a file already gone counts
@@ -51,6 +56,7 @@ and the rest), so a crawler worker needs no table privileges. A real platform pl
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -478,15 +484,111 @@ def product_refresh(task: Task) -> dict[str, Any]:
             db.mark_payload_corrupt(payload_id, problem)
         raise PermanentError(f"payload {payload_id}: {problem}") from error
     _check_abort(task)
+    images = [{"id": row["id"], "image_url": row.pop("image_url")} for row in products]
     result = db.apply_menu_payload(payload_id, products)
+    # After the products exist; a retry applies the same products again (a no-op) and links.
+    linked = db.link_product_images(payload_id, images)
     log.info(
-        "Task %s: applied payload %s to dispensary %s: %s",
+        "Task %s: applied payload %s to dispensary %s: %s; images: %s",
         task.id,
         payload_id,
         payload["dispensary_id"],
         result,
+        linked,
     )
-    return {"payload_id": payload_id, **result}
+    return {"payload_id": payload_id, **result, "images": linked}
+
+
+# The most an image may be: a product photo is well under it; a larger answer is refused unread.
+MAX_IMAGE_BYTES = 4 * 1024 * 1024
+# What each accepted type's bytes start with, end with, and its extension in the storage key.
+IMAGE_TYPES: dict[str, tuple[tuple[bytes, ...], tuple[bytes, ...], str]] = {
+    "image/png": ((b"\x89PNG\r\n\x1a\n",), (b"IEND\xaeB`\x82",), "png"),
+    "image/jpeg": ((b"\xff\xd8\xff",), (b"\xff\xd9",), "jpg"),
+    "image/gif": ((b"GIF87a", b"GIF89a"), (b";",), "gif"),
+}
+
+
+class BrokenImage(Exception):
+    """An answer that is not a whole image of the type it says: an HTML page, bytes cut short."""
+
+
+def image_extension(data: bytes, content_type: str) -> str:
+    """The storage extension of an image whose bytes are a whole image of `content_type`
+    (its magic bytes at the start, its end marker at the end); BrokenImage otherwise."""
+    declared = content_type.split(";")[0].strip().lower()
+    if declared not in IMAGE_TYPES:
+        raise BrokenImage(
+            f"the answer's Content-Type is {content_type or 'missing'!r}, not one of"
+            f" {', '.join(IMAGE_TYPES)}"
+        )
+    starts, ends, extension = IMAGE_TYPES[declared]
+    if not data.startswith(starts):
+        raise BrokenImage(
+            f"the answer says {declared} but its {len(data)} bytes do not start as one"
+            f" (they start {data[:16]!r})"
+        )
+    if not data.endswith(ends):
+        raise BrokenImage(f"the {declared} is cut short: its {len(data)} bytes lack the end marker")
+    return extension
+
+
+@handler("image_download")
+def image_download(task: Task) -> dict[str, Any]:
+    """Download a product image once, and keep it once per content hash.
+
+    Payload: {"image_url": URL}, on the task's platform (link_product_images queues it so), whose
+    rate limit and circuit breaker the request goes through. The bytes, at most MAX_IMAGE_BYTES,
+    must be a whole image of the type the answer says (image_extension). They are stored at
+    images/<ab>/<sha256>.<ext> unless that key holds them already (another URL, an earlier
+    attempt), then recorded (record_product_image, idempotent per hash). A 404 or an answer over
+    the bound fails the task at once; a broken image (not an image, cut short) and a platform
+    error fail the attempt, retried. Every failure is recorded on the URL
+    (record_image_download_failure) and fails this task only: the products, the menu and the
+    other images are not held back.
+    """
+    url = (task.payload or {}).get("image_url")
+    if not isinstance(url, str) or not url:
+        raise PermanentError(f'image_download needs a payload {{"image_url": URL}}, not {task.payload!r}')
+    if not task.platform:
+        raise PermanentError(f"image_download of {url} needs the task's platform (whose rate limit it obeys)")
+    client = client_for(task.platform)
+    db = database()
+    try:
+        data, content_type = platform_call(
+            task, task.platform, partial(client.fetch_image, url, MAX_IMAGE_BYTES)
+        )
+        extension = image_extension(data, content_type)
+    except PlatformError as error:
+        db.record_image_download_failure(url, error.message)
+        _fail_for_good_unless_retryable(error, f"downloading the image {url}")
+        raise
+    except BrokenImage as error:
+        db.record_image_download_failure(url, str(error))
+        raise BrokenImage(f"the image {url} is broken: {error}") from error
+    sha256 = hashlib.sha256(data).hexdigest()
+    key = f"images/{sha256[:2]}/{sha256}.{extension}"
+    written = not storage.object_exists(key)
+    if written:
+        storage.store_object(key, data)
+    recorded = db.record_product_image(
+        url, sha256, key, len(data), content_type.split(";")[0].strip().lower()
+    )
+    log.info(
+        "Task %s: image %s is %s (%s bytes, %s)",
+        task.id,
+        url,
+        key,
+        len(data),
+        "stored" if written else "stored already",
+    )
+    return {
+        "image_url": url,
+        "storage_key": key,
+        "size_bytes": len(data),
+        "written": written,
+        "new": recorded["new"],
+    }
 
 
 @handler("analytics_refresh")

@@ -1,10 +1,12 @@
 """A menu body parsed into the product rows apply_menu_payload takes.
 
 The body is the platform's JSON, `{"products": [{"id", "name", "brand", "category", "price",
-"stock"}, ...], ...}` (other top-level fields are ignored). Each product comes out with exactly
-those six keys: id as a string; name a non-empty string; brand and category a string or null
-(they may be left out); price a number >= 0 or null (unknown) and stock a whole number >= 0 or
-null; the keys price and stock must be there. Anything else raises CorruptMenu saying what and
+"stock", "image_url"}, ...], ...}` (other top-level fields are ignored). Each product comes out
+with exactly those seven keys: id as a string; name a non-empty string; brand and category a
+string or null (they may be left out); price a number >= 0 or null (unknown) and stock a whole
+number >= 0 or null; the keys price and stock must be there; image_url an http(s) URL of at most
+MAX_IMAGE_URL_CHARS or null (it may be left out). apply_menu_payload takes the rows without
+image_url; the product_refresh handler hands the images to link_product_images. Anything else raises CorruptMenu saying what and
 where: a body cut short, one that is not JSON (an HTML error page), a product without a field.
 The database checks the rows again (apply_menu_payload); this is the first, clearer line.
 """
@@ -14,10 +16,12 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
+from urllib.parse import urlsplit
 
 FIELDS = ("id", "name", "brand", "category", "price", "stock")
 REQUIRED = ("id", "name", "price", "stock")
 EXCERPT_CHARS = 60
+MAX_IMAGE_URL_CHARS = 2048
 
 
 class CorruptMenu(ValueError):
@@ -120,6 +124,13 @@ def normalize_product(product: Any, index: int) -> dict[str, Any]:
     if stock is not None and (not isinstance(stock, int) or isinstance(stock, bool) or stock < 0):
         raise CorruptMenu(f"{where}: stock must be a whole number >= 0 or null, not {_show(stock)}")
 
+    image_url = product.get("image_url")
+    if image_url is not None and not _is_image_url(image_url):
+        raise CorruptMenu(
+            f"{where}: image_url must be an http(s) URL of at most {MAX_IMAGE_URL_CHARS}"
+            f" characters or null, not {_show(image_url)}"
+        )
+
     return {
         "id": product_id,
         "name": name,
@@ -127,7 +138,20 @@ def normalize_product(product: Any, index: int) -> dict[str, Any]:
         "category": texts["category"],
         "price": price,
         "stock": stock,
+        "image_url": image_url,
     }
+
+
+def _is_image_url(value: Any) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_IMAGE_URL_CHARS:
+        return False
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _json_type(value: Any) -> str:

@@ -100,6 +100,21 @@ def test_fetch_menu_returns_the_raw_body_unparsed(server: tuple[str, Script]) ->
     assert script.paths == ["/platforms/jane/stores/12%2034%2F5/menu"]
 
 
+def test_fetch_image_returns_the_bytes_and_type_within_a_bound(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.reply(200, b"\x89PNG image", headers={"Content-Type": "image/png"})
+    client = HttpPlatformClient(url, "jane")
+    assert client.fetch_image(f"{url}images/flower-1.png", 100) == (b"\x89PNG image", "image/png")
+    assert script.paths == ["/images/flower-1.png"]
+    with pytest.raises(PlatformError, match="over the 4 allowed: refused unread") as raised:
+        client.fetch_image(f"{url}images/flower-1.png", 4)
+    assert not raised.value.retryable
+    script.reply(404, {"error": "no image"})
+    with pytest.raises(PlatformError, match="HTTP 404") as raised:
+        client.fetch_image(f"{url}images/gone.png", 100)
+    assert not raised.value.retryable
+
+
 def test_resolve_returns_the_store_id_or_none_for_an_unknown_url(
     server: tuple[str, Script],
 ) -> None:

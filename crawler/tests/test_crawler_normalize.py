@@ -45,6 +45,7 @@ def test_products_come_out_with_the_six_fields_in_menu_order() -> None:
             "category": "Flower",
             "price": 34.99,
             "stock": 12,
+            "image_url": None,
         },
         {
             "id": "17",
@@ -53,6 +54,7 @@ def test_products_come_out_with_the_six_fields_in_menu_order() -> None:
             "category": "Flower",
             "price": 9,
             "stock": 0,
+            "image_url": None,
         },
     ]
 
@@ -67,9 +69,20 @@ def test_unknown_price_and_stock_and_missing_brand_are_allowed() -> None:
             "category": None,
             "price": None,
             "stock": None,
+            "image_url": None,
         },
     ]
     assert normalize_menu(menu(product(stock=3.0)))[0]["stock"] == 3
+
+
+def test_an_image_url_is_kept() -> None:
+    url = "https://images.example/dutchie/flower-1.png"
+    assert normalize_menu(menu(product(image_url=url)))[0]["image_url"] == url
+    assert normalize_menu(menu(product(image_url=None)))[0]["image_url"] is None
+    with pytest.raises(CorruptMenu, match="image_url must be"):
+        normalize_menu(menu(product(image_url="https://" + "a" * 2048 + ".example/x.png")))
+    with pytest.raises(CorruptMenu, match="image_url must be"):
+        normalize_menu(menu(product(image_url="https://images.example/a b.png")))
 
 
 def test_an_empty_menu_has_no_products() -> None:
@@ -141,6 +154,21 @@ def test_a_body_of_the_wrong_shape_is_named(body: bytes, message: str) -> None:
             "products[1] (id 'a2'): stock must be a whole number >= 0 or null, not -2",
         ),
         (product(), "products[1]: id 'a1' appears twice (also products[0])"),
+        (
+            product(id="a2", image_url="/platforms/jane/images/flower-1.png"),
+            "products[1] (id 'a2'): image_url must be an http(s) URL of at most 2048 characters"
+            ' or null, not "/platforms/jane/images/flower-1.png"',
+        ),
+        (
+            product(id="a2", image_url="file:///etc/passwd"),
+            "products[1] (id 'a2'): image_url must be an http(s) URL of at most 2048 characters"
+            ' or null, not "file:///etc/passwd"',
+        ),
+        (
+            product(id="a2", image_url=7),
+            "products[1] (id 'a2'): image_url must be an http(s) URL of at most 2048 characters"
+            " or null, not 7",
+        ),
     ],
 )
 def test_a_bad_product_is_named_by_its_index_and_field(bad: Any, message: str) -> None:

@@ -18,6 +18,7 @@ from pyworker import cli
 CRAWLER_ROLES = [
     "analytics_refresh",
     "entry_point_discovery",
+    "image_download",
     "payload_file_removal",
     "product_discovery",
     "product_refresh",
