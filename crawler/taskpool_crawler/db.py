@@ -75,6 +75,15 @@ GET_PAYLOAD = (
     " FROM raw_crawl_payloads p JOIN dispensaries d ON d.id = p.dispensary_id"
     " WHERE p.id = %(payload_id)s::bigint"
 )
+IMAGE_COUNTS = (
+    "SELECT count(*) FILTER (WHERE t.status = 'completed') AS downloaded,"
+    " count(*) FILTER (WHERE t.status = 'failed') AS failed,"
+    " (SELECT count(*) FROM product_images) AS unique_images,"
+    " (SELECT coalesce(sum(size_bytes), 0) FROM product_images) AS stored_bytes,"
+    " (SELECT count(*) FROM product_image_urls) AS urls,"
+    " (SELECT count(*) FROM store_product_images) AS linked_products"
+    " FROM worker_tasks t WHERE t.role = 'image_download'"
+)
 LIST_STORES = "SELECT * FROM v_stores ORDER BY id LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
 COUNT_STORES = "SELECT count(*) AS stores FROM dispensaries"
 GET_STORE = "SELECT * FROM v_stores WHERE id = %(store_id)s::integer"
@@ -286,6 +295,11 @@ class CrawlerDatabase(Database):
     def payload_counts(self) -> list[dict[str, Any]]:
         """Payloads by status."""
         return self.query(PAYLOAD_COUNTS)
+
+    def image_counts(self) -> dict[str, Any]:
+        """Image downloads completed and failed, unique images stored and their bytes, image URLs
+        and the products linked to them."""
+        return self.query_one(IMAGE_COUNTS)
 
     def attempt_errors(self) -> list[dict[str, Any]]:
         """The errors of the attempts that ended in a failure, with how many ended so."""

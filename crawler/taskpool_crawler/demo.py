@@ -10,17 +10,19 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
     install`; `pyworker scheduler` without it) only recovers stale tasks while the demo runs
     each step itself;
  2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
-    with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body;
+    with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body; 5% of
+    its product images are broken;
  3. workers for every role: one command per role, `pyworker --role R --handlers
     taskpool_crawler.handlers --processes N`, runs that role's N worker processes;
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
-    first crawl (product_discovery) and each crawl's product_refresh;
+    first crawl (product_discovery) and each crawl's product_refresh, which queues an
+    image_download per image URL not stored yet (the round waits for them too);
  5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
     queued for every store, and dutchie goes down until its circuit opens;
  6. analytics: the analytics_refresh schedule runs now;
- 7. the summary: tasks by role and status, tasks per second of crawling, the capacity view at
-    the busiest moment sampled, the summary of one store's payload diff, the circuit-breaker
-    events.
+ 7. the summary: tasks by role and status, tasks per second of crawling, the images (downloads,
+    unique images stored, their bytes), the capacity view at the busiest moment sampled, the
+    summary of one store's payload diff, the circuit-breaker events.
 
 Progress shows every two seconds, each line followed by what the tasks still to go wait for
 (v_waiting_tasks: a worker, a retry's backoff, an open circuit, a snooze, ...; each task when
@@ -64,11 +66,16 @@ WORKERS = {
     "product_resync": 4,
     "product_refresh": 3,
     "analytics_refresh": 1,
+    "image_download": 2,
 }
 CRAWLER_ROLES = tuple(WORKERS)
 PLATFORMS = ("dutchie", "jane")
 STATES = ("AZ", "CA", "CO", "MI")
 OUTAGE_PLATFORM = "dutchie"
+# The crawl rounds wait for the image downloads their refreshes queue; this share of the
+# simulator's images is broken (each fails its own task).
+IMAGE_ROLE = "image_download"
+BROKEN_IMAGE_SHARE = 0.05
 ACTIVE = ("pending", "claimed", "running")
 PROGRESS_SECONDS = 2.0
 # How often a round looks whether it is over (it ends at once, not at the next progress line).
@@ -87,6 +94,8 @@ CAUSES = (
     ("HTTP 500", "HTTP 500"),
     ("HTTP 429", "HTTP 429"),
     ("no answer within", "timeout"),
+    ("is broken:", "broken image"),
+    ("downloading the image", "image refused"),
 )
 
 
@@ -297,6 +306,8 @@ class Demo:
                 ",".join(PLATFORMS),
                 "--states",
                 ",".join(STATES),
+                "--broken-images",
+                str(BROKEN_IMAGE_SHARE),
             ],
         )
         deadline = time.monotonic() + 20
@@ -324,6 +335,10 @@ class Demo:
             f"simulator at {self.simulator_url}: {open_now} stores open now (of {self.stores})"
             f" on {', '.join(PLATFORMS)} in {', '.join(STATES)}; faults: {self.error_rate:.0%} of"
             f" requests fail (500, 429, timeout), {self.corrupt_rate:.0%} answer a corrupt body"
+        )
+        say(
+            f"product images: shared by many products; {BROKEN_IMAGE_SHARE:.0%} of them broken"
+            " (404, not an image, cut short), each failing its own image_download task"
         )
 
     def start_workers(self) -> None:
@@ -460,7 +475,9 @@ class Demo:
             " product_refresh per crawl)"
         )
         return self.run_until_idle(
-            ("store_discovery", "product_discovery", "product_refresh"), "discovery", started
+            ("store_discovery", "product_discovery", "product_refresh", IMAGE_ROLE),
+            "discovery",
+            started,
         )
 
     def resync_round(self) -> float:
@@ -499,7 +516,7 @@ class Demo:
                 )
 
         return self.run_until_idle(
-            ("product_resync", "product_refresh"), "resync round", started, end_the_outage
+            ("product_resync", "product_refresh", IMAGE_ROLE), "resync round", started, end_the_outage
         )
 
     def analytics(self) -> float:
@@ -544,6 +561,7 @@ class Demo:
             + ", ".join(f"{r['payloads']} {r['status']}" for r in payloads)
             + f" (files under {self.storage})"
         )
+        self.show_images()
         self.show_busiest_capacity()
         self.show_a_diff()
         say()
@@ -562,6 +580,16 @@ class Demo:
             )
             if events
             else "none"
+        )
+
+    def show_images(self) -> None:
+        """What the image downloads gave: each content stored once, however many URLs show it."""
+        images = self.db.image_counts()
+        say(
+            f"images: {images['downloaded']} downloaded ({images['failed']} failed),"
+            f" {images['unique_images']} unique images stored ({images['stored_bytes']} bytes,"
+            f" under {self.storage / 'images'}) for {images['urls']} image URLs shown by"
+            f" {images['linked_products']} products"
         )
 
     def show_busiest_capacity(self) -> None:

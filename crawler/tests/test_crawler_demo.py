@@ -275,3 +275,17 @@ def test_the_payload_diff_is_a_summary_with_the_way_to_all_of_it(demo: DemoRun) 
     assert re.match(r"payload \d+ \(.+\) -> payload \d+ \(.+\): \d+ added, \d+ removed", diff[1])
     assert f"`pyworker payloads diff --store {store:.0f}`" in diff[2]
     assert demo.number(r"pyworker payloads diff --store (\d+)$") == store
+
+
+def test_the_summary_counts_the_images_stored_once_per_content(demo: DemoRun) -> None:
+    downloaded = demo.number(r"^images: (\d+) downloaded")
+    unique = demo.number(r"^images: .* (\d+) unique images stored")
+    stored_bytes = demo.number(r"^images: .* unique images stored \((\d+) bytes")
+    urls = demo.number(r"^images: .* for (\d+) image URLs")
+    assert 0 < unique < downloaded <= urls, "the platforms' URLs share contents"
+    with psycopg.connect(demo.db_url) as conn:
+        assert conn.execute(
+            "SELECT count(*), sum(size_bytes) FROM product_images"
+        ).fetchone() == (unique, stored_bytes)
+        keys = [key for (key,) in conn.execute("SELECT storage_key FROM product_images")]
+    assert all((demo.workdir / "storage" / key).is_file() for key in keys)
