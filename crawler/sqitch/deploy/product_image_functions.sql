@@ -195,7 +195,7 @@ DECLARE
     v_sha256     text := lower(record_product_image.sha256);
     v_extension  text := CASE record_product_image.content_type
                              WHEN 'image/png' THEN 'png' WHEN 'image/jpeg' THEN 'jpg'
-                             WHEN 'image/gif' THEN 'gif' WHEN 'image/webp' THEN 'webp' END;
+                             WHEN 'image/gif' THEN 'gif' END;
     v_new        boolean;
 BEGIN
     IF v_sha256 IS NULL OR v_sha256 !~ '^[0-9a-f]{64}$' THEN
@@ -204,7 +204,7 @@ BEGIN
     END IF;
     IF v_extension IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22023',
-            MESSAGE = format('content_type must be image/png, image/jpeg, image/gif or image/webp, not %s',
+            MESSAGE = format('content_type must be image/png, image/jpeg or image/gif, not %s',
                              coalesce(quote_literal(record_product_image.content_type), 'NULL'));
     END IF;
     IF record_product_image.storage_key IS DISTINCT FROM

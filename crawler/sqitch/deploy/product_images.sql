@@ -19,10 +19,10 @@ CREATE TABLE product_images (
     -- The content-addressed layout: images/<first two hex digits>/<sha256>.<extension>.
     CONSTRAINT product_images_storage_key_is_content_addressed
         CHECK (storage_key = 'images/' || left(sha256, 2) || '/' || sha256 || '.' || split_part(storage_key, '.', 2)
-               AND split_part(storage_key, '.', 2) IN ('png', 'jpg', 'gif', 'webp')),
+               AND split_part(storage_key, '.', 2) IN ('png', 'jpg', 'gif')),
     CONSTRAINT product_images_size_positive CHECK (size_bytes > 0),
     CONSTRAINT product_images_content_type_known
-        CHECK (content_type IN ('image/png', 'image/jpeg', 'image/gif', 'image/webp'))
+        CHECK (content_type IN ('image/png', 'image/jpeg', 'image/gif'))
 );
 
 COMMENT ON TABLE product_images IS
@@ -30,7 +30,7 @@ COMMENT ON TABLE product_images IS
     'image_download handler stored the bytes at storage_key (relative to the storage directory, beside the '
     'payloads). Two URLs serving the same bytes share a row and a file.';
 COMMENT ON COLUMN product_images.storage_key IS
-    'images/<first two hex digits of sha256>/<sha256>.<png|jpg|gif|webp>, relative to the storage directory.';
+    'images/<first two hex digits of sha256>/<sha256>.<png|jpg|gif>, relative to the storage directory.';
 COMMENT ON COLUMN product_images.size_bytes IS 'The size of the stored bytes.';
 COMMENT ON COLUMN product_images.content_type IS 'The type the bytes are (their magic bytes agreed with the answer''s Content-Type).';
 
