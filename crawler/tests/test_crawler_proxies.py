@@ -27,7 +27,7 @@ from test_crawler_e2e import (  # noqa: F401 - crawler and platform are fixtures
 from worker_support import Workers, fetch_one, wait_for
 
 from pyworker import cli
-from taskpool_crawler.client import HttpPlatformClient, PlatformError
+from taskpool_crawler.client import HttpPlatformClient, PlatformError, ProxyUnavailable
 from taskpool_crawler.db import CrawlerDatabase
 from taskpool_crawler.proxies import DatabaseProxies
 from taskpool_crawler.simulator import SimulatorServer
@@ -193,6 +193,30 @@ def test_what_the_platform_answers_through_a_proxy_is_the_platforms_not_the_prox
     assert (row["requests_total"], row["failures_total"], row["state"]) == (3, 0, "ready"), row
     assert row["last_success_at"] is not None
     assert tinyproxies[1].requests() == 3
+
+
+def test_a_timeout_through_a_proxy_is_the_proxys_failure_and_rests_it(
+    crawler: psycopg.Connection, platform: SimulatorServer, tinyproxies: list[Tinyproxy], db_url: str
+) -> None:
+    (proxy_id,) = crawler.execute(
+        "SELECT id FROM add_proxy('jane', %s)", (tinyproxies[0].url,)
+    ).fetchone()
+    platform.set_faults("jane", error_rate=1.0, error_kinds=["timeout"])
+    db = CrawlerDatabase(db_url)
+    try:
+        client = HttpPlatformClient(platform.url, "jane", timeout=0.5, proxies=DatabaseProxies(lambda: db))
+        with pytest.raises(ProxyUnavailable) as unavailable:
+            client.list_stores("CA")
+    finally:
+        db.close()
+    # The only proxy failed and is rested: the request is not sent direct, it fails, retryably.
+    assert unavailable.value.retryable
+    assert "every proxy of jane is rested" in unavailable.value.message
+    assert f"proxy {proxy_id} (" in unavailable.value.message
+    assert "no answer within 0.5 s" in unavailable.value.message
+    row = proxy_rows(crawler)[proxy_id]
+    assert (row["state"], row["requests_total"], row["failures_total"]) == ("rested", 1, 1), row
+    assert row["last_error"] == "no answer within 0.5 s"
 
 
 def pyworker(db_url: str, *args: str) -> Result:
