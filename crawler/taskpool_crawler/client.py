@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import logging
 import socket
 import urllib.error
 import urllib.request
@@ -39,8 +38,6 @@ DEFAULT_PROXY_TRIES = 3
 # Statuses a proxy answers itself when it cannot do its job: its credentials refused, or the
 # gateway statuses (it could not reach the platform, or not in time, or it is overloaded).
 PROXY_FAILURE_STATUSES = frozenset({407, 502, 503, 504})
-
-log = logging.getLogger("pyworker")
 
 
 class PlatformError(Exception):
@@ -216,9 +213,6 @@ class HttpPlatformClient:
                 problem = str(failed)
                 self.proxies.report(proxy, False, problem)
                 failures.append(f"proxy {proxy.id} ({proxy.label}): {problem}")
-                log.warning(
-                    "GET %s: proxy %s (%s) failed: %s; trying the next", url, proxy.id, proxy.label, problem
-                )
                 continue
             except PlatformError:
                 self.proxies.report(proxy, True)

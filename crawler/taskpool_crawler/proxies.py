@@ -41,5 +41,9 @@ class DatabaseProxies:
         rested_until = self.database().report_proxy_result(proxy.id, succeeded, error)
         if rested_until is not None:
             log.warning(
-                "Proxy %s (%s) failed (%s): rested until %s", proxy.id, proxy.label, error, rested_until
+                "Proxy %s (%s) failed (%s): rested until %s",
+                proxy.id,
+                proxy.label,
+                error,
+                rested_until,
             )
