@@ -80,10 +80,17 @@ def test_crawls_spread_over_the_proxies_and_lose_no_task_when_one_is_stopped_mid
     platform: SimulatorServer,
     tinyproxies: list[Tinyproxy],
     workers: Workers,
+    worker_login_url: str,
 ) -> None:
     ids = add_proxies(crawler, tinyproxies)
-    a, b, c = tinyproxies
-    start(workers, {"store_discovery": 1, "product_discovery": 3, "product_resync": 3})
+    b = tinyproxies[1]
+    # Workers logged in with taskpool_worker's grants only: take_proxy and report_proxy_result
+    # are all they need of the proxies.
+    start(
+        workers,
+        {"store_discovery": 1, "product_discovery": 3, "product_resync": 3},
+        database_url=worker_login_url,
+    )
 
     # Discovery and the first crawls, every proxy up.
     enqueue(crawler, [{"role": "store_discovery"}])
