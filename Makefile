@@ -41,7 +41,7 @@ PYTEST_ARGS ?= -q
 BENCH_ARGS ?=
 SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
-DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap \
+DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap tinyproxy \
 	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver
 
 # An explicit DATABASE_URL (environment or command line) means: use that server, start nothing.

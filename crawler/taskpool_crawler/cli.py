@@ -1,6 +1,7 @@
 """The crawler's commands: `pyworker payloads list|show|diff`, the menu payloads from the
-operator's side, `pyworker resync generate`, a day of product resyncs, and `pyworker stores add`
-(add_store(), with the crawler's columns: platform, state, city, menu URL).
+operator's side, `pyworker resync generate`, a day of product resyncs, `pyworker stores add`
+(add_store(), with the crawler's columns: platform, state, city, menu URL), and `pyworker
+proxies list|add|remove|enable|disable`, the proxies platform requests go through.
 
 The package's `pyworker.commands` entry points add them to pyworker's main group (with
 `simulator`, taskpool_crawler.simulator.cli); they take its global options and settings. The
@@ -353,3 +354,92 @@ def add_store(
     A bad value exits 2, naming it; a menu URL another store has exits 1, naming that store.
     """
     return crawler_db(settings).add_store(name, platform=platform, state_code=state_code, city=city, menu_url=menu_url)
+
+
+PROXY_COLUMNS: list[Column] = [
+    ("id", "id"),
+    ("platform", "platform"),
+    ("url", "url"),
+    ("state", "state"),
+    ("requests", "requests_total"),
+    ("failures", "failures_total"),
+    ("in_a_row", "consecutive_failures"),
+    ("rested_until", "rested_until"),
+    ("last_success", "last_success_at"),
+    ("last_failure", "last_failure_at"),
+    ("last_error", "last_error"),
+]
+
+
+@click.group()
+def proxies() -> None:
+    """List and manage the proxies each platform's requests go through, in turn.
+
+    A platform with no enabled proxy is crawled directly. A proxy that fails a request is rested
+    (passed over) for its rest_base, doubling with each failure in a row up to its rest_cap; a
+    success clears its failures. Passwords in proxy URLs are shown masked.
+    """
+
+
+@proxies.command("list")
+@click.option("--platform", metavar="P", help="Only the proxies of this platform.")
+@prints(PROXY_COLUMNS, empty="no proxies: every platform is crawled directly")
+@pass_settings
+def list_proxies(settings: Settings, platform: str | None) -> list[dict[str, Any]]:
+    """List the proxies by platform with their health: state (ready, rested or disabled), the
+    requests taken through each and those that failed at it, failures in a row, until when it
+    rests, and its last success, failure and error. With --json, the v_crawler_proxies rows."""
+    return crawler_db(settings).list_proxies(platform)
+
+
+@proxies.command("add")
+@click.argument("platform")
+@click.argument("url")
+@click.option(
+    "--rest-base",
+    metavar="INTERVAL",
+    help="How long a first failure rests it, e.g. '30 seconds' (the default).",
+)
+@click.option(
+    "--rest-cap",
+    metavar="INTERVAL",
+    help="The longest rest, however many failures in a row, e.g. '30 minutes' (the default).",
+)
+@prints()
+@pass_settings
+def add_proxy(
+    settings: Settings, platform: str, url: str, rest_base: str | None, rest_cap: str | None
+) -> dict[str, Any]:
+    """Add proxy URL, http(s)://[user:password@]host[:port], to PLATFORM's rotation (add_proxy()),
+    enabled, and print it (the password masked).
+
+    An unknown platform or a bad URL exits 2, naming it; a URL the platform has already exits 1.
+    """
+    return crawler_db(settings).add_proxy(platform, url, rest_base=rest_base, rest_cap=rest_cap)
+
+
+@proxies.command("remove")
+@click.argument("proxy_id", metavar="ID", type=int)
+@prints()
+@pass_settings
+def remove_proxy(settings: Settings, proxy_id: int) -> dict[str, Any]:
+    """Remove proxy ID for good and print the row it had; an unknown ID exits 2."""
+    return crawler_db(settings).remove_proxy(proxy_id)
+
+
+@proxies.command("enable")
+@click.argument("proxy_id", metavar="ID", type=int)
+@prints()
+@pass_settings
+def enable_proxy(settings: Settings, proxy_id: int) -> dict[str, Any]:
+    """Put proxy ID back into its platform's rotation (its health kept) and print it."""
+    return crawler_db(settings).enable_proxy(proxy_id)
+
+
+@proxies.command("disable")
+@click.argument("proxy_id", metavar="ID", type=int)
+@prints()
+@pass_settings
+def disable_proxy(settings: Settings, proxy_id: int) -> dict[str, Any]:
+    """Take proxy ID out of its platform's rotation (its row and health kept) and print it."""
+    return crawler_db(settings).disable_proxy(proxy_id)

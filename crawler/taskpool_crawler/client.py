@@ -11,6 +11,13 @@ simulator's HTTP API (`pyworker simulator`):
 
 To crawl a real platform, implement the four methods (raising PlatformError for what went
 wrong) and install a factory with `taskpool_crawler.handlers.set_client_factory`.
+
+Given a `ProxyPool`, every request (`get`, which any other platform request may call too) goes
+through the pool's next proxy. A failure of the proxy itself (it cannot be reached, it answers
+407, 502, 503 or 504 itself, no answer within the timeout, the connection breaks) is reported,
+resting the proxy, and the request is tried through the next one, at most `proxy_tries` proxies
+in all; an answer the platform gave through a proxy (a 404, 429, 500) is the platform's and
+counts as the proxy's success. When no proxy could carry it, ProxyUnavailable (retryable).
 """
 
 from __future__ import annotations
@@ -20,12 +27,18 @@ import json
 import socket
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 USER_AGENT = "taskpool-crawler/0.1"
 # Error bodies are quoted in messages up to this many characters.
 BODY_EXCERPT_CHARS = 200
+# How many proxies one request may try before it fails (each failing one is rested).
+DEFAULT_PROXY_TRIES = 3
+# Statuses a proxy answers itself when it cannot do its job: its credentials refused, or the
+# gateway statuses (it could not reach the platform, or not in time, or it is overloaded).
+PROXY_FAILURE_STATUSES = frozenset({407, 502, 503, 504})
 
 
 class PlatformError(Exception):
@@ -49,6 +62,40 @@ class PlatformError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+
+
+class ProxyUnavailable(PlatformError):
+    """No proxy could carry a request: every proxy of the platform is rested, or each one tried
+    failed. Retryable; a failure of the proxies, not of the platform (its circuit breaker is not
+    told). retry_after, when every proxy is rested: the seconds until the first is back."""
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """A proxy to send one request through. label is url with its password masked: what
+    messages and logs show."""
+
+    id: int
+    url: str
+    label: str
+
+
+class ProxyPool(Protocol):
+    """Where a client's proxies come from (taskpool_crawler.proxies.DatabaseProxies: the rows of
+    crawler_proxies)."""
+
+    def take(self, platform: str) -> Proxy | None:
+        """The proxy the platform's next request goes through; None to go direct (it has none).
+        ProxyUnavailable when it has proxies but every one is rested."""
+        ...
+
+    def report(self, proxy: Proxy, succeeded: bool, error: str | None = None) -> None:
+        """How the request through `proxy` went, as far as the proxy is concerned."""
+        ...
+
+
+class _ProxyFailed(Exception):
+    """The proxy, not the platform, failed a request (internal to HttpPlatformClient.get)."""
 
 
 class PlatformClient(Protocol):
@@ -79,16 +126,29 @@ class PlatformClient(Protocol):
 
 
 class HttpPlatformClient:
-    """PlatformClient over the simulator's HTTP API (urllib, one connection per request)."""
+    """PlatformClient over the simulator's HTTP API (urllib, one connection per request),
+    through the proxies of `proxies` when given."""
 
-    def __init__(self, base_url: str, platform: str, timeout: float = 10) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        platform: str,
+        timeout: float = 10,
+        *,
+        proxies: ProxyPool | None = None,
+        proxy_tries: int = DEFAULT_PROXY_TRIES,
+    ) -> None:
         if not base_url:
             raise ValueError("the platform base URL is empty: set TASKPOOL_PLATFORM_URL")
         if timeout <= 0:
             raise ValueError(f"the timeout must be positive, not {timeout}")
+        if proxy_tries < 1:
+            raise ValueError(f"proxy_tries must be at least 1, not {proxy_tries}")
         self.base_url = base_url.rstrip("/")
         self.platform = platform
         self.timeout = timeout
+        self.proxies = proxies
+        self.proxy_tries = proxy_tries
 
     def __repr__(self) -> str:
         return f"HttpPlatformClient({self.base_url!r}, {self.platform!r}, timeout={self.timeout})"
@@ -142,10 +202,72 @@ class HttpPlatformClient:
         self, url: str, accept: str = "application/json", max_bytes: int | None = None
     ) -> tuple[bytes, str]:
         """The body and Content-Type of a 200 answer to GET `url`; PlatformError for anything
-        else, and (not retryable) for a body over `max_bytes`, read no further."""
+        else, and (not retryable) for a body over `max_bytes`, read no further.
+
+        Through the next proxy of the pool, if there is one; a proxy that fails is reported and
+        the next one tried, up to proxy_tries in all, then ProxyUnavailable. Any request to the
+        platform (a menu, an image) goes through here; the caller waits its turn of the
+        platform's rate limit first, once, however many proxies it takes.
+        """
+        if self.proxies is None:
+            return self._get(url, None, accept, max_bytes)
+        failures: list[str] = []
+        for _ in range(self.proxy_tries):
+            try:
+                proxy = self.proxies.take(self.platform)
+            except ProxyUnavailable as unavailable:
+                tried = f" (tried: {'; '.join(failures)})" if failures else ""
+                raise ProxyUnavailable(
+                    f"GET {url}: {unavailable.message}{tried}",
+                    retryable=True,
+                    retry_after=unavailable.retry_after,
+                ) from unavailable
+            if proxy is None:
+                return self._get(url, None, accept, max_bytes)
+            try:
+                answer = self._get(url, proxy, accept, max_bytes)
+            except _ProxyFailed as failed:
+                problem = str(failed)
+                self.proxies.report(proxy, False, problem)
+                failures.append(f"proxy {proxy.id} ({proxy.label}): {problem}")
+                continue
+            except PlatformError:
+                self.proxies.report(proxy, True)
+                raise
+            self.proxies.report(proxy, True)
+            return answer
+        raise ProxyUnavailable(
+            f"GET {url}: {len(failures)} proxies failed: {'; '.join(failures)}", retryable=True
+        )
+
+    def _get(
+        self, url: str, proxy: Proxy | None, accept: str, max_bytes: int | None
+    ) -> tuple[bytes, str]:
+        """One GET of `url`, direct or through `proxy`; _ProxyFailed when the proxy failed it."""
         request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
+        if proxy is None:
+            open_request = urllib.request.urlopen
+        else:
+            # Credentials in the proxy's URL go as Proxy-Authorization (urllib's ProxyHandler).
+            open_request = urllib.request.build_opener(
+                urllib.request.ProxyHandler({"http": proxy.url, "https": proxy.url})
+            ).open
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            return self._fetch(open_request, request, max_bytes)
+        except PlatformError as error:
+            # No status and retryable: the connection through the proxy failed (an answer over
+            # max_bytes has no status either, but is the platform's, and not retryable).
+            proxy_failed = error.status in PROXY_FAILURE_STATUSES or (error.status is None and error.retryable)
+            if proxy is not None and proxy_failed:
+                raise _ProxyFailed(_without_url(error.message, url)) from error
+            raise
+
+    def _fetch(
+        self, open_request: Any, request: urllib.request.Request, max_bytes: int | None
+    ) -> tuple[bytes, str]:
+        url = request.full_url
+        try:
+            with open_request(request, timeout=self.timeout) as response:
                 body = _bounded_body(response, url, max_bytes)
                 return body, response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
@@ -186,6 +308,13 @@ def _bounded_body(response: Any, url: str, max_bytes: int | None) -> bytes:
             retryable=False,
         )
     return body
+
+
+def _without_url(message: str, url: str) -> str:
+    """A request's error message without its leading "GET url: " (the proxy's record says what
+    went wrong, not which request)."""
+    prefix = f"GET {url}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
 
 
 def _http_error(url: str, error: urllib.error.HTTPError) -> PlatformError:

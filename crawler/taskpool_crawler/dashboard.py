@@ -1,4 +1,5 @@
-"""The crawler's dashboard pages: stores, payloads, and what changed on a menu between two.
+"""The crawler's dashboard pages: stores, payloads, what changed on a menu between two, and the
+proxies platform requests go through.
 
 Added to `pyworker dashboard` by the package's `pyworker.dashboard` entry point
 (crawler/pyproject.toml), as its commands are added to `pyworker`; each page is also JSON under
@@ -93,6 +94,16 @@ def diff(request: Request) -> Response:
     )
 
 
+def proxies(request: Request) -> Response:
+    """v_crawler_proxies: each proxy's state and figures (passwords masked), ?platform= to filter."""
+    platform = text_param(request, "platform")
+    with open_database(request, CrawlerDatabase) as db:
+        rows = db.list_proxies(platform)
+    return respond(
+        request, {"proxies": rows}, "crawler/proxies.html", {"proxies": rows, "platform": platform}
+    )
+
+
 PAGES = DashboardPages(
     routes=[
         Route("/stores", stores),
@@ -107,7 +118,9 @@ PAGES = DashboardPages(
         Route("/api/payloads/diff", diff),
         Route("/payloads/{payload_id:int}", payload),
         Route("/api/payloads/{payload_id:int}", payload),
+        Route("/proxies", proxies),
+        Route("/api/proxies", proxies),
     ],
     templates=Path(__file__).resolve().parent / "dashboard_templates",
-    menu=[("Stores", "/stores"), ("Payloads", "/payloads")],
+    menu=[("Stores", "/stores"), ("Payloads", "/payloads"), ("Proxies", "/proxies")],
 )

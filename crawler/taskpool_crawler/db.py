@@ -55,6 +55,24 @@ PAYLOAD_FILES_TO_REMOVE = "SELECT payload_files_to_remove(%(max_files)s::integer
 FORGET_REMOVED_PAYLOAD_FILES = (
     "SELECT forget_removed_payload_files(%(storage_paths)s::text[]) AS forgotten"
 )
+# Proxies: the handlers take one per platform request and report how it went
+TAKE_PROXY = "SELECT * FROM take_proxy(%(platform)s::text)"
+REPORT_PROXY_RESULT = (
+    "SELECT report_proxy_result(%(proxy_id)s::bigint, %(succeeded)s::boolean, %(error)s::text)"
+    " AS rested_until"
+)
+# The operator's side of proxies (pyworker proxies ..., the demo)
+ADD_PROXY = (
+    "SELECT * FROM add_proxy(%(platform)s::text, %(url)s::text,"
+    " coalesce(%(rest_base)s::interval, '30 seconds'), coalesce(%(rest_cap)s::interval, '30 minutes'))"
+)
+REMOVE_PROXY = "SELECT * FROM remove_proxy(%(proxy_id)s::bigint)"
+ENABLE_PROXY = "SELECT * FROM enable_proxy(%(proxy_id)s::bigint)"
+DISABLE_PROXY = "SELECT * FROM disable_proxy(%(proxy_id)s::bigint)"
+LIST_PROXIES = (
+    "SELECT * FROM v_crawler_proxies"
+    " WHERE %(platform)s::text IS NULL OR platform = %(platform)s::text ORDER BY platform, id"
+)
 # The operator's side (tables read directly: operators run as the schema owner)
 # `payloads list`'s filters, each left out when NULL: the page and its count read the same rows.
 _PAYLOAD_FILTERS = (
@@ -235,7 +253,44 @@ class CrawlerDatabase(Database):
         """Refresh the analytics views; the rows each holds."""
         return self.query_one(REFRESH_ANALYTICS)["report"]
 
-    # The operator's side (pyworker payloads ..., resync generate, the demo)
+    def take_proxy(self, platform: str) -> dict[str, Any] | None:
+        """The proxy the platform's next request goes through ({"proxy_id", "url", "label",
+        "back_in_seconds"}); None when the platform has no enabled proxy (go direct). proxy_id
+        None: every enabled proxy is rested, the first back in back_in_seconds."""
+        return self.query_one(TAKE_PROXY, {"platform": platform})
+
+    def report_proxy_result(self, proxy_id: int, succeeded: bool, error: str | None = None) -> datetime | None:
+        """Record a request's outcome at the proxy; until when a failure rests it (None after a
+        success, or for a proxy removed since)."""
+        return self.query_one(
+            REPORT_PROXY_RESULT, {"proxy_id": proxy_id, "succeeded": succeeded, "error": error}
+        )["rested_until"]
+
+    # The operator's side (pyworker payloads ..., resync generate, proxies ..., the demo)
+
+    def add_proxy(
+        self, platform: str, url: str, *, rest_base: str | None = None, rest_cap: str | None = None
+    ) -> dict[str, Any]:
+        """The new proxy's v_crawler_proxies row (password masked); InvalidInput naming a bad
+        value, Refused for a URL the platform has already."""
+        return self.query_one(
+            ADD_PROXY, {"platform": platform, "url": url, "rest_base": rest_base, "rest_cap": rest_cap}
+        )
+
+    def remove_proxy(self, proxy_id: int) -> dict[str, Any]:
+        """The removed proxy's row; NotFound for an unknown id."""
+        return self.query_one(REMOVE_PROXY, {"proxy_id": proxy_id})
+
+    def enable_proxy(self, proxy_id: int) -> dict[str, Any]:
+        return self.query_one(ENABLE_PROXY, {"proxy_id": proxy_id})
+
+    def disable_proxy(self, proxy_id: int) -> dict[str, Any]:
+        return self.query_one(DISABLE_PROXY, {"proxy_id": proxy_id})
+
+    def list_proxies(self, platform: str | None = None) -> list[dict[str, Any]]:
+        """v_crawler_proxies, by platform and id: every proxy with its health."""
+        return self.query(LIST_PROXIES, {"platform": platform})
+
 
     def list_stores(self, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """A page of v_stores: each store with its payloads and products, by id."""

@@ -11,7 +11,8 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
     each step itself;
  2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
     with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body; 5% of
-    its product images are broken;
+    its product images are broken; and two tinyproxy instances on loopback, registered as
+    proxies of both platforms (add_proxy), which every platform request goes through, in turn;
  3. workers for every role: one command per role, `pyworker --role R --handlers
     taskpool_crawler.handlers --processes N`, runs that role's N worker processes;
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
@@ -22,12 +23,13 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
  6. analytics: the analytics_refresh schedule runs now;
  7. the summary: tasks by role and status, tasks per second of crawling, the images (downloads,
     unique images stored, their bytes), the capacity view at the busiest moment sampled, the
-    summary of one store's payload diff, the circuit-breaker events.
+    summary of one store's payload diff, the circuit-breaker events, and each proxy's figures
+    (requests, failures, its state; the requests its own log shows).
 
 Progress shows every two seconds, each line followed by what the tasks still to go wait for
 (v_waiting_tasks: a worker, a retry's backoff, an open circuit, a snooze, ...; each task when
-few are left). Whatever happens, the workers and the simulator are stopped (SIGTERM,
-then SIGKILL after a grace) and the cron job removed. At the end: where the wall time went, and
+few are left). Whatever happens, the workers, the simulator and the proxies are stopped (SIGTERM
+by PID, then SIGKILL after a grace) and the cron job removed. At the end: where the wall time went, and
 commands to paste that look at what the run left (its database, payload files and logs stay).
 """
 
@@ -56,6 +58,7 @@ from pyworker.errors import CronMissing, TaskpoolError
 from pyworker.output import CAPACITY_COLUMNS, render_table
 from taskpool_crawler.cli import describe_diff
 from taskpool_crawler.db import CrawlerDatabase
+from taskpool_crawler.tinyproxy import Tinyproxy, start_tinyproxy
 
 HANDLERS = "taskpool_crawler.handlers"
 # Worker processes per role: the crawl and refresh roles are the busy ones.
@@ -88,6 +91,9 @@ STOP_GRACE_SECONDS = 10.0
 # Time compression: the crawler roles' retry backoff, the platforms' rate and cooldown.
 BACKOFF_BASE, BACKOFF_CAP = "1 second", "5 seconds"
 REQUESTS_PER_MINUTE, COOLDOWN = 3000, "8 seconds"
+# The proxies every platform request goes through, and how long a failure rests one.
+PROXIES = ("proxy-a", "proxy-b")
+PROXY_REST_BASE, PROXY_REST_CAP = "1 second", "4 seconds"
 # Failed attempts by cause, from the start of their error message.
 CAUSES = (
     ("corrupt", "corrupt menu"),
@@ -96,6 +102,8 @@ CAUSES = (
     ("no answer within", "timeout"),
     ("is broken:", "broken image"),
     ("downloading the image", "image refused"),
+    ("every proxy of", "proxies rested"),
+    ("proxies failed", "proxies failed"),
 )
 
 
@@ -207,6 +215,7 @@ class Demo:
     # What the closing commands look at: the store whose diff is shown, its newest payload and
     # its resync task.
     featured: dict[str, int] = field(default_factory=dict)
+    proxies: list[Tinyproxy] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.db = CrawlerDatabase(self.database_url, application_name="pyworker demo")
@@ -340,6 +349,65 @@ class Demo:
             f"product images: shared by many products; {BROKEN_IMAGE_SHARE:.0%} of them broken"
             " (404, not an image, cut short), each failing its own image_download task"
         )
+
+    def start_proxies(self) -> None:
+        """Two tinyproxy instances on loopback (files under the workdir's proxies/), each a
+        proxy of every platform: the crawl goes through them, in turn."""
+        for name in PROXIES:
+            directory = self.workdir / "proxies" / name
+            if directory.exists():
+                for old in directory.iterdir():
+                    old.unlink()
+            self.proxies.append(start_tinyproxy(directory, name))
+        for proxy in self.proxies:
+            for platform in PLATFORMS:
+                self.db.add_proxy(platform, proxy.url, rest_base=PROXY_REST_BASE, rest_cap=PROXY_REST_CAP)
+        say(
+            f"proxies: {len(self.proxies)} tinyproxy instances on loopback ("
+            + ", ".join(f"{p.name} at {p.url}, pid {p.pid}" for p in self.proxies)
+            + f"), each a proxy of {' and '.join(PLATFORMS)}; a failure rests one for"
+            f" {PROXY_REST_BASE} (doubling, at most {PROXY_REST_CAP})"
+        )
+
+    def show_proxies(self) -> None:
+        """Each proxy's figures (v_crawler_proxies), and what each tinyproxy's own log saw."""
+        say()
+        say("proxies (v_crawler_proxies; `pyworker proxies list`):")
+        rows = self.db.list_proxies()
+        say(
+            render_table(
+                rows,
+                [
+                    ("id", "id"),
+                    ("platform", "platform"),
+                    ("url", "url"),
+                    ("state", "state"),
+                    ("requests", "requests_total"),
+                    ("failures", "failures_total"),
+                    ("last_error", "last_error"),
+                ],
+            )
+            if rows
+            else "none"
+        )
+        say(
+            "requests in the proxies' own logs: "
+            + ", ".join(f"{p.name} {p.requests()}" for p in self.proxies)
+            + f" (of {sum(r['requests_total'] for r in rows)} taken; a failed one is retried"
+            " through the next proxy, on the same turn of the platform's rate limit)"
+        )
+
+    def stop_proxies(self) -> None:
+        """Stop the tinyproxy instances by their PIDs."""
+        running = [p for p in self.proxies if p.running()]
+        for proxy in running:
+            proxy.stop()
+        if running:
+            say(
+                f"stopped the {len(running)} tinyproxy instances (pids "
+                + ", ".join(str(p.pid) for p in running)
+                + ")"
+            )
 
     def start_workers(self) -> None:
         env = {
@@ -581,6 +649,7 @@ class Demo:
             if events
             else "none"
         )
+        self.show_proxies()
 
     def show_images(self) -> None:
         """What the image downloads gave: each content stored once, however many URLs show it."""
@@ -668,6 +737,7 @@ class Demo:
             )
         if others:
             say("stopped the " + " and the ".join(others))
+        self.stop_proxies()
         if self.cron_installed:
             try:
                 cron.uninstall(self.db)
@@ -754,6 +824,7 @@ def main(argv: list[str] | None = None) -> int:
         heading("setting up")
         demo.prepare()
         demo.start_simulator()
+        demo.start_proxies()
         demo.start_workers()
         watch.lap(f"setting up: the simulator and {demo.worker_processes} worker processes")
         rounds = {

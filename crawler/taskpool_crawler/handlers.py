@@ -30,6 +30,12 @@ circuit breaker, in SQL), waiting in small steps while it says wait (an abort st
 and reports its outcome with record_platform_result. A platform whose circuit is open snoozes
 the task (no retry spent); claim_task hands out none of its tasks until the cooldown ends.
 
+A platform with proxies (crawler_proxies, `pyworker proxies add`) is crawled through them: the
+HTTP client takes the next healthy one for each request (taskpool_crawler.proxies) and tries
+the next when one fails. The request still takes one turn of the rate limit, however many
+proxies it tried. When no proxy could carry it (all rested, or each tried failed), the attempt
+fails, to be retried, and the circuit breaker is not told: the platform was never reached.
+
 Outcomes: a platform error worth retrying (HTTP 429 and 5xx, a timeout, a dropped connection)
 and a corrupt menu fail the attempt, retried with the role's backoff; a corrupt menu's raw body
 is kept, recorded and marked corrupt (mark_payload_corrupt) first. What a retry cannot fix fails
@@ -76,8 +82,14 @@ from pyworker.errors import (
 )
 from pyworker.handlers import Aborted, Completion, Registry, registry
 from taskpool_crawler import storage
-from taskpool_crawler.client import HttpPlatformClient, PlatformClient, PlatformError
+from taskpool_crawler.client import (
+    HttpPlatformClient,
+    PlatformClient,
+    PlatformError,
+    ProxyUnavailable,
+)
 from taskpool_crawler.db import CrawlerDatabase
+from taskpool_crawler.proxies import DatabaseProxies
 from taskpool_crawler.normalize import CorruptMenu, normalize_menu
 
 log = logging.getLogger("pyworker")
@@ -105,8 +117,9 @@ ClientFactory = Callable[[str], PlatformClient]
 # Settings, the platform client and the database connection
 
 
-def http_client(platform: str) -> PlatformClient:
-    """The default client: the simulator's HTTP API at $TASKPOOL_PLATFORM_URL."""
+def http_client(platform: str) -> HttpPlatformClient:
+    """The default client: the simulator's HTTP API at $TASKPOOL_PLATFORM_URL, through the
+    platform's proxies (crawler_proxies) when it has any."""
     base_url = os.environ.get(PLATFORM_URL_ENV)
     if not base_url:
         raise ConfigurationError(
@@ -120,7 +133,7 @@ def http_client(platform: str) -> PlatformClient:
         raise ConfigurationError(
             f"{PLATFORM_TIMEOUT_ENV} must be a number of seconds, not {raw_timeout!r}"
         ) from None
-    return HttpPlatformClient(base_url, platform, timeout=timeout)
+    return HttpPlatformClient(base_url, platform, timeout=timeout, proxies=DatabaseProxies(database))
 
 
 _client_factory: ClientFactory = http_client
@@ -211,16 +224,25 @@ def report(platform: str, succeeded: bool, error: str | None = None) -> None:
         )
 
 
-def platform_call(task: Task, platform: str, call: Callable[[], Any]) -> Any:
-    """`call()` (one platform request) within the platform's rate limit, its outcome reported.
+def report_error(platform: str, error: PlatformError) -> None:
+    """Tell the circuit breaker of a failed platform request: a platform that answered, even 404,
+    is up, so only retryable errors count as failures; a request no proxy could carry never
+    reached the platform, so the breaker is not told."""
+    if isinstance(error, ProxyUnavailable):
+        log.warning("Platform %s: %s", platform, error.message)
+        return
+    report(platform, not error.retryable, error.message if error.retryable else None)
 
-    A platform that answered, even 404, is up: only retryable errors count as failures.
-    """
+
+def platform_call(task: Task, platform: str, call: Callable[[], Any]) -> Any:
+    """`call()` (one platform request) within the platform's rate limit, its outcome reported
+    (report_error). Any request to a platform goes through this, e.g. with
+    `client_for(platform).get(url)` as `call` for a URL of the platform's."""
     await_turn(task, platform)
     try:
         value = call()
     except PlatformError as error:
-        report(platform, not error.retryable, None if not error.retryable else error.message)
+        report_error(platform, error)
         raise
     report(platform, True)
     return value
@@ -395,7 +417,7 @@ def fetch_and_save(task: Task) -> dict[str, Any]:
     try:
         body = client.fetch_menu(platform_id)
     except PlatformError as error:
-        report(platform, not error.retryable, error.message if error.retryable else None)
+        report_error(platform, error)
         _fail_for_good_unless_retryable(error, f"fetching the menu of {label}")
         raise
     fetched_at = datetime.now(timezone.utc)

@@ -58,7 +58,11 @@ def crawled(template_database: str) -> Iterator[tuple[str, dict[str, Any]]]:
                 conn.execute("SELECT apply_menu_payload(%s, %s::jsonb)", (payloads[-1], json.dumps(menu)))
             corrupt = record(conn, store_id, 16)
             conn.execute("SELECT mark_payload_corrupt(%s, 'not gzip')", (corrupt,))
-        yield url, {"store": store_id, "payloads": payloads, "corrupt": corrupt}
+            (proxy,) = conn.execute(
+                "SELECT id FROM add_proxy('dutchie', 'http://crawler:s3cret@10.0.0.5:3128')"
+            ).fetchone()
+            conn.execute("SELECT report_proxy_result(%s, false, 'connection refused')", (proxy,))
+        yield url, {"store": store_id, "payloads": payloads, "corrupt": corrupt, "proxy": proxy}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +83,7 @@ def test_the_crawler_adds_its_pages_to_the_menu_and_lists_stores(
     ids = crawled[1]
     browser.get(dashboard.url + "/")
     menu = [link.text for link in browser.find_elements(By.CSS_SELECTOR, "header nav a")]
-    assert menu[-2:] == ["Stores", "Payloads"]
+    assert menu[-3:] == ["Stores", "Payloads", "Proxies"]
     assert not browser.find_elements(By.CSS_SELECTOR, ".message.warning")
     browser.find_element(By.LINK_TEXT, "Stores").click()
     cells = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, f"#stores tr[data-id='{ids['store']}'] td")]
@@ -109,6 +113,18 @@ def test_a_store_links_its_payloads_and_their_diff(
     assert "not gzip" in browser.find_element(By.ID, "fields").text
 
 
+def test_the_proxies_page_shows_each_proxys_health_with_its_password_masked(
+    browser: Any, dashboard: Dashboard, crawled: tuple[str, dict[str, Any]]
+) -> None:
+    browser.get(dashboard.url + "/")
+    browser.find_element(By.LINK_TEXT, "Proxies").click()
+    cells = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, f"#proxies tr[data-id='{crawled[1]['proxy']}'] td")]
+    # id, platform, url, state, requests, failures, in a row, rested until, last success, last failure, last error
+    assert cells[1:7] == ["dutchie", "http://crawler:***@10.0.0.5:3128", "rested", "0", "1", "1"]
+    assert cells[10] == "connection refused"
+    assert "s3cret" not in browser.page_source
+
+
 def test_the_crawler_pages_are_json_too(dashboard: Dashboard, crawled: tuple[str, dict[str, Any]]) -> None:
     ids = crawled[1]
     older, newer = ids["payloads"]
@@ -123,3 +139,6 @@ def test_the_crawler_pages_are_json_too(dashboard: Dashboard, crawled: tuple[str
     assert refused.status == 409 and "applied" in refused.json()["error"]
     assert http(dashboard.url + "/api/stores/999999").status == 404
     assert http(dashboard.url + "/api/payloads?status=lost").status == 400
+    (proxy,) = http(dashboard.url + "/api/proxies?platform=dutchie").json()["proxies"]
+    assert (proxy["url"], proxy["state"]) == ("http://crawler:***@10.0.0.5:3128", "rested")
+    assert http(dashboard.url + "/api/proxies?platform=jane").json() == {"proxies": []}
