@@ -42,6 +42,8 @@ APPLY_MENU_PAYLOAD = (
 )
 REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
 PAYLOAD_FILES_TO_REMOVE = "SELECT payload_files_to_remove(%(max_files)s::integer) AS storage_path"
+TASKPOOL_NOW = "SELECT taskpool_now() AS now"
+UNRECORDED_PAYLOAD_PATHS = "SELECT unrecorded_payload_paths(%(storage_paths)s::text[]) AS storage_path"
 FORGET_REMOVED_PAYLOAD_FILES = (
     "SELECT forget_removed_payload_files(%(storage_paths)s::text[]) AS forgotten"
 )
@@ -152,7 +154,7 @@ class CrawlerDatabase(Database):
     def record_crawl_payload(
         self, dispensary_id: int, fetched_at: datetime, storage_path: str, size_bytes: int, sha256: str
     ) -> int:
-        """Record a payload file saved to disk; its id."""
+        """Record a payload stored (a file or an object); its id."""
         return self.query_one(
             RECORD_CRAWL_PAYLOAD,
             {
@@ -184,6 +186,14 @@ class CrawlerDatabase(Database):
     def forget_removed_payload_files(self, storage_paths: list[str]) -> int:
         """Take removed files out of the outbox; how many rows went."""
         return self.query_one(FORGET_REMOVED_PAYLOAD_FILES, {"storage_paths": storage_paths})["forgotten"]
+
+    def now(self) -> datetime:
+        """The database's clock (taskpool_now(): the operator's clock offset included)."""
+        return self.query_one(TASKPOOL_NOW)["now"]
+
+    def unrecorded_payload_paths(self, storage_paths: list[str]) -> list[str]:
+        """Those of `storage_paths` that no payload row names (the storage sweep removes them)."""
+        return [row["storage_path"] for row in self.query(UNRECORDED_PAYLOAD_PATHS, {"storage_paths": storage_paths})]
 
     def refresh_analytics(self) -> dict[str, Any]:
         """Refresh the analytics views; the rows each holds."""
