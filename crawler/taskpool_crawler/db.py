@@ -92,6 +92,10 @@ STORES_WITH_APPLIED_PAYLOADS = (
     " GROUP BY dispensary_id HAVING count(*) >= %(at_least)s::integer"
     " ORDER BY dispensary_id LIMIT %(limit)s::integer"
 )
+PAYLOAD_TOTALS = (
+    "SELECT count(*)::integer AS payloads, coalesce(sum(size_bytes), 0)::bigint AS size_bytes"
+    " FROM raw_crawl_payloads"
+)
 PAYLOAD_COUNTS = "SELECT status, count(*) AS payloads FROM raw_crawl_payloads GROUP BY status ORDER BY status"
 ATTEMPT_ERRORS = (
     "SELECT error_message, count(*) AS attempts FROM worker_task_attempts"
@@ -259,6 +263,11 @@ class CrawlerDatabase(Database):
     def payload_counts(self) -> list[dict[str, Any]]:
         """Payloads by status."""
         return self.query(PAYLOAD_COUNTS)
+
+    def payload_totals(self) -> tuple[int, int]:
+        """How many payloads are recorded, and their stored bytes."""
+        row = self.query_one(PAYLOAD_TOTALS)
+        return row["payloads"], row["size_bytes"]
 
     def attempt_errors(self) -> list[dict[str, Any]]:
         """The errors of the attempts that ended in a failure, with how many ended so."""

@@ -19,6 +19,7 @@ CRAWLER_ROLES = [
     "analytics_refresh",
     "entry_point_discovery",
     "payload_file_removal",
+    "payload_storage_sweep",
     "product_discovery",
     "product_refresh",
     "product_resync",
