@@ -261,7 +261,7 @@ class LocalStorage(ObjectStore):
         return data
 
     def exists(self, key: str) -> bool:
-        return self._inside(key, "looked up", follow_last=False).is_file()
+        return self._inside(key, "looked up", follow_last=True).is_file()
 
     def delete(self, key: str) -> bool:
         # The directory's symlinks resolved, not the file's own: a link is unlinked, not followed.
