@@ -147,6 +147,7 @@ def show_payload(settings: Settings, payload_id: int, products: bool) -> Shown:
             storage.PayloadFileMissing,
             storage.PayloadFileCorrupt,
             storage.PayloadPathRefused,
+            storage.StorageUnavailable,
             CorruptMenu,
         ) as error:
             if not click.get_current_context().params.get("as_json"):

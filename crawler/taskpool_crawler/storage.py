@@ -50,6 +50,7 @@ import tempfile
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -82,6 +83,11 @@ class StorageKeyRefused(Exception):
         super().__init__(f"storage key {key!r} {reason}: not {verb}")
         self.key = key
         self.reason = reason
+
+
+class StorageUnavailable(Exception):
+    """The storage did not answer as it should (a bucket's server unreachable, a connection cut,
+    a request refused): nothing can be told of the object; worth trying again."""
 
 
 class StoredObjectMissing(Exception):
@@ -192,7 +198,8 @@ class ObjectStore(ABC):
     @abstractmethod
     def get(self, key: str, max_bytes: int) -> bytes:
         """The object's bytes; StoredObjectMissing, StoredObjectTooLarge past `max_bytes` (read
-        no further), StorageKeyRefused."""
+        no further), StorageKeyRefused. A bucket's failures are StorageUnavailable (retryable),
+        as they are for the other methods."""
 
     @abstractmethod
     def exists(self, key: str) -> bool:
@@ -311,13 +318,29 @@ class S3Storage(ObjectStore):
     def _code(error: Exception) -> str:
         return str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
 
+    @contextmanager
+    def _reaching(self, what: str) -> Iterator[None]:
+        """boto3's errors not handled where they arise, as StorageUnavailable naming `what`."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            yield
+        except (BotoCoreError, ClientError) as error:
+            raise StorageUnavailable(f"{what}: {error}") from error
+
     def put(self, key: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self._name(self.checked(key, "written")), Body=data)
+        name = self._name(self.checked(key, "written"))
+        with self._reaching(f"storing {self.location(key)}"):
+            self.client.put_object(Bucket=self.bucket, Key=name, Body=data)
 
     def get(self, key: str, max_bytes: int) -> bytes:
+        with self._reaching(f"reading {self.location(self.checked(key, 'read'))}"):
+            return self._get(key, max_bytes)
+
+    def _get(self, key: str, max_bytes: int) -> bytes:
         from botocore.exceptions import ClientError
 
-        name = self._name(self.checked(key, "read"))
+        name = self._name(key)
         try:
             # One byte past the bound: enough to tell an object over it, never the whole of one.
             response = self.client.get_object(Bucket=self.bucket, Key=name, Range=f"bytes=0-{max_bytes}")
@@ -344,33 +367,37 @@ class S3Storage(ObjectStore):
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
 
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=self._name(self.checked(key, "looked up")))
-        except ClientError as error:
-            if self._code(error) in ("NoSuchKey", "404", "NotFound"):
-                return False
-            raise
+        name = self._name(self.checked(key, "looked up"))
+        with self._reaching(f"looking up {self.location(key)}"):
+            try:
+                self.client.head_object(Bucket=self.bucket, Key=name)
+            except ClientError as error:
+                if self._code(error) in ("NoSuchKey", "404", "NotFound"):
+                    return False
+                raise
         return True
 
     def delete(self, key: str) -> bool:
         # S3's DELETE answers alike whether the object was there: ask first, to count.
         existed = self.exists(self.checked(key, "removed"))
         if existed:
-            self.client.delete_object(Bucket=self.bucket, Key=self._name(key))
+            with self._reaching(f"removing {self.location(key)}"):
+                self.client.delete_object(Bucket=self.bucket, Key=self._name(key))
         return existed
 
     def list(self, prefix: str) -> Iterator[StoredObject]:
-        pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=self._name(prefix)
-        )
         strip = len(self.prefix) + 1 if self.prefix else 0
-        for page in pages:
-            for entry in page.get("Contents", []):
-                yield StoredObject(
-                    key=entry["Key"][strip:],
-                    size_bytes=entry["Size"],
-                    modified_at=entry["LastModified"].astimezone(timezone.utc),
-                )
+        with self._reaching(f"listing {self.location(prefix)}"):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=self._name(prefix)
+            )
+            for page in pages:
+                for entry in page.get("Contents", []):
+                    yield StoredObject(
+                        key=entry["Key"][strip:],
+                        size_bytes=entry["Size"],
+                        modified_at=entry["LastModified"].astimezone(timezone.utc),
+                    )
 
 
 def _total_size(response: dict) -> int:

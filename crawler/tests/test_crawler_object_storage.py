@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import os
 import secrets
+import socket
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from pathlib import Path
 import boto3
 import psycopg
 import pytest
+from botocore.config import Config
 from s3_support import CREDENTIALS, CuttingRelay, MotoS3
 from test_crawler_e2e import (
     PLATFORMS,
@@ -175,6 +177,25 @@ def test_a_key_outside_the_layout_is_refused_for_the_bucket_too(bucket: storage.
         assert f"outside the storage bucket s3://{bucket.bucket}/fleet" in str(raised.value)
 
 
+def test_a_bucket_that_does_not_answer_is_unavailable_not_missing(s3_env: dict[str, str]) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nobody = closed.getsockname()[1]
+    client = boto3.client(
+        "s3", endpoint_url=f"http://127.0.0.1:{nobody}", config=Config(retries={"max_attempts": 1})
+    )
+    unreachable = storage.S3Storage("crawl-nowhere", "", client)
+    key = storage.payload_storage_path(1, FETCHED_AT)
+    with pytest.raises(storage.StorageUnavailable, match=f"storing s3://crawl-nowhere/{key}: "):
+        storage.save_payload(BODY, 1, FETCHED_AT, store=unreachable)
+    with pytest.raises(storage.StorageUnavailable, match=f"reading s3://crawl-nowhere/{key}: "):
+        storage.load_payload(key, store=unreachable)
+    with pytest.raises(storage.StorageUnavailable, match="looking up s3://crawl-nowhere/"):
+        storage.remove_payload(key, store=unreachable)
+    with pytest.raises(storage.StorageUnavailable, match="listing s3://crawl-nowhere/payloads/"):
+        list(unreachable.list(storage.PAYLOADS_PREFIX))
+
+
 # Real workers
 
 
@@ -238,6 +259,7 @@ def test_an_upload_cut_mid_body_records_nothing_and_the_retry_succeeds(
             ]
 
         wait_for(failed_attempts, 60, "an attempt whose upload was cut to fail", interval=0.1)
+        assert failed_attempts()[0].startswith(f"StorageUnavailable: storing s3://{bucket.bucket}/fleet/payloads/")
         assert "Connection was closed" in failed_attempts()[0]
         assert relay.cuts > 0
         assert fetch_one(crawler, "SELECT count(*) FROM raw_crawl_payloads")[0] == 0
