@@ -532,20 +532,25 @@ def payload_file_removal(task: Task) -> dict[str, Any]:
     return counts
 
 
+# The longest grace the sweep takes: a year (longer keeps every orphan as long as retention would).
+MAX_SWEEP_GRACE = 365 * 24 * 3600
+
+
 @handler("payload_storage_sweep")
 def payload_storage_sweep(task: Task) -> dict[str, Any]:
     """Remove the stored payloads that no row names, once older than the grace period.
 
-    Payload: {"older_than_seconds": N} (default storage.DEFAULT_SWEEP_GRACE, 6 hours), at least
-    60. A payload is stored before its row is recorded; a worker killed in between leaves an
+    Payload: {"older_than_seconds": N} (default storage.DEFAULT_SWEEP_GRACE, 6 hours), from 60
+    to a year. A payload is stored before its row is recorded; a worker killed in between leaves an
     object no row will ever name. The sweep lists payloads/ in the storage, asks
     unrecorded_payload_paths which of those old enough have no row, and removes them (and, in
     a directory, the temporary files of writes that never finished).
     """
     seconds = (task.payload or {}).get("older_than_seconds", storage.DEFAULT_SWEEP_GRACE.total_seconds())
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 60:
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 60 <= seconds <= MAX_SWEEP_GRACE:
         raise PermanentError(
-            f'payload_storage_sweep takes {{"older_than_seconds": N}}, N at least 60, not {task.payload!r}'
+            f'payload_storage_sweep takes {{"older_than_seconds": N}}, N from 60 to {MAX_SWEEP_GRACE},'
+            f" not {task.payload!r}"
         )
     db = database()
     # The database's clock, as retention's: an object's age is told against the same time.

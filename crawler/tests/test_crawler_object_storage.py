@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import secrets
 import socket
@@ -369,11 +370,14 @@ def test_the_sweep_leaves_young_and_recorded_payloads_and_takes_stale_temporary_
     assert not Path(orphan.location).exists() and not temporary.exists()
 
 
-def test_the_sweep_refuses_a_grace_under_a_minute(conn: psycopg.Connection, workers: Workers, tmp_path: Path,
+def test_the_sweep_refuses_a_grace_under_a_minute_or_over_a_year(conn: psycopg.Connection, workers: Workers, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TASKPOOL_STORAGE", str(tmp_path / "storage"))
     sweeper = workers.start("payload_storage_sweep", "sweep-1", handlers="taskpool_crawler.handlers")
-    (task_id,) = fetch_one(conn, "SELECT id FROM enqueue_task('payload_storage_sweep', '{\"older_than_seconds\": 0}')")
-    row = wait_for_status(conn, task_id, "failed", 30, also=sweeper.describe)
-    assert "at least 60" in row["error_message"]
+    for grace in (0, 365 * 24 * 3600 + 1, "6 hours"):
+        (task_id,) = fetch_one(
+            conn, "SELECT id FROM enqueue_task('payload_storage_sweep', %s::jsonb)", (json.dumps({"older_than_seconds": grace}),)
+        )
+        row = wait_for_status(conn, task_id, "failed", 30, also=sweeper.describe)
+        assert "N from 60 to 31536000" in row["error_message"]
 
