@@ -586,8 +586,13 @@ def sweep_unrecorded_payloads(
 
     def remove_unrecorded(batch: list[str]) -> None:
         for key in unrecorded(batch):
-            if store.delete(key):
-                counts["removed"] += 1
+            try:
+                if store.delete(key):
+                    counts["removed"] += 1
+            except StorageKeyRefused:
+                # Listed through a symlinked directory that leads out of the storage: never
+                # removed, and the rest of the sweep goes on.
+                continue
 
     batch: list[str] = []
     for stored in store.list(PAYLOADS_PREFIX):

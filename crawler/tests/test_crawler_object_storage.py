@@ -381,3 +381,22 @@ def test_the_sweep_refuses_a_grace_under_a_minute_or_over_a_year(conn: psycopg.C
         row = wait_for_status(conn, task_id, "failed", 30, also=sweeper.describe)
         assert "N from 60 to 31536000" in row["error_message"]
 
+
+
+def test_the_sweep_removes_nothing_through_a_symlink_out_of_the_directory(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    (outside / "2026").mkdir(parents=True)
+    (outside / "2026" / "precious.json.gz").write_bytes(b"keep me")
+    root = tmp_path / "storage"
+    root.mkdir()
+    (root / "payloads").symlink_to(outside)
+
+    def unrecorded(paths: list[str]) -> list[str]:
+        return [row[0] for row in conn.execute("SELECT unrecorded_payload_paths(%s)", (paths,))]
+
+    later = datetime.now(UTC) + timedelta(days=1)
+    counts = storage.sweep_unrecorded_payloads(unrecorded, store=storage.LocalStorage(root), now=later)
+    assert counts == {"examined": 1, "removed": 0}
+    assert (outside / "2026" / "precious.json.gz").read_bytes() == b"keep me"
