@@ -182,7 +182,7 @@ def test_pg_cron_fires_the_tick(
 
     ran = wait_for(succeeded_run, 75, "pg_cron to run the tick", interval=0.5, also=failures)
     tasks = dict(conn.execute("SELECT role, count(*) FROM worker_tasks GROUP BY role").fetchall())
-    assert tasks == {"store_discovery": 1, "analytics_refresh": 1, "product_resync": 2}
+    assert tasks == {"store_discovery": 1, "analytics_refresh": 1, "product_resync": 2, "payload_storage_sweep": 1}
     last_runs = conn.execute("SELECT DISTINCT last_run_at FROM task_schedules WHERE enabled").fetchall()
     assert len(last_runs) == 1 and last_runs[0][0] is not None
 

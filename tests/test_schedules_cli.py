@@ -22,7 +22,9 @@ from worker_support import Run, make_stores, run_json
 from pyworker import cli
 
 
-DEFAULT_SCHEDULES = ["analytics_refresh", "daily_resync_plan", "resync_every_4_hours", "store_discovery"]
+DEFAULT_SCHEDULES = [
+    "analytics_refresh", "daily_resync_plan", "payload_storage_sweep", "resync_every_4_hours", "store_discovery"
+]
 
 
 def schedule_row(conn: psycopg.Connection, name: str) -> dict[str, Any]:
@@ -71,12 +73,13 @@ def test_schedules_list_shows_the_default_schedules(run: Run) -> None:
     assert by_name["daily_resync_plan"][1:4] == ["product_resync", "day_plan", "false"]
     assert by_name["resync_every_4_hours"][1:8] == ["product_resync", "per_store", "true", "4", "h", "UTC", "0"]
     assert by_name["analytics_refresh"][4:6] == ["6", "h"]
+    assert by_name["payload_storage_sweep"][1:6] == ["payload_storage_sweep", "single", "true", "6", "h"]
 
 
 def test_schedules_list_json(run: Run, conn: psycopg.Connection) -> None:
     schedules = run_json(run, "schedules", "list")
     assert [s["name"] for s in schedules] == DEFAULT_SCHEDULES
-    store_discovery = schedules[3]
+    store_discovery = schedules[4]
     assert store_discovery["enabled"] is True
     assert (store_discovery["interval_hours"], store_discovery["priority"]) == (24, 5)
     assert store_discovery["last_run_at"] is None and store_discovery["last_task_count"] is None
@@ -118,7 +121,7 @@ def test_schedules_update_an_unknown_schedule_exits_2_naming_the_schedules(run: 
     result = run("schedules", "update", "nope", "--disable")
     assert result.exit_code == 2
     assert "schedule 'nope' does not exist" in result.stderr
-    assert "Schedules: analytics_refresh, daily_resync_plan, resync_every_4_hours, store_discovery." in result.stderr
+    assert "Schedules: analytics_refresh, daily_resync_plan, payload_storage_sweep, resync_every_4_hours, store_discovery." in result.stderr
     assert "Traceback" not in result.output
 
 
@@ -252,7 +255,7 @@ def test_schedules_trigger_an_unknown_schedule_exits_2(run: Run, conn: psycopg.C
     result = run("schedules", "trigger", "nope")
     assert result.exit_code == 2
     assert "schedule 'nope' does not exist" in result.stderr
-    assert "Schedules: analytics_refresh, daily_resync_plan, resync_every_4_hours, store_discovery." in result.stderr
+    assert "Schedules: analytics_refresh, daily_resync_plan, payload_storage_sweep, resync_every_4_hours, store_discovery." in result.stderr
     assert tasks_by_role(conn) == {}
 
 

@@ -1,8 +1,8 @@
 """The tick, tick_schedules(): racing from many sessions, and on a loop in `pyworker scheduler`.
 
 Right after a deploy the default schedules are all due: store_discovery makes one task,
-analytics_refresh one, and resync_every_4_hours one product_resync per active store (the daily
-resync plan is there, disabled). However many ticks race, each of them runs once.
+analytics_refresh one, payload_storage_sweep one, and resync_every_4_hours one product_resync per
+active store (the daily resync plan is there, disabled). However many ticks race, each of them runs once.
 """
 
 from __future__ import annotations
@@ -30,8 +30,12 @@ def make_stores(conn: psycopg.Connection) -> None:
 
 
 # What one run of each default schedule creates, with make_stores' stores.
-EXPECTED_TASKS = {"store_discovery": 1, "analytics_refresh": 1, "product_resync": ACTIVE_STORES}
-EXPECTED_RUNS = {"store_discovery": 1, "analytics_refresh": 1, "resync_every_4_hours": ACTIVE_STORES}
+EXPECTED_TASKS = {
+    "store_discovery": 1, "analytics_refresh": 1, "product_resync": ACTIVE_STORES, "payload_storage_sweep": 1
+}
+EXPECTED_RUNS = {
+    "store_discovery": 1, "analytics_refresh": 1, "resync_every_4_hours": ACTIVE_STORES, "payload_storage_sweep": 1
+}
 
 
 def tasks_by_role(conn: psycopg.Connection) -> dict[str, int]:
@@ -140,14 +144,14 @@ def test_the_scheduler_ticks_and_stops_on_sigterm(
     make_stores(conn)
     scheduler = start_scheduler(workers, "sched-1")
     wait_for_tasks(conn, scheduler)
-    log = scheduler.wait_for_log("Tick: ran 3 schedules")
+    log = scheduler.wait_for_log("Tick: ran 4 schedules")
     (line,) = [line for line in log.splitlines() if "Tick:" in line]
     summary, details = line.split(" (", 1)
     assert summary.endswith(
-        "Tick: ran 3 schedules, created 5 tasks, 0 errors, recovered 0 stale tasks"
+        "Tick: ran 4 schedules, created 6 tasks, 0 errors, recovered 0 stale tasks"
     )
     assert sorted(details.rstrip(")").split(", ")) == [
-        "analytics_refresh: 1", "resync_every_4_hours: 3", "store_discovery: 1"
+        "analytics_refresh: 1", "payload_storage_sweep: 1", "resync_every_4_hours: 3", "store_discovery: 1"
     ]
     assert "INFO [sched-1]" in log
     # A few more ticks: nothing is due, nothing is made, nothing is logged.
@@ -163,7 +167,7 @@ def test_the_scheduler_ticks_and_stops_on_sigterm(
 
 def test_the_scheduler_stops_mid_wait_at_once(conn: psycopg.Connection, workers: Workers) -> None:
     scheduler = start_scheduler(workers, "sched-slow", interval=600, log_format="json")
-    scheduler.wait_for_log("Tick: ran 3 schedules")
+    scheduler.wait_for_log("Tick: ran 4 schedules")
     time.sleep(0.2)  # well into the wait
     took = stop(scheduler, signal.SIGINT)
     assert took < 1.0

@@ -126,7 +126,7 @@ def list_payloads(settings: Settings, store: int | None, status: str | None, lim
 @click.option(
     "--products",
     is_flag=True,
-    help="Also read the payload's file (under TASKPOOL_STORAGE_DIR) and list its products.",
+    help="Also read the payload from storage (TASKPOOL_STORAGE) and list its products.",
 )
 @prints()
 @pass_settings
@@ -148,6 +148,7 @@ def show_payload(settings: Settings, payload_id: int, products: bool) -> Shown:
             storage.PayloadFileMissing,
             storage.PayloadFileCorrupt,
             storage.PayloadPathRefused,
+            storage.StorageUnavailable,
             CorruptMenu,
         ) as error:
             if not click.get_current_context().params.get("as_json"):
@@ -162,7 +163,7 @@ def echo_payload(row: dict[str, Any], rows: list[dict[str, Any]] | None) -> None
     echo_fields(row)
     if rows is not None:
         click.echo()
-        click.echo(f"products ({len(rows)}), from {storage.resolve(row['storage_path'])}:")
+        click.echo(f"products ({len(rows)}), from {storage.locate(row['storage_path'])}:")
         echo_table(rows, PRODUCT_COLUMNS, empty="none")
 
 

@@ -52,6 +52,8 @@ RECORD_IMAGE_DOWNLOAD_FAILURE = (
     "SELECT record_image_download_failure(%(image_url)s::text, %(error_message)s::text)"
 )
 PAYLOAD_FILES_TO_REMOVE = "SELECT payload_files_to_remove(%(max_files)s::integer) AS storage_path"
+TASKPOOL_NOW = "SELECT taskpool_now() AS now"
+UNRECORDED_PAYLOAD_PATHS = "SELECT unrecorded_payload_paths(%(storage_paths)s::text[]) AS storage_path"
 FORGET_REMOVED_PAYLOAD_FILES = (
     "SELECT forget_removed_payload_files(%(storage_paths)s::text[]) AS forgotten"
 )
@@ -127,6 +129,10 @@ STORES_WITH_APPLIED_PAYLOADS = (
     " GROUP BY dispensary_id HAVING count(*) >= %(at_least)s::integer"
     " ORDER BY dispensary_id LIMIT %(limit)s::integer"
 )
+PAYLOAD_TOTALS = (
+    "SELECT count(*)::integer AS payloads, coalesce(sum(size_bytes), 0)::bigint AS size_bytes"
+    " FROM raw_crawl_payloads"
+)
 PAYLOAD_COUNTS = "SELECT status, count(*) AS payloads FROM raw_crawl_payloads GROUP BY status ORDER BY status"
 ATTEMPT_ERRORS = (
     "SELECT error_message, count(*) AS attempts FROM worker_task_attempts"
@@ -189,7 +195,7 @@ class CrawlerDatabase(Database):
     def record_crawl_payload(
         self, dispensary_id: int, fetched_at: datetime, storage_path: str, size_bytes: int, sha256: str
     ) -> int:
-        """Record a payload file saved to disk; its id."""
+        """Record a payload stored (a file or an object); its id."""
         return self.query_one(
             RECORD_CRAWL_PAYLOAD,
             {
@@ -248,6 +254,14 @@ class CrawlerDatabase(Database):
         self.query_one(
             RECORD_IMAGE_DOWNLOAD_FAILURE, {"image_url": image_url, "error_message": error_message}
         )
+
+    def now(self) -> datetime:
+        """The database's clock (taskpool_now(): the operator's clock offset included)."""
+        return self.query_one(TASKPOOL_NOW)["now"]
+
+    def unrecorded_payload_paths(self, storage_paths: list[str]) -> list[str]:
+        """Those of `storage_paths` that no payload row names (the storage sweep removes them)."""
+        return [row["storage_path"] for row in self.query(UNRECORDED_PAYLOAD_PATHS, {"storage_paths": storage_paths})]
 
     def refresh_analytics(self) -> dict[str, Any]:
         """Refresh the analytics views; the rows each holds."""
@@ -355,6 +369,11 @@ class CrawlerDatabase(Database):
         """Image downloads completed and failed, unique images stored and their bytes, image URLs
         and the products linked to them."""
         return self.query_one(IMAGE_COUNTS)
+
+    def payload_totals(self) -> tuple[int, int]:
+        """How many payloads are recorded, and their stored bytes."""
+        row = self.query_one(PAYLOAD_TOTALS)
+        return row["payloads"], row["size_bytes"]
 
     def attempt_errors(self) -> list[dict[str, Any]]:
         """The errors of the attempts that ended in a failure, with how many ended so."""

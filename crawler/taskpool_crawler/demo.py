@@ -11,8 +11,10 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
     each step itself;
  2. the simulator (`pyworker simulator`, about 300 stores on dutchie and jane in four states)
     with faults: 3% of requests fail (500, 429 or a timeout), 1% answer a corrupt body; 5% of
-    its product images are broken; and two tinyproxy instances on loopback, registered as
-    proxies of both platforms (add_proxy), which every platform request goes through, in turn;
+    its product images are broken; two tinyproxy instances on loopback, registered as proxies of
+    both platforms (add_proxy), which every platform request goes through, in turn; and an S3
+    object store, moto's server on loopback, whose bucket the workers store payloads and images in
+    (TASKPOOL_STORAGE=s3://taskpool-demo, AWS_ENDPOINT_URL);
  3. workers for every role: one command per role, `pyworker --role R --handlers
     taskpool_crawler.handlers --processes N`, runs that role's N worker processes;
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
@@ -21,16 +23,19 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
  5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
     queued for every store, and dutchie goes down until its circuit opens;
  6. analytics: the analytics_refresh schedule runs now;
- 7. the summary: tasks by role and status, tasks per second of crawling, the images (downloads,
-    unique images stored, their bytes), the capacity view at the busiest moment sampled, the
-    summary of one store's payload diff, the circuit-breaker events, and each proxy's figures
-    (requests, failures, its state; the requests its own log shows).
+ 7. the summary: tasks by role and status, tasks per second of crawling, the payloads and the
+    bucket's objects and bytes (listed from it), the images (downloads, unique images stored,
+    their bytes), the capacity view at the busiest moment sampled, the summary of one store's
+    payload diff, the circuit-breaker events, and each proxy's figures (requests, failures, its
+    state; the requests its own log shows).
 
 Progress shows every two seconds, each line followed by what the tasks still to go wait for
 (v_waiting_tasks: a worker, a retry's backoff, an open circuit, a snooze, ...; each task when
-few are left). Whatever happens, the workers, the simulator and the proxies are stopped (SIGTERM
-by PID, then SIGKILL after a grace) and the cron job removed. At the end: where the wall time went, and
-commands to paste that look at what the run left (its database, payload files and logs stay).
+few are left). Whatever happens, the workers, the simulator, the proxies and the object store are
+stopped (SIGTERM by PID, then SIGKILL after a grace) and the cron job removed; the bucket's
+objects are copied into the work directory first (moto keeps them in memory). At the end: where
+the wall time went, and commands to paste that look at what the run left (its database, payload
+files and logs stay).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -50,17 +56,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from psycopg.conninfo import conninfo_to_dict
 
 from pyworker import cron
 from pyworker.config import default_database_url
 from pyworker.errors import CronMissing, TaskpoolError
 from pyworker.output import CAPACITY_COLUMNS, render_table
+from taskpool_crawler import storage
 from taskpool_crawler.cli import describe_diff
 from taskpool_crawler.db import CrawlerDatabase
 from taskpool_crawler.tinyproxy import Tinyproxy, start_tinyproxy
 
 HANDLERS = "taskpool_crawler.handlers"
+# The demo's payloads go to a bucket of moto's S3 server (installed by `make deps`), on loopback;
+# moto checks no signature, so any key pair will do.
+DEMO_BUCKET = "taskpool-demo"
+DEMO_S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "taskpool-demo",
+    "AWS_SECRET_ACCESS_KEY": "taskpool-demo-secret",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 # Worker processes per role: the crawl and refresh roles are the busy ones.
 WORKERS = {
     "store_discovery": 1,
@@ -207,6 +224,7 @@ class Demo:
     db: CrawlerDatabase = field(init=False)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     simulator_url: str = ""
+    object_store_url: str = ""
     cron_installed: bool = False
     worker_processes: int = 0
     # The capacity view at the progress line with the most crawler tasks pending or running:
@@ -409,11 +427,80 @@ class Demo:
                 + ")"
             )
 
+    # The object store: moto's S3 server, the bucket, its figures, and a copy kept at the end
+
+    def start_object_store(self) -> None:
+        """moto's S3 server on a free loopback port (stopped with the other processes) and the
+        demo's bucket in it: where the workers store payloads (TASKPOOL_STORAGE=s3://...)."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.spawn(
+            "object-store", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+        )
+        self.object_store_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self.bucket().client.create_bucket(Bucket=DEMO_BUCKET)
+                break
+            except EndpointConnectionError:
+                if self.processes["object-store"].poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"moto's S3 server did not start: see {self.logs / 'object-store.log'}"
+                    ) from None
+                time.sleep(0.1)
+        say(f"object store: moto's S3 server at {self.object_store_url}, bucket s3://{DEMO_BUCKET}")
+
+    def object_store_env(self) -> dict[str, str]:
+        """What points a worker at the demo's bucket: the storage URL, boto3's endpoint and keys."""
+        return {
+            "TASKPOOL_STORAGE": f"s3://{DEMO_BUCKET}",
+            "AWS_ENDPOINT_URL": self.object_store_url,
+            **DEMO_S3_CREDENTIALS,
+        }
+
+    def bucket(self) -> storage.S3Storage:
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.object_store_url,
+            aws_access_key_id=DEMO_S3_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DEMO_S3_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            region_name=DEMO_S3_CREDENTIALS["AWS_DEFAULT_REGION"],
+        )
+        return storage.S3Storage(DEMO_BUCKET, "", client)
+
+    def show_object_store(self) -> None:
+        """The bucket's figures, listed from it, beside the payload rows' own."""
+        objects = list(self.bucket().list(storage.PAYLOADS_PREFIX))
+        rows, recorded_bytes = self.db.payload_totals()
+        say(
+            f"object store: {plural(len(objects), 'object')}, {sum(o.size_bytes for o in objects)}"
+            f" bytes in s3://{DEMO_BUCKET} (moto's S3 server at {self.object_store_url});"
+            f" the payload rows record {plural(rows, 'object')}, {recorded_bytes} bytes"
+        )
+
+    def keep_the_bucket(self) -> None:
+        """Copy the bucket's payloads and images into the work directory before its server stops
+        (moto keeps them in memory): the closing commands read them there, in the same layout."""
+        if not self.object_store_url or self.processes["object-store"].poll() is not None:
+            return
+        bucket, kept = self.bucket(), storage.LocalStorage(self.storage)
+        try:
+            copied = 0
+            for stored in bucket.list(""):
+                kept.put(stored.key, bucket.get(stored.key, storage.MAX_PAYLOAD_FILE_BYTES))
+                copied += 1
+        except (BotoCoreError, ClientError, OSError) as error:
+            say(f"could not copy the bucket's objects to {self.storage}: {error}")
+            return
+        say(f"copied the bucket's {plural(copied, 'object')} (payloads and images) to {self.storage} (the server keeps them in memory)")
+
     def start_workers(self) -> None:
         env = {
             "DATABASE_URL": self.database_url,
             "TASKPOOL_PLATFORM_URL": self.simulator_url,
-            "TASKPOOL_STORAGE_DIR": str(self.storage),
+            **self.object_store_env(),
             "TASKPOOL_PLATFORM_TIMEOUT": "2",
             "TASKPOOL_PLATFORMS": ",".join(PLATFORMS),
             "TASKPOOL_STATES": ",".join(STATES),
@@ -624,11 +711,8 @@ class Demo:
                 )
             )
         payloads = self.db.payload_counts()
-        say(
-            "payloads: "
-            + ", ".join(f"{r['payloads']} {r['status']}" for r in payloads)
-            + f" (files under {self.storage})"
-        )
+        say("payloads: " + ", ".join(f"{r['payloads']} {r['status']}" for r in payloads))
+        self.show_object_store()
         self.show_images()
         self.show_busiest_capacity()
         self.show_a_diff()
@@ -657,7 +741,7 @@ class Demo:
         say(
             f"images: {images['downloaded']} downloaded ({images['failed']} failed),"
             f" {images['unique_images']} unique images stored ({images['stored_bytes']} bytes,"
-            f" under {self.storage / 'images'}) for {images['urls']} image URLs shown by"
+            f" in s3://{DEMO_BUCKET}/images) for {images['urls']} image URLs shown by"
             f" {images['linked_products']} products"
         )
 
@@ -712,6 +796,7 @@ class Demo:
     def stop(self) -> None:
         """SIGTERM everything started (workers hand back or finish their tasks), then SIGKILL."""
         heading("stopping")
+        self.keep_the_bucket()
         registered = self.registered_workers()
         for process in self.processes.values():
             if process.poll() is None:
@@ -764,7 +849,7 @@ class Demo:
         )
         lines = [
             f"export DATABASE_URL={shlex.quote(self.database_url)}",
-            f"export TASKPOOL_STORAGE_DIR={shlex.quote(str(self.storage))}",
+            f"export TASKPOOL_STORAGE={shlex.quote(str(self.storage))}",
             f"{pyworker} counts",
         ]
         if self.featured:
@@ -825,6 +910,7 @@ def main(argv: list[str] | None = None) -> int:
         demo.prepare()
         demo.start_simulator()
         demo.start_proxies()
+        demo.start_object_store()
         demo.start_workers()
         watch.lap(f"setting up: the simulator and {demo.worker_processes} worker processes")
         rounds = {
@@ -859,7 +945,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"  {line}")
     say(
         "(the exports point that shell's pyworker and make at the demo's database and files;"
-        " `unset DATABASE_URL TASKPOOL_STORAGE_DIR` undoes them)"
+        " `unset DATABASE_URL TASKPOOL_STORAGE` undoes them)"
     )
     say(f"logs: {demo.logs}")
     return 0

@@ -11,19 +11,22 @@ taskpool_crawler.handlers` does the same without the entry point).
     entry_point_discovery  a store known by its menu URL: resolve its platform id, record it
                            (set_store_platform_id), and queue its first crawl if it had none
     product_discovery      a store's first crawl, and
-    product_resync         every later one: fetch the menu, save the raw body under the storage
-                           directory, record_crawl_payload; return {"payload_id": ...} (SQL
+    product_resync         every later one: fetch the menu, store the raw body (a directory or
+                           a bucket), then record_crawl_payload; return {"payload_id": ...} (SQL
                            chains product_refresh with that payload_id)
-    product_refresh        load the payload's FILE (never the network), normalize it and hand
-                           the rows to apply_menu_payload, then their image URLs to
+    product_refresh        load the payload from storage (never the platform), normalize it and
+                           hand the rows to apply_menu_payload, then their image URLs to
                            link_product_images (which queues image_download per URL not stored)
     image_download         download one image URL (through the platform's rate limit), check it
                            is an image, store it once per content hash at
-                           images/ab/abcdef….png under the storage directory, and
+                           images/ab/abcdef….png in the storage (a directory or a bucket), and
                            record_product_image; a broken image fails this task only
     analytics_refresh      refresh_analytics()
     payload_file_removal   remove the files of the payloads retention deleted (the outbox
                            payload_files_to_remove), then forget them; a file already gone counts
+    payload_storage_sweep  remove the stored payloads no row names (unrecorded_payload_paths)
+                           once older than a grace period: a worker killed between its upload
+                           and record_crawl_payload leaves one
 
 Every platform request first asks acquire_platform_request (the per-platform rate limit and
 circuit breaker, in SQL), waiting in small steps while it says wait (an abort stops the wait),
@@ -41,14 +44,18 @@ and a corrupt menu fail the attempt, retried with the role's backoff; a corrupt 
 is kept, recorded and marked corrupt (mark_payload_corrupt) first. What a retry cannot fix fails
 the task at once (PermanentError): an unknown or deleted store, a store the platform does not
 know (404), a missing or altered payload file (the error names the path), a payload path
-outside the storage directory or not a regular file (never read), a payload file over
+outside the storage or not a regular file (never read), a payload file over
 storage.MAX_PAYLOAD_FILE_BYTES or decompressing past storage.MAX_PAYLOAD_BODY_BYTES (a gzip
 bomb; marked corrupt).
 
 Settings, from the environment:
     TASKPOOL_PLATFORM_URL      the platform's base URL (the simulator's), for the HTTP client
     TASKPOOL_PLATFORM_TIMEOUT  seconds a platform request may take (default 10)
-    TASKPOOL_STORAGE_DIR       where payload files go (default ./storage)
+    TASKPOOL_STORAGE           where payloads go: a directory (a path or file:// URL) or a
+                               bucket, s3://bucket[/prefix] (default ./storage; the older
+                               TASKPOOL_STORAGE_DIR names a directory); see storage
+    AWS_ENDPOINT_URL           a bucket's S3-compatible server, when it is not AWS (boto3's
+                               own setting, as are its credentials)
     TASKPOOL_PLATFORMS         store_discovery's platforms when its task names none
                                (default dutchie,jane: the simulator's)
     TASKPOOL_STATES            store_discovery's states when its task names none
@@ -67,7 +74,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
@@ -440,7 +447,7 @@ def fetch_and_save(task: Task) -> dict[str, Any]:
     if problem is not None:
         message = (
             f"the menu of {label} is corrupt: {problem}; its raw payload {payload_id} is kept"
-            f" at {saved.path}"
+            f" at {saved.location}"
         )
         db.mark_payload_corrupt(payload_id, str(problem))
         raise CorruptMenu(message) from problem
@@ -468,7 +475,7 @@ handler("product_resync")(fetch_and_save)
 def product_refresh(task: Task) -> dict[str, Any]:
     """Apply a saved payload: its file, checked against the recorded sha256, normalized.
 
-    Payload: {"payload_id": N}. Reads the disk only, inside the storage directory, within the
+    Payload: {"payload_id": N}. Reads the storage only, inside its root, within the
     size bounds (see storage). A missing file, one that is not the bytes recorded, a path that
     storage refuses or a file too large fails the task at once with the path; so does a payload
     of another store.
@@ -500,7 +507,7 @@ def product_refresh(task: Task) -> dict[str, Any]:
     except (storage.PayloadFileCorrupt, CorruptMenu) as error:
         problem = str(error)
         if isinstance(error, CorruptMenu):
-            problem = f"payload file {storage.resolve(payload['storage_path'])}: {problem}"
+            problem = f"payload file {storage.locate(payload['storage_path'])}: {problem}"
         if payload["status"] == "saved":
             # An applied payload keeps its status: its products are in the database already.
             db.mark_payload_corrupt(payload_id, problem)
@@ -646,6 +653,35 @@ def payload_file_removal(task: Task) -> dict[str, Any]:
                 counts["refused"] += 1
         db.forget_removed_payload_files(paths)
     log.info("Task %s: payload files: %s", task.id, counts)
+    return counts
+
+
+# The longest grace the sweep takes: a year (longer keeps every orphan as long as retention would).
+MAX_SWEEP_GRACE = 365 * 24 * 3600
+
+
+@handler("payload_storage_sweep")
+def payload_storage_sweep(task: Task) -> dict[str, Any]:
+    """Remove the stored payloads that no row names, once older than the grace period.
+
+    Payload: {"older_than_seconds": N} (default storage.DEFAULT_SWEEP_GRACE, 6 hours), from 60
+    to a year. A payload is stored before its row is recorded; a worker killed in between leaves an
+    object no row will ever name. The sweep lists payloads/ in the storage, asks
+    unrecorded_payload_paths which of those old enough have no row, and removes them (and, in
+    a directory, the temporary files of writes that never finished).
+    """
+    seconds = (task.payload or {}).get("older_than_seconds", storage.DEFAULT_SWEEP_GRACE.total_seconds())
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 60 <= seconds <= MAX_SWEEP_GRACE:
+        raise PermanentError(
+            f'payload_storage_sweep takes {{"older_than_seconds": N}}, N from 60 to {MAX_SWEEP_GRACE},'
+            f" not {task.payload!r}"
+        )
+    db = database()
+    # The database's clock, as retention's: an object's age is told against the same time.
+    counts = storage.sweep_unrecorded_payloads(
+        db.unrecorded_payload_paths, older_than=timedelta(seconds=seconds), now=db.now()
+    )
+    log.info("Task %s: unrecorded payloads: %s", task.id, counts)
     return counts
 
 

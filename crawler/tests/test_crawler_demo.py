@@ -124,7 +124,7 @@ def test_the_demo_crawls_summarizes_and_stops_everything(demo: DemoRun) -> None:
         "tasks by role and status:",
         "capacity (v_worker_capacity) at the busiest progress line",
         "circuit-breaker events (platform_events):",
-        "stopped the simulator",
+        "stopped the simulator and the object-store",
     ):
         assert text in demo.output, f"{text!r} is not in the demo's output:\n{demo.output}"
 
@@ -150,7 +150,7 @@ def test_the_demo_crawls_summarizes_and_stops_everything(demo: DemoRun) -> None:
     ), events
     assert registered == 0
     assert sorted(p.name for p in (demo.workdir / "logs").iterdir()) == sorted(
-        f"{name}.log" for name in (*WORKERS, "simulator")
+        f"{name}.log" for name in (*WORKERS, "simulator", "object-store")
     )
 
 
@@ -169,7 +169,7 @@ def test_the_closing_commands_work_pasted_as_they_are(demo: DemoRun, tmp_path: P
     store = demo.number(r"^payload diff of store (\d+) ")
     assert commands[:2] == [
         f"export DATABASE_URL={shlex.quote(demo.db_url)}",
-        f"export TASKPOOL_STORAGE_DIR={shlex.quote(str(demo.workdir / 'storage'))}",
+        f"export TASKPOOL_STORAGE={shlex.quote(str(demo.workdir / 'storage'))}",
     ]
     pyworker = str(Path(sys.executable).parent / "pyworker")
     assert [c.split(" ")[:3] for c in commands[2:]] == [
@@ -199,6 +199,22 @@ def test_the_closing_commands_work_pasted_as_they_are(demo: DemoRun, tmp_path: P
     assert re.search(r"^products \(\d+\), from ", shown, re.MULTILINE), shown
     assert " price changes" in diffed, diffed
     assert re.search(r"^role: +product_resync$", task, re.MULTILINE), task
+
+
+def test_the_payloads_went_to_the_bucket_and_its_figures_are_the_rows(demo: DemoRun) -> None:
+    """The workers stored every payload in moto's bucket: the summary's figures, listed from the
+    bucket, are those the rows record; the copy kept for the closing commands holds them all."""
+    objects = demo.number(r"^object store: (\d+) objects?, \d+ bytes in s3://taskpool-demo ")
+    stored_bytes = demo.number(r"^object store: \d+ objects?, (\d+) bytes in s3://")
+    with psycopg.connect(demo.db_url, autocommit=True) as conn:
+        rows, recorded_bytes = conn.execute(
+            "SELECT count(*), coalesce(sum(size_bytes), 0) FROM raw_crawl_payloads"
+        ).fetchone()
+    assert (objects, stored_bytes) == (rows, recorded_bytes) and rows > 0
+    assert f"the payload rows record {rows} objects, {recorded_bytes} bytes" in demo.output
+    assert demo.number(r"^copied the bucket's (\d+) payloads? to ") == rows
+    kept = [p for p in (demo.workdir / "storage" / "payloads").rglob("*") if p.is_file()]
+    assert len(kept) == rows
 
 
 def test_the_process_counts_agree(demo: DemoRun) -> None:

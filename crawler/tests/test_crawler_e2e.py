@@ -545,7 +545,7 @@ def test_a_missing_payload_file_fails_product_refresh_for_good_naming_the_path(
     row = wait_for_status(crawler, refresh, "failed", 15, also=workers.describe)
     assert row["retry_count"] == 0
     assert row["error_message"] == (
-        f"PermanentError: payload file {path} does not exist (is TASKPOOL_STORAGE_DIR the directory"
+        f"PermanentError: payload file {path} does not exist (is TASKPOOL_STORAGE the storage"
         " the crawl saved it to?)"
     )
     assert (

@@ -68,7 +68,7 @@ def test_a_path_outside_the_storage_directory_is_refused_unread(
     root.mkdir()
     (tmp_path / "outside").write_bytes(b"secret")
     with pytest.raises(storage.PayloadPathRefused) as raised:
-        storage.load_payload(storage_path, root=root)
+        storage.load_payload(storage_path, store=storage.LocalStorage(root))
     assert storage_path in str(raised.value)
     assert "outside the storage directory" in str(raised.value)
 
@@ -81,7 +81,7 @@ def test_a_symlink_out_of_the_storage_directory_is_refused(tmp_path: Path) -> No
     (root / storage_path).parent.mkdir(parents=True)
     (root / storage_path).symlink_to(secret)
     with pytest.raises(storage.PayloadPathRefused, match="outside the storage directory"):
-        storage.load_payload(storage_path, root=root)
+        storage.load_payload(storage_path, store=storage.LocalStorage(root))
 
     # A directory of the layout that is a symlink out of it, too.
     other = tmp_path / "other-root"
@@ -91,23 +91,23 @@ def test_a_symlink_out_of_the_storage_directory_is_refused(tmp_path: Path) -> No
     day = Path("payloads", "2026", "03", "01")
     (root / day).symlink_to(other / day)
     with pytest.raises(storage.PayloadPathRefused, match="outside the storage directory"):
-        storage.load_payload(storage.payload_storage_path(8, FETCHED_AT), root=root)
+        storage.load_payload(storage.payload_storage_path(8, FETCHED_AT), store=storage.LocalStorage(root))
 
 
 def test_a_symlink_within_the_storage_directory_is_read(tmp_path: Path) -> None:
     root = tmp_path / "storage"
-    saved = storage.save_payload(BODY, 9, FETCHED_AT, root=root)
+    saved = storage.save_payload(BODY, 9, FETCHED_AT, store=storage.LocalStorage(root))
     link = root / "payloads" / "linked.json.gz"
-    link.symlink_to(saved.path)
-    assert storage.load_payload("payloads/linked.json.gz", saved.sha256, root=root) == BODY
+    link.symlink_to(Path(saved.location))
+    assert storage.load_payload("payloads/linked.json.gz", saved.sha256, store=storage.LocalStorage(root)) == BODY
 
 
 def test_a_storage_directory_reached_through_a_symlink_is_read(tmp_path: Path) -> None:
     real_root = tmp_path / "mounted"
-    saved = storage.save_payload(BODY, 9, FETCHED_AT, root=real_root)
+    saved = storage.save_payload(BODY, 9, FETCHED_AT, store=storage.LocalStorage(real_root))
     (tmp_path / "storage").symlink_to(real_root)
     linked_root = tmp_path / "storage"
-    assert storage.load_payload(saved.storage_path, saved.sha256, root=linked_root) == BODY
+    assert storage.load_payload(saved.storage_path, saved.sha256, store=storage.LocalStorage(linked_root)) == BODY
 
 
 def test_a_fifo_at_a_payload_path_is_refused_without_blocking(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_a_fifo_at_a_payload_path_is_refused_without_blocking(tmp_path: Path) ->
     (root / storage_path).parent.mkdir(parents=True)
     os.mkfifo(root / storage_path)
     with pytest.raises(storage.PayloadPathRefused, match="not a regular file"):
-        storage.load_payload(storage_path, root=root)
+        storage.load_payload(storage_path, store=storage.LocalStorage(root))
 
 
 def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
     with open(path, "wb") as sparse:
         sparse.truncate(storage.MAX_PAYLOAD_FILE_BYTES + 1)
     with pytest.raises(storage.PayloadFileTooLarge) as raised:
-        storage.load_payload(storage_path, root=root)
+        storage.load_payload(storage_path, store=storage.LocalStorage(root))
     assert f"{storage.MAX_PAYLOAD_FILE_BYTES} bytes" in str(raised.value)
     assert isinstance(raised.value, storage.PayloadFileCorrupt)
 
@@ -138,13 +138,13 @@ def test_a_gzip_bomb_is_refused_at_the_decompressed_limit(tmp_path: Path) -> Non
     assert len(bomb) < storage.MAX_PAYLOAD_FILE_BYTES
     storage_path, sha256 = write_payload(root, 12, bomb)
     with pytest.raises(storage.PayloadFileTooLarge) as raised:
-        storage.load_payload(storage_path, sha256, root=root)
+        storage.load_payload(storage_path, sha256, store=storage.LocalStorage(root))
     assert f"more than {storage.MAX_PAYLOAD_BODY_BYTES} bytes" in str(raised.value)
 
     # Exactly at the limit is read.
     at_limit = gzip_of_zeros(storage.MAX_PAYLOAD_BODY_BYTES)
     storage_path, sha256 = write_payload(root, 13, at_limit)
-    body = storage.load_payload(storage_path, sha256, root=root)
+    body = storage.load_payload(storage_path, sha256, store=storage.LocalStorage(root))
     assert len(body) == storage.MAX_PAYLOAD_BODY_BYTES
 
 

@@ -20,6 +20,7 @@ CRAWLER_ROLES = [
     "entry_point_discovery",
     "image_download",
     "payload_file_removal",
+    "payload_storage_sweep",
     "product_discovery",
     "product_refresh",
     "product_resync",

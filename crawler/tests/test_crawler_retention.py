@@ -22,12 +22,12 @@ def saved_payload(
     conn: psycopg.Connection, root: Path, store_id: int, fetched_at: datetime
 ) -> Path:
     """A payload file written as the crawler writes it, and its row (status saved)."""
-    saved = storage.save_payload(BODY, store_id, fetched_at, root=root)
+    saved = storage.save_payload(BODY, store_id, fetched_at, store=storage.LocalStorage(root))
     conn.execute(
         "SELECT record_crawl_payload(%s, %s, %s, %s, %s)",
         (store_id, fetched_at, saved.storage_path, saved.size_bytes, saved.sha256),
     )
-    return saved.path
+    return Path(saved.location)
 
 
 def outbox(conn: psycopg.Connection) -> list[str]:
@@ -101,16 +101,16 @@ def test_remove_payload_counts_a_missing_file_and_refuses_a_path_outside(
     tmp_path: Path,
 ) -> None:
     fetched_at = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
-    saved = storage.save_payload(BODY, 1, fetched_at, root=tmp_path)
-    assert storage.remove_payload(saved.storage_path, root=tmp_path) is True
-    assert not saved.path.exists()
-    assert storage.remove_payload(saved.storage_path, root=tmp_path) is False
+    saved = storage.save_payload(BODY, 1, fetched_at, store=storage.LocalStorage(tmp_path))
+    assert storage.remove_payload(saved.storage_path, store=storage.LocalStorage(tmp_path)) is True
+    assert not Path(saved.location).exists()
+    assert storage.remove_payload(saved.storage_path, store=storage.LocalStorage(tmp_path)) is False
     with pytest.raises(
         storage.PayloadPathRefused, match="outside the storage directory"
     ):
-        storage.remove_payload("../elsewhere.json.gz", root=tmp_path)
+        storage.remove_payload("../elsewhere.json.gz", store=storage.LocalStorage(tmp_path))
     with pytest.raises(storage.PayloadPathRefused):
-        storage.remove_payload(str(tmp_path / "absolute.json.gz"), root=tmp_path)
+        storage.remove_payload(str(tmp_path / "absolute.json.gz"), store=storage.LocalStorage(tmp_path))
 
 
 def test_a_symlink_is_removed_not_its_target(tmp_path: Path) -> None:
@@ -127,6 +127,6 @@ def test_a_symlink_is_removed_not_its_target(tmp_path: Path) -> None:
     )
     link.parent.mkdir(parents=True)
     link.symlink_to(target)
-    assert storage.remove_payload(str(link.relative_to(root)), root=root) is True
+    assert storage.remove_payload(str(link.relative_to(root)), store=storage.LocalStorage(root)) is True
     assert not link.is_symlink()
     assert target.read_text() == "keep me"
