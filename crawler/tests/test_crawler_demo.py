@@ -210,11 +210,15 @@ def test_the_payloads_went_to_the_bucket_and_its_figures_are_the_rows(demo: Demo
         rows, recorded_bytes = conn.execute(
             "SELECT count(*), coalesce(sum(size_bytes), 0) FROM raw_crawl_payloads"
         ).fetchone()
+        images = conn.execute("SELECT count(*) FROM product_images").fetchone()[0]
     assert (objects, stored_bytes) == (rows, recorded_bytes) and rows > 0
     assert f"the payload rows record {rows} objects, {recorded_bytes} bytes" in demo.output
-    assert demo.number(r"^copied the bucket's (\d+) payloads? to ") == rows
+    # The copy holds the images too, so that `payloads show` and a look at an image work after the run.
+    assert demo.number(r"^copied the bucket's (\d+) objects? \(payloads and images\) to ") == rows + images
     kept = [p for p in (demo.workdir / "storage" / "payloads").rglob("*") if p.is_file()]
     assert len(kept) == rows
+    kept_images = [p for p in (demo.workdir / "storage" / "images").rglob("*") if p.is_file()]
+    assert len(kept_images) == images > 0
 
 
 def test_the_process_counts_agree(demo: DemoRun) -> None:
