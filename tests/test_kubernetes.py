@@ -40,7 +40,11 @@ KEDA_CRD = KUBERNETES / "schemas" / "keda.sh_scaledobjects.yaml"
 KUBERNETES_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 IMAGE = f"taskpool:{__version__}"
 # The Secrets the manifests read, which an operator creates (docs/kubernetes.md says how).
-SECRETS = {"taskpool-database": {"worker-url", "owner-url"}, "taskpool-dashboard": {"token"}}
+SECRETS = {
+    "taskpool-database": {"worker-url", "owner-url"},
+    "taskpool-dashboard": {"token"},
+    "taskpool-crawler-bucket": {"access-key-id", "secret-access-key"},
+}
 ROLE_LABEL = "taskpool.dev/role"
 # pyworker's own default when a Deployment does not set SHUTDOWN_GRACE_SECONDS.
 DEFAULT_SHUTDOWN_GRACE = 30.0
