@@ -108,6 +108,12 @@ IMAGE_COUNTS = (
     " (SELECT count(*) FROM store_product_images) AS linked_products"
     " FROM worker_tasks t WHERE t.role = 'image_download'"
 )
+PRODUCT_ID_COUNTS = (
+    "SELECT (SELECT count(*) FROM store_products) AS products,"
+    " (SELECT count(*) FROM store_products WHERE platform_product_id LIKE 'hash:%%') AS hashed,"
+    " (SELECT coalesce(sum(jsonb_array_length(apply_result -> 'duplicates')), 0) FROM raw_crawl_payloads"
+    "  WHERE status = 'applied' AND apply_result ? 'duplicates') AS duplicates"
+)
 LIST_STORES = "SELECT * FROM v_stores ORDER BY id LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
 COUNT_STORES = "SELECT count(*) AS stores FROM dispensaries"
 GET_STORE = "SELECT * FROM v_stores WHERE id = %(store_id)s::integer"
@@ -371,6 +377,11 @@ class CrawlerDatabase(Database):
         """Image downloads completed and failed, unique images stored and their bytes, image URLs
         and the products linked to them."""
         return self.query_one(IMAGE_COUNTS)
+
+    def product_id_counts(self) -> dict[str, Any]:
+        """The stores' products, those of them under hashed ids (the platform gave none), and the
+        id-less listings applied payloads left out as duplicates."""
+        return self.query_one(PRODUCT_ID_COUNTS)
 
     def attempt_errors(self) -> list[dict[str, Any]]:
         """The errors of the attempts that ended in a failure, with how many ended so."""
