@@ -15,7 +15,8 @@ taskpool_crawler.handlers` does the same without the entry point).
                            directory, record_crawl_payload; return {"payload_id": ...} (SQL
                            chains product_refresh with that payload_id)
     product_refresh        load the payload's FILE (never the network), normalize it and hand
-                           the rows to apply_menu_payload, then their image URLs to
+                           the rows to apply_menu_payload (which gives a product without an id
+                           its product_hash_id), then their image URLs to
                            link_product_images (which queues image_download per URL not stored)
     image_download         download one image URL (through the platform's rate limit), check it
                            is an image, store it once per content hash at
