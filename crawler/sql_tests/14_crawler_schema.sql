@@ -77,7 +77,7 @@ SELECT is((SELECT pg_get_indexdef('raw_crawl_payloads_by_store_idx'::regclass)
 
 SELECT has_table('crawl_payload_products', 'Should have table crawl_payload_products');
 SELECT columns_are('crawl_payload_products', ARRAY[
-    'payload_id', 'platform_product_id', 'name', 'brand', 'category', 'price', 'stock'],
+    'payload_id', 'platform_product_id', 'name', 'brand', 'category', 'price', 'stock', 'size'],
     'Should give crawl_payload_products exactly the documented columns');
 SELECT col_is_pk('crawl_payload_products', ARRAY['payload_id', 'platform_product_id'],
                  'Should key crawl_payload_products by (payload_id, platform_product_id)');
@@ -95,7 +95,7 @@ SELECT col_type_is('crawl_payload_products', 'stock', 'integer', 'Should type cr
 SELECT has_table('store_products', 'Should have table store_products');
 SELECT columns_are('store_products', ARRAY[
     'dispensary_id', 'platform_product_id', 'name', 'brand', 'category', 'price', 'stock', 'in_stock',
-    'first_seen_at', 'last_seen_at', 'missing_since', 'last_payload_id'],
+    'first_seen_at', 'last_seen_at', 'missing_since', 'last_payload_id', 'size'],
     'Should give store_products exactly the documented columns');
 SELECT col_is_pk('store_products', ARRAY['dispensary_id', 'platform_product_id'],
                  'Should key store_products by (dispensary_id, platform_product_id)');

@@ -213,8 +213,9 @@ SELECT * FROM tests.rejects(
     '22023', 'products must be a JSON array of product objects, not object', 'products that are not an array',
     tables := :written_tables);
 SELECT * FROM tests.rejects(
-    format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A"}, {"name": "No Id"}]')$$, :p1),
-    '22023', 'products[1]: id is required', 'a product without an id',
+    format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A"}, {"id": ["a"], "name": "Listed Id"}]')$$, :p1),
+    '22023', 'products[1]: id must be a string (at most 255 characters), a whole number, or absent, null or blank, not ["a"]',
+    'a product whose id is a list',
     tables := :written_tables);
 SELECT * FROM tests.rejects(
     format($$SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A", "price": -1}]')$$, :p1),
@@ -248,7 +249,7 @@ SELECT is(apply_menu_payload(:p1, $$[
     {"id": "b", "name": "Beta 1g", "brand": "Acme", "category": "flower", "price": 20, "stock": 0},
     {"id": "c", "name": "Choco Bar", "brand": null, "category": "edible", "price": 30.5, "stock": 3},
     {"id": "d", "name": "Dab Tool"}
-]$$), '{"products": 4, "added": 4, "updated": 0, "missing": 0, "snapshots": 4, "superseded_by": null}'::jsonb,
+]$$), '{"products": 4, "added": 4, "updated": 0, "missing": 0, "snapshots": 4, "superseded_by": null, "hashed": 0, "duplicates": []}'::jsonb,
     'Should add every product of a store''s first payload, with a snapshot each');
 SELECT results_eq(
     format($$SELECT platform_product_id, name, brand, category, price, stock, in_stock, first_seen_at, last_seen_at,
@@ -274,7 +275,7 @@ SELECT is(apply_menu_payload(:p1, $$[
     {"id": "a", "name": "Alpha 3.5g", "brand": "Acme", "category": "flower", "price": 10.00, "stock": 5},
     {"id": "b", "name": "Beta 1g", "brand": "Acme", "category": "flower", "price": 20, "stock": 0},
     {"id": "c", "name": "Choco Bar", "category": "edible", "price": 30.50, "stock": 3}
-]$$), '{"products": 4, "added": 4, "updated": 0, "missing": 0, "snapshots": 4, "superseded_by": null}'::jsonb,
+]$$), '{"products": 4, "added": 4, "updated": 0, "missing": 0, "snapshots": 4, "superseded_by": null, "hashed": 0, "duplicates": []}'::jsonb,
     'Should answer a payload applied twice with the first result');
 SELECT is((SELECT count(*) FROM store_product_snapshots WHERE dispensary_id = :store_id), 4::bigint,
           'Should add no snapshot when a payload is applied twice');
@@ -294,7 +295,7 @@ SELECT is(apply_menu_payload(:p2, $$[
     {"id": "b", "name": "Beta 1g", "brand": "Acme", "category": "flower", "price": 22, "stock": 0},
     {"id": "d", "name": "Dab Tool"},
     {"id": "e", "name": "Easy Preroll", "brand": "Zed", "category": "preroll", "price": 5, "stock": 1}
-]$$), '{"products": 4, "added": 1, "updated": 2, "missing": 1, "snapshots": 3, "superseded_by": null}'::jsonb,
+]$$), '{"products": 4, "added": 1, "updated": 2, "missing": 1, "snapshots": 3, "superseded_by": null, "hashed": 0, "duplicates": []}'::jsonb,
     'Should count one added, two updated, one gone missing, and snapshot only what changed that day');
 SELECT results_eq(
     format($$SELECT platform_product_id, price, stock, first_seen_at, last_seen_at, missing_since, last_payload_id
@@ -313,7 +314,7 @@ SELECT is(apply_menu_payload(:p3, $$[
     {"id": "a", "name": "Alpha 3.5g", "brand": "Acme", "category": "flower", "price": 10, "stock": 4},
     {"id": "b", "name": "Beta 1g", "brand": "Acme", "category": "flower", "price": 22, "stock": 0},
     {"id": "d", "name": "Dab Tool"}
-]$$), '{"products": 5, "added": 0, "updated": 2, "missing": 0, "snapshots": 5, "superseded_by": null}'::jsonb,
+]$$), '{"products": 5, "added": 0, "updated": 2, "missing": 0, "snapshots": 5, "superseded_by": null, "hashed": 0, "duplicates": []}'::jsonb,
     'Should count a product back from missing as updated, and snapshot every product on a new day');
 SELECT results_eq(
     format($$SELECT first_seen_at, last_seen_at, missing_since, in_stock FROM store_products
@@ -326,7 +327,7 @@ SELECT results_eq(
 SELECT is(apply_menu_payload(:p0, $$[
     {"id": "a", "name": "Alpha 3.5g (old)", "brand": "Acme", "category": "flower", "price": 9, "stock": 9},
     {"id": "f", "name": "Forgotten"}
-]$$), format('{"products": 2, "added": 0, "updated": 0, "missing": 0, "snapshots": 0, "superseded_by": %s}', :p3)::jsonb,
+]$$), format('{"products": 2, "added": 0, "updated": 0, "missing": 0, "snapshots": 0, "superseded_by": %s, "hashed": 0, "duplicates": []}', :p3)::jsonb,
     'Should only record the products of a payload older than the newest applied one, and name that one');
 SELECT results_eq(
     format($$SELECT platform_product_id, name, price, stock, last_seen_at, missing_since, last_payload_id

@@ -1,5 +1,6 @@
 """The crawler's commands: `pyworker payloads list|show|diff`, the menu payloads from the
-operator's side, `pyworker resync generate`, a day of product resyncs, `pyworker stores add`
+operator's side, `pyworker resync generate`, a day of product resyncs, `pyworker crawl --role R
+--state XX`, a crawl of every active store of a state, `pyworker stores add`
 (add_store(), with the crawler's columns: platform, state, city, menu URL), and `pyworker
 proxies list|add|remove|enable|disable`, the proxies platform requests go through.
 
@@ -321,6 +322,46 @@ def describe_resync_plan(plan: dict[str, Any], batches: int) -> str:
         return f"{line}; skipped {' and '.join(skipped)}"
     if not plan["created"]:
         return f"{line}: there is no active store"
+    return line
+
+
+@click.command("crawl")
+@click.option(
+    "--role",
+    default="product_resync",
+    show_default=True,
+    metavar="ROLE",
+    help="The crawl each store gets: product_resync or product_discovery.",
+)
+@click.option("--state", required=True, metavar="XX", help="The state's two capital letters, e.g. AZ.")
+@click.option("--dry-run", is_flag=True, help="Count what it would queue and skip; queue nothing.")
+@prints()
+@pass_settings
+def crawl(settings: Settings, role: str, state: str, dry_run: bool) -> Shown:
+    """Queue a crawl (--role) of every active store of --state, one task each
+    (enqueue_state_crawl), as seed 001's enqueue-state does.
+
+    A store with a task of the role pending, claimed or running is skipped, so running it twice
+    queues nothing more. Prints how many tasks it made and how many stores it skipped; with
+    --json, {"role", "state", "dry_run", "made", "already_active"}. A role that is not a crawl
+    of a store's menu, or a malformed state, exits 2 naming it.
+    """
+    counts = crawler_db(settings).enqueue_state_crawl(role, state, dry_run=dry_run)
+    shown = {"role": role, "state": state, "dry_run": dry_run, **counts}
+    return Shown(shown, lambda: click.echo(describe_state_crawl(shown)))
+
+
+def describe_state_crawl(crawled: dict[str, Any]) -> str:
+    """One line: the tasks a state crawl made (or would make) and the stores it skipped."""
+    made = counted(crawled["made"], f"{crawled['role']} task")
+    line = f"{'would queue' if crawled['dry_run'] else 'queued'} {made} for {crawled['state']}"
+    if crawled["already_active"]:
+        return (
+            f"{line}; skipped {counted(crawled['already_active'], 'store')}"
+            f" with a {crawled['role']} pending, claimed or running"
+        )
+    if not crawled["made"]:
+        return f"{line}: {crawled['state']} has no active store"
     return line
 
 

@@ -40,6 +40,12 @@ MARK_PAYLOAD_CORRUPT = (
 APPLY_MENU_PAYLOAD = (
     "SELECT apply_menu_payload(%(payload_id)s::bigint, %(products)s::jsonb) AS result"
 )
+# The ids apply_menu_payload gives products without one, in the products' order.
+PRODUCT_HASH_IDS = (
+    "SELECT coalesce(jsonb_agg(product_hash_id(p.product ->> 'name', p.product ->> 'brand',"
+    " p.product ->> 'category', p.product ->> 'size') ORDER BY p.n), '[]') AS ids"
+    " FROM jsonb_array_elements(%(products)s::jsonb) WITH ORDINALITY AS p(product, n)"
+)
 REFRESH_ANALYTICS = "SELECT refresh_analytics() AS report"
 LINK_PRODUCT_IMAGES = (
     "SELECT link_product_images(%(payload_id)s::bigint, %(images)s::jsonb) AS result"
@@ -104,6 +110,12 @@ IMAGE_COUNTS = (
     " (SELECT count(*) FROM store_product_images) AS linked_products"
     " FROM worker_tasks t WHERE t.role = 'image_download'"
 )
+PRODUCT_ID_COUNTS = (
+    "SELECT (SELECT count(*) FROM store_products) AS products,"
+    " (SELECT count(*) FROM store_products WHERE platform_product_id LIKE 'hash:%%') AS hashed,"
+    " (SELECT coalesce(sum(jsonb_array_length(apply_result -> 'duplicates')), 0) FROM raw_crawl_payloads"
+    "  WHERE status = 'applied' AND apply_result ? 'duplicates') AS duplicates"
+)
 LIST_STORES = "SELECT * FROM v_stores ORDER BY id LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
 COUNT_STORES = "SELECT count(*) AS stores FROM dispensaries"
 GET_STORE = "SELECT * FROM v_stores WHERE id = %(store_id)s::integer"
@@ -146,6 +158,9 @@ WAITING_TASKS = (
     "SELECT w.*, extract(epoch FROM w.ready_at - taskpool_now())::float8 AS ready_in_seconds"
     " FROM v_waiting_tasks w WHERE w.role = ANY(%(roles)s::text[])"
     " ORDER BY w.ready_at NULLS FIRST, w.id"
+)
+ENQUEUE_STATE_CRAWL = (
+    "SELECT made, already_active FROM enqueue_state_crawl(%(role)s::text, %(state)s::text, %(dry_run)s::boolean)"
 )
 # Planning: the day defaults to today in the plan's time zone, as the daily_resync_plan schedule's planner (plan_product_resync) takes it.
 GENERATE_RESYNC_TASKS = (
@@ -219,6 +234,13 @@ class CrawlerDatabase(Database):
         return self.query_one(APPLY_MENU_PAYLOAD, {"payload_id": payload_id, "products": Jsonb(products)})[
             "result"
         ]
+
+    def product_hash_ids(self, products: list[dict[str, Any]]) -> list[str]:
+        """product_hash_id of each product ({"name", "brand", "category", "size"}), in order: the
+        ids apply_menu_payload gives the products that have none."""
+        if not products:
+            return []
+        return self.query_one(PRODUCT_HASH_IDS, {"products": Jsonb(products)})["ids"]
 
     def payload_files_to_remove(self, max_files: int) -> list[str]:
         """The storage paths of payloads retention deleted whose files are still to go."""
@@ -375,6 +397,11 @@ class CrawlerDatabase(Database):
         row = self.query_one(PAYLOAD_TOTALS)
         return row["payloads"], row["size_bytes"]
 
+    def product_id_counts(self) -> dict[str, Any]:
+        """The stores' products, those of them under hashed ids (the platform gave none), and the
+        id-less listings applied payloads left out as duplicates."""
+        return self.query_one(PRODUCT_ID_COUNTS)
+
     def attempt_errors(self) -> list[dict[str, Any]]:
         """The errors of the attempts that ended in a failure, with how many ended so."""
         return self.query(ATTEMPT_ERRORS)
@@ -389,6 +416,11 @@ class CrawlerDatabase(Database):
         return self.query(WAITING_TASKS, {"roles": list(roles)})
 
     # Planning
+
+    def enqueue_state_crawl(self, role: str, state: str, *, dry_run: bool = False) -> dict[str, Any]:
+        """{"made", "already_active"}: the tasks of `role` queued for the state's active stores
+        (counted only, on a dry run) and the stores skipped with one under way."""
+        return self.query_one(ENQUEUE_STATE_CRAWL, {"role": role, "state": state, "dry_run": dry_run})
 
     def generate_resync_plan(
         self,

@@ -96,6 +96,8 @@ OUTAGE_PLATFORM = "dutchie"
 # simulator's images is broken (each fails its own task).
 IMAGE_ROLE = "image_download"
 BROKEN_IMAGE_SHARE = 0.05
+# The share of the simulator's products listed without an id (the crawler hashes theirs).
+ID_LESS_SHARE = 0.05
 ACTIVE = ("pending", "claimed", "running")
 PROGRESS_SECONDS = 2.0
 # How often a round looks whether it is over (it ends at once, not at the next progress line).
@@ -335,6 +337,8 @@ class Demo:
                 ",".join(STATES),
                 "--broken-images",
                 str(BROKEN_IMAGE_SHARE),
+                "--id-less",
+                str(ID_LESS_SHARE),
             ],
         )
         deadline = time.monotonic() + 20
@@ -366,6 +370,10 @@ class Demo:
         say(
             f"product images: shared by many products; {BROKEN_IMAGE_SHARE:.0%} of them broken"
             " (404, not an image, cut short), each failing its own image_download task"
+        )
+        say(
+            f"products without an id: {ID_LESS_SHARE:.0%} of them, the same in every crawl; each gets"
+            " product_hash_id of its name, brand, category and size"
         )
 
     def start_proxies(self) -> None:
@@ -714,6 +722,7 @@ class Demo:
         say("payloads: " + ", ".join(f"{r['payloads']} {r['status']}" for r in payloads))
         self.show_object_store()
         self.show_images()
+        self.show_hashed_products()
         self.show_busiest_capacity()
         self.show_a_diff()
         say()
@@ -743,6 +752,15 @@ class Demo:
             f" {images['unique_images']} unique images stored ({images['stored_bytes']} bytes,"
             f" in s3://{DEMO_BUCKET}/images) for {images['urls']} image URLs shown by"
             f" {images['linked_products']} products"
+        )
+
+    def show_hashed_products(self) -> None:
+        """How many of the stores' products the platform gave no id, known by their hashed ids."""
+        counts = self.db.product_id_counts()
+        say(
+            f"products: {counts['products']} in store_products, {counts['hashed']} of them without a"
+            f" platform id (hashed ids); {counts['duplicates']} id-less listings left out as duplicates"
+            " of one hashing the same"
         )
 
     def show_busiest_capacity(self) -> None:

@@ -15,7 +15,8 @@ taskpool_crawler.handlers` does the same without the entry point).
                            a bucket), then record_crawl_payload; return {"payload_id": ...} (SQL
                            chains product_refresh with that payload_id)
     product_refresh        load the payload from storage (never the platform), normalize it and
-                           hand the rows to apply_menu_payload, then their image URLs to
+                           hand the rows to apply_menu_payload (which gives a product without an
+                           id its product_hash_id), then their image URLs to
                            link_product_images (which queues image_download per URL not stored)
     image_download         download one image URL (through the platform's rate limit), check it
                            is an image, store it once per content hash at
@@ -513,7 +514,7 @@ def product_refresh(task: Task) -> dict[str, Any]:
             db.mark_payload_corrupt(payload_id, problem)
         raise PermanentError(f"payload {payload_id}: {problem}") from error
     _check_abort(task)
-    images = [{"id": row["id"], "image_url": row.pop("image_url")} for row in products]
+    images = _product_images(db, products)
     result = db.apply_menu_payload(payload_id, products)
     # After the products exist; a retry applies the same products again (a no-op) and links.
     linked = db.link_product_images(payload_id, images)
@@ -526,6 +527,26 @@ def product_refresh(task: Task) -> dict[str, Any]:
         linked,
     )
     return {"payload_id": payload_id, **result, "images": linked}
+
+
+def _product_images(db: CrawlerDatabase, products: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each product's {"id", "image_url"}, taken out of its row (apply_menu_payload takes no
+    image_url). A product without an id is under the id apply_menu_payload gives it, which the
+    database computes (product_hash_id); of products hashing the same, only the first, the one
+    apply_menu_payload keeps."""
+    unnamed = [row for row in products if row["id"] is None]
+    hashed = iter(
+        db.product_hash_ids([{key: row[key] for key in ("name", "brand", "category", "size")} for row in unnamed])
+    )
+    images: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for row in products:
+        image_url = row.pop("image_url")
+        product_id = row["id"] if row["id"] is not None else next(hashed)
+        if product_id not in seen:
+            seen.add(product_id)
+            images.append({"id": product_id, "image_url": image_url})
+    return images
 
 
 # The most an image may be: a product photo is well under it; a larger answer is refused unread.

@@ -1,9 +1,11 @@
 """A menu body parsed into the product rows apply_menu_payload takes.
 
-The body is the platform's JSON, `{"products": [{"id", "name", "brand", "category", "price",
-"stock", "image_url"}, ...], ...}` (other top-level fields are ignored). Each product comes out
-with exactly those seven keys: id as a string; name a non-empty string; brand and category a
-string or null (they may be left out); price a number >= 0 or null (unknown) and stock a whole
+The body is the platform's JSON, `{"products": [{"id", "name", "brand", "category", "size",
+"price", "stock", "image_url"}, ...], ...}` (other top-level fields are ignored). Each product
+comes out with exactly those eight keys: id as a string, or None when the product has none (left
+out, null or blank: apply_menu_payload then gives it product_hash_id of its name, brand, category
+and size, the one place that hash is made); name a non-empty string; brand, category and size a
+string or null (they may be left out); a platform id may not start with HASHED_ID_PREFIX; price a number >= 0 or null (unknown) and stock a whole
 number >= 0 or null; the keys price and stock must be there; image_url an http(s) URL of at most
 MAX_IMAGE_URL_CHARS or null (it may be left out). apply_menu_payload takes the rows without
 image_url; the product_refresh handler hands the images to link_product_images. Anything else raises CorruptMenu saying what and
@@ -18,9 +20,11 @@ import math
 from typing import Any
 from urllib.parse import urlsplit
 
-FIELDS = ("id", "name", "brand", "category", "price", "stock")
-REQUIRED = ("id", "name", "price", "stock")
+FIELDS = ("id", "name", "brand", "category", "size", "price", "stock")
+REQUIRED = ("name", "price", "stock")
 EXCERPT_CHARS = 60
+# What product_hash_id's ids start with; apply_menu_payload refuses a platform id that does.
+HASHED_ID_PREFIX = "hash:"
 MAX_IMAGE_URL_CHARS = 2048
 
 
@@ -71,6 +75,9 @@ def normalize_menu(body: bytes) -> list[dict[str, Any]]:
     seen: dict[str, int] = {}
     for index, product in enumerate(products):
         row = normalize_product(product, index)
+        if row["id"] is None:
+            rows.append(row)
+            continue
         first = seen.setdefault(row["id"], index)
         if first != index:
             raise CorruptMenu(
@@ -91,20 +98,28 @@ def normalize_product(product: Any, index: int) -> dict[str, Any]:
             f"{where}: missing {', '.join(missing)} (a product needs {', '.join(REQUIRED)})"
         )
 
-    product_id = product["id"]
+    product_id = product.get("id")
     if isinstance(product_id, int) and not isinstance(product_id, bool):
         product_id = str(product_id)
-    if not isinstance(product_id, str) or not product_id.strip():
+    if isinstance(product_id, str) and not product_id.strip():
+        product_id = None
+    if product_id is not None and not isinstance(product_id, str):
         raise CorruptMenu(
-            f"{where}: id must be a non-empty string or an integer, not {_show(product['id'])}"
+            f"{where}: id must be a string, an integer or left out, not {_show(product['id'])}"
         )
-    where = f"{where} (id {product_id!r})"
+    if product_id is not None and product_id.startswith(HASHED_ID_PREFIX):
+        raise CorruptMenu(
+            f"{where}: id {_show(product_id)} starts with {HASHED_ID_PREFIX}, which only ids hashed"
+            " by product_hash_id do"
+        )
+    if product_id is not None:
+        where = f"{where} (id {product_id!r})"
 
     name = product["name"]
     if not isinstance(name, str) or not name.strip():
         raise CorruptMenu(f"{where}: name must be a non-empty string, not {_show(name)}")
     texts = {}
-    for field in ("brand", "category"):
+    for field in ("brand", "category", "size"):
         value = product.get(field)
         if value is not None and not isinstance(value, str):
             raise CorruptMenu(f"{where}: {field} must be a string or null, not {_show(value)}")
@@ -136,6 +151,7 @@ def normalize_product(product: Any, index: int) -> dict[str, Any]:
         "name": name,
         "brand": texts["brand"],
         "category": texts["category"],
+        "size": texts["size"],
         "price": price,
         "stock": stock,
         "image_url": image_url,

@@ -142,7 +142,7 @@ def test_show_prints_the_payload_and_with_products_its_file(
 
     shown = json.loads(run("payloads", "show", str(first), "--products", "--json").output)
     assert shown["payload"]["store_name"] == "Green Leaf"
-    assert shown["products"] == [{**product, "image_url": None} for product in MENU_1]
+    assert shown["products"] == [{**product, "size": None, "image_url": None} for product in MENU_1]
 
 
 def test_show_names_a_missing_file_and_an_unknown_payload(

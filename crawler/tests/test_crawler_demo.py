@@ -297,6 +297,16 @@ def test_the_payload_diff_is_a_summary_with_the_way_to_all_of_it(demo: DemoRun) 
     assert demo.number(r"pyworker payloads diff --store (\d+)$") == store
 
 
+def test_the_summary_counts_the_products_without_an_id(demo: DemoRun) -> None:
+    products = demo.number(r"^products: (\d+) in store_products")
+    hashed = demo.number(r"^products: .* (\d+) of them without a platform id")
+    assert 0 < hashed < products
+    with psycopg.connect(demo.db_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM store_products WHERE platform_product_id LIKE 'hash:%'"
+        ).fetchone()[0] == hashed
+
+
 def test_the_summary_counts_the_images_stored_once_per_content(demo: DemoRun) -> None:
     downloaded = demo.number(r"^images: (\d+) downloaded")
     unique = demo.number(r"^images: .* (\d+) unique images stored")

@@ -35,7 +35,7 @@ def product(**changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
-def test_products_come_out_with_the_six_fields_in_menu_order() -> None:
+def test_products_come_out_with_their_fields_in_menu_order() -> None:
     body = menu(product(), product(id=17, name="Runtz 1g", brand=None, price=9, stock=0, extra="x"))
     assert normalize_menu(body) == [
         {
@@ -43,6 +43,7 @@ def test_products_come_out_with_the_six_fields_in_menu_order() -> None:
             "name": "Blue Dream 3.5g",
             "brand": "Lumen",
             "category": "Flower",
+            "size": None,
             "price": 34.99,
             "stock": 12,
             "image_url": None,
@@ -52,6 +53,7 @@ def test_products_come_out_with_the_six_fields_in_menu_order() -> None:
             "name": "Runtz 1g",
             "brand": None,
             "category": "Flower",
+            "size": None,
             "price": 9,
             "stock": 0,
             "image_url": None,
@@ -67,6 +69,7 @@ def test_unknown_price_and_stock_and_missing_brand_are_allowed() -> None:
             "name": "Calm Tincture 30ml",
             "brand": None,
             "category": None,
+            "size": None,
             "price": None,
             "stock": None,
             "image_url": None,
@@ -83,6 +86,18 @@ def test_an_image_url_is_kept() -> None:
         normalize_menu(menu(product(image_url="https://" + "a" * 2048 + ".example/x.png")))
     with pytest.raises(CorruptMenu, match="image_url must be"):
         normalize_menu(menu(product(image_url="https://images.example/a b.png")))
+
+
+def test_a_product_without_an_id_comes_out_with_id_none_for_the_database_to_hash() -> None:
+    """Left out, null or blank: apply_menu_payload gives it product_hash_id (one source of the
+    hash), and two such products are not duplicates here (they may differ in name or size)."""
+    without = {key: value for key, value in product(size="3.5g").items() if key != "id"}
+    rows = normalize_menu(menu(without, product(id=None, name="Runtz 1g"), product(id="  ", size=None)))
+    assert [(row["id"], row["name"], row["size"]) for row in rows] == [
+        (None, "Blue Dream 3.5g", "3.5g"),
+        (None, "Runtz 1g", None),
+        (None, "Blue Dream 3.5g", None),
+    ]
 
 
 def test_an_empty_menu_has_no_products() -> None:
@@ -124,10 +139,15 @@ def test_a_body_of_the_wrong_shape_is_named(body: bytes, message: str) -> None:
         ("not a product", "products[1]: a product must be a JSON object, not a string"),
         (
             {"id": "a2", "name": "X"},
-            "products[1]: missing price, stock (a product needs id, name, price, stock)",
+            "products[1]: missing price, stock (a product needs name, price, stock)",
         ),
-        (product(id=""), 'products[1]: id must be a non-empty string or an integer, not ""'),
-        (product(id=True), "products[1]: id must be a non-empty string or an integer, not true"),
+        (product(id=True), "products[1]: id must be a string, an integer or left out, not true"),
+        (product(id=["a2"]), 'products[1]: id must be a string, an integer or left out, not ["a2"]'),
+        (product(id=None, size=3.5), "products[1]: size must be a string or null, not 3.5"),
+        (
+            product(id="hash:0a1b"),
+            'products[1]: id "hash:0a1b" starts with hash:, which only ids hashed by product_hash_id do',
+        ),
         (
             product(id="a2", name="  "),
             "products[1] (id 'a2'): name must be a non-empty string, not \"  \"",

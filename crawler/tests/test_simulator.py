@@ -124,8 +124,9 @@ def test_menus_have_20_to_60_products_of_the_contract_shape() -> None:
             assert len({p["id"] for p in products}) == len(products)
             for product in products:
                 assert set(product) == {
-                    "id", "name", "brand", "category", "price", "stock", "image_url"
+                    "id", "name", "brand", "category", "size", "price", "stock", "image_url"
                 }
+                assert product["size"] is None or product["size"] in product["name"]
                 assert isinstance(product["price"], float) and product["price"] >= 1
                 assert round(product["price"], 2) == product["price"]
                 assert isinstance(product["stock"], int) and product["stock"] >= 0
@@ -503,3 +504,29 @@ def test_broken_images_stay_broken_in_each_of_three_ways() -> None:
                     assert status == 200 and not data.startswith(b"\x89PNG")
                 else:
                     assert status == 200 and data == whole[: len(whole) // 2]
+
+
+def test_id_less_products_are_the_same_in_every_crawl() -> None:
+    """id_less_share of the products come with id null, by (seed, store, product): a product has
+    its id in every menu it is on, or in none; without the share, every product has its id."""
+    simulator = Simulator(seed=42, stores=20, id_less_share=0.1)
+    with_ids = Simulator(seed=42, stores=20)
+    id_less = 0
+    for store in simulator.all_stores():
+        for clock in (0, 4, 40):
+            listed = simulator.menu_at(store, clock)["products"]
+            full = with_ids.menu_at(store, clock)["products"]
+            assert [p["name"] for p in listed] == [p["name"] for p in full]
+            assert all(p["id"] is not None for p in full)
+            for product, whole in zip(listed, full):
+                assert product["id"] in (None, whole["id"])
+                assert {**product, "id": whole["id"]} == whole
+            first = {p["id"] for p in full} - {p["id"] for p in listed}
+            if clock == 0:
+                id_less += len(first)
+                kept = first
+            else:
+                assert not (kept & {p["id"] for p in full}) - first
+    assert id_less > 0
+    with pytest.raises(ValueError):
+        Simulator(id_less_share=-0.1)

@@ -1,17 +1,14 @@
--- Deploy taskpool:apply_menu_payload to pg
--- requires: crawl_payload_products
--- requires: store_products
--- requires: store_product_snapshots
--- requires: _jsonb_integer
--- requires: taskpool_now
--- requires: taskpool_worker
+-- Deploy taskpool_crawler:apply_menu_payload to pg
+-- requires: apply_menu_payload@v0.5.0
+-- requires: product_size
+-- requires: product_hash_id
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- apply_menu_payload
 -- Applies a saved payload's parsed products: records them, updates the store's products and snapshots, marks it applied.
-CREATE FUNCTION apply_menu_payload(payload_id bigint, products jsonb)
+CREATE OR REPLACE FUNCTION apply_menu_payload(payload_id bigint, products jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -20,13 +17,19 @@ AS $$
 -- Example:
 --   SELECT apply_menu_payload(9, '[{"id": "p-1", "name": "Blue Dream 3.5g", "brand": "Acme",
 --                                   "category": "flower", "price": 35.00, "stock": 12}]');
---   -- {"products": 1, "added": 1, "updated": 0, "missing": 0, "snapshots": 1, "superseded_by": null}
+--   -- {"products": 1, "added": 1, "updated": 0, "missing": 0, "snapshots": 1, "superseded_by": null,
+--   --  "hashed": 0, "duplicates": []}
 -- products is the menu as product_refresh parsed it from the payload's file: objects with id
--- (string or whole number), name, and optional brand, category, price (0 to 99999999.99, two
--- decimals) and stock (whole, from 0). All of it happens in one transaction:
+-- (string or whole number), name, and optional brand, category, size (string or null), price (0
+-- to 99999999.99, two decimals) and stock (whole, from 0). A product whose id is absent, null or
+-- blank gets product_hash_id(name, brand, category, size) as its id (hashed counts them), so it
+-- keeps its id from crawl to crawl like any other; a platform id may not start with 'hash:'.
+-- Two id-less products that hash the same are one product listed twice: the first is kept and
+-- each later one is left out and listed in duplicates ({"index", "id", "first"}, indexes from
+-- 0); two products with the same platform id are a bad menu. All of it happens in one transaction:
 --   crawl_payload_products gets the products (what diff_payloads compares);
 --   store_products: new products are added, known ones take the new details (updated counts
---     those whose name, brand, category, price or stock changed, or that were missing), and
+--     those whose name, brand, category, size, price or stock changed, or that were missing), and
 --     the store's products absent from this payload go missing (missing counts those newly
 --     missing; missing_since = this payload's fetched_at); a product seen again is missing no more;
 --   store_product_snapshots gets one row per product, price, stock and UTC day not seen yet;
@@ -37,7 +40,7 @@ AS $$
 -- nothing; with other products it raises 55000. A bad element raises 22023 naming it
 -- (products[i], from 0) and nothing is written. Unknown payload: P0002; corrupt payload: 55000.
 DECLARE
-    c_fields    constant text[] := ARRAY['id', 'name', 'brand', 'category', 'price', 'stock'];
+    c_fields    constant text[] := ARRAY['id', 'name', 'brand', 'category', 'size', 'price', 'stock'];
     v_payload   raw_crawl_payloads;
     v_bad       jsonb;
     v_where     text;
@@ -48,6 +51,8 @@ DECLARE
     v_updated   integer := 0;
     v_missing   integer := 0;
     v_snapshots integer := 0;
+    v_hashed    integer;
+    v_dupes     jsonb;
     v_result    jsonb;
 BEGIN
     IF apply_menu_payload.payload_id IS NULL OR apply_menu_payload.products IS NULL THEN
@@ -89,19 +94,36 @@ BEGIN
 
     -- Check and normalize every element in one pass: the first bad one, or all the rows.
     WITH
-    -- each element with its id as text, its price and its stock (NULL when not of their type)
-    parsed AS (
+    -- each element with whether it has an id (neither absent, null nor blank)
+    given AS (
         SELECT s.idx, s.product,
+               jsonb_typeof(s.product) = 'object'
+               AND nullif(s.product -> 'id', 'null') IS NOT NULL
+               AND (jsonb_typeof(s.product -> 'id') <> 'string' OR btrim(s.product ->> 'id') <> '') AS has_id
+        FROM jsonb_array_elements(apply_menu_payload.products) WITH ORDINALITY AS s(product, idx)
+    ),
+    -- each element with its id as text (hashed when it has none and its texts are of their
+    -- types), its price and its stock (NULL when not of their type)
+    parsed AS (
+        SELECT s.idx, s.product, NOT s.has_id AS hashed,
+               CASE WHEN NOT s.has_id THEN
+                   CASE WHEN jsonb_typeof(s.product -> 'name') = 'string' AND btrim(s.product ->> 'name') <> ''
+                             AND coalesce(jsonb_typeof(nullif(s.product -> 'brand', 'null')), 'string') = 'string'
+                             AND coalesce(jsonb_typeof(nullif(s.product -> 'category', 'null')), 'string') = 'string'
+                             AND coalesce(jsonb_typeof(nullif(s.product -> 'size', 'null')), 'string') = 'string'
+                        THEN product_hash_id(s.product ->> 'name', s.product ->> 'brand',
+                                             s.product ->> 'category', s.product ->> 'size') END
+               ELSE
                CASE jsonb_typeof(s.product -> 'id')
                    WHEN 'string' THEN s.product ->> 'id'
                    WHEN 'number' THEN
                        CASE WHEN (s.product -> 'id')::numeric = trunc((s.product -> 'id')::numeric)
                             THEN trunc((s.product -> 'id')::numeric)::text END
-               END AS product_id,
+               END END AS product_id,
                CASE WHEN jsonb_typeof(s.product -> 'price') = 'number'
                     THEN (s.product -> 'price')::numeric END AS price,
                _jsonb_integer(s.product -> 'stock') AS stock
-        FROM jsonb_array_elements(apply_menu_payload.products) WITH ORDINALITY AS s(product, idx)
+        FROM given s
     ),
     -- where each id appears first
     firsts AS (
@@ -113,28 +135,33 @@ BEGIN
             CASE
                 WHEN jsonb_typeof(f.product) <> 'object' THEN 'not_object'
                 WHEN f.product - c_fields <> '{}'::jsonb THEN 'unknown_field'
-                WHEN nullif(f.product -> 'id', 'null') IS NULL THEN 'no_id'
-                WHEN f.product_id IS NULL OR btrim(f.product_id) = '' OR length(f.product_id) > 255 THEN 'bad_id'
+                WHEN NOT f.hashed AND (f.product_id IS NULL OR length(f.product_id) > 255) THEN 'bad_id'
+                WHEN NOT f.hashed AND f.product_id LIKE 'hash:%' THEN 'reserved_id'
                 WHEN nullif(f.product -> 'name', 'null') IS NULL THEN 'no_name'
                 WHEN jsonb_typeof(f.product -> 'name') <> 'string' OR btrim(f.product ->> 'name') = '' THEN 'bad_name'
                 WHEN jsonb_typeof(nullif(f.product -> 'brand', 'null')) <> 'string' THEN 'bad_brand'
                 WHEN jsonb_typeof(nullif(f.product -> 'category', 'null')) <> 'string' THEN 'bad_category'
+                WHEN jsonb_typeof(nullif(f.product -> 'size', 'null')) <> 'string' THEN 'bad_size'
                 WHEN jsonb_typeof(nullif(f.product -> 'price', 'null')) <> 'number'
                      OR f.price < 0 OR round(f.price, 2) > 99999999.99 THEN 'bad_price'
                 WHEN nullif(f.product -> 'stock', 'null') IS NOT NULL
                      AND coalesce(f.stock < 0, true) THEN 'bad_stock'
-                WHEN f.id_first < f.idx THEN 'duplicate_id'
-            END AS problem
+                WHEN NOT f.hashed AND f.id_first < f.idx THEN 'duplicate_id'
+            END AS problem,
+            f.hashed AND f.id_first < f.idx AS left_out
         FROM firsts f
     )
     SELECT (array_agg(jsonb_build_object('idx', c.idx, 'problem', c.problem, 'product', c.product,
                                          'id_first', c.id_first) ORDER BY c.idx)
                 FILTER (WHERE c.problem IS NOT NULL))[1],
-           coalesce(array_agg(CASE WHEN c.problem IS NULL THEN
-                                  ROW(v_payload.id, c.product_id, c.product ->> 'name', c.product ->> 'brand',
-                                      c.product ->> 'category', round(c.price, 2), c.stock)::crawl_payload_products
-                              END ORDER BY c.idx) FILTER (WHERE c.problem IS NULL), '{}')
-    INTO v_bad, v_rows
+           coalesce(array_agg(ROW(v_payload.id, c.product_id, c.product ->> 'name', c.product ->> 'brand',
+                                  c.product ->> 'category', round(c.price, 2), c.stock,
+                                  c.product ->> 'size')::crawl_payload_products
+                              ORDER BY c.idx) FILTER (WHERE c.problem IS NULL AND NOT c.left_out), '{}'),
+           count(*) FILTER (WHERE c.problem IS NULL AND c.hashed AND NOT c.left_out),
+           coalesce(jsonb_agg(jsonb_build_object('index', c.idx - 1, 'id', c.product_id, 'first', c.id_first - 1)
+                              ORDER BY c.idx) FILTER (WHERE c.problem IS NULL AND c.left_out), '[]')
+    INTO v_bad, v_rows, v_hashed, v_dupes
     FROM checked c;
 
     IF v_bad IS NOT NULL THEN
@@ -149,12 +176,15 @@ BEGIN
                                              || string_agg(quote_literal(k), ', ' ORDER BY k)
                                       FROM jsonb_object_keys((v_bad -> 'product') - c_fields) AS k),
                 HINT = 'Allowed fields: ' || array_to_string(c_fields, ', ') || '.';
-        WHEN 'no_id' THEN
-            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = v_where || 'id is required';
         WHEN 'bad_id' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
-                MESSAGE = v_where || format('id must be a non-empty string (at most 255 characters) or a whole '
-                                            'number, not %s', left((v_bad #> '{product,id}')::text, 60));
+                MESSAGE = v_where || format('id must be a string (at most 255 characters), a whole number, '
+                                            'or absent, null or blank, not %s', left((v_bad #> '{product,id}')::text, 60));
+        WHEN 'reserved_id' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('id %s starts with hash:, which only ids hashed by product_hash_id do',
+                                            left((v_bad #> '{product,id}')::text, 60)),
+                HINT = 'Leave the id out (or null) to have it hashed from the name, brand, category and size.';
         WHEN 'no_name' THEN
             RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = v_where || 'name is required';
         WHEN 'bad_name' THEN
@@ -173,6 +203,10 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('price must be a number from 0 to 99999999.99 or null, not %s',
                                             left((v_bad #> '{product,price}')::text, 60));
+        WHEN 'bad_size' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('size must be a string or null, not %s',
+                                            left((v_bad #> '{product,size}')::text, 60));
         WHEN 'bad_stock' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('stock must be a whole number from 0 up or null, not %s',
@@ -215,8 +249,8 @@ BEGIN
         -- Counted before the writes, against the products as they were.
         SELECT count(*) FILTER (WHERE sp.platform_product_id IS NULL),
                count(*) FILTER (WHERE sp.platform_product_id IS NOT NULL
-                                  AND ((sp.name, sp.brand, sp.category, sp.price, sp.stock)
-                                       IS DISTINCT FROM (c.name, c.brand, c.category, c.price, c.stock)
+                                  AND ((sp.name, sp.brand, sp.category, sp.size, sp.price, sp.stock)
+                                       IS DISTINCT FROM (c.name, c.brand, c.category, c.size, c.price, c.stock)
                                        OR sp.missing_since IS NOT NULL))
         INTO v_added, v_updated
         FROM crawl_payload_products c
@@ -224,14 +258,14 @@ BEGIN
                ON sp.dispensary_id = v_payload.dispensary_id AND sp.platform_product_id = c.platform_product_id
         WHERE c.payload_id = v_payload.id;
 
-        INSERT INTO store_products AS sp (dispensary_id, platform_product_id, name, brand, category, price, stock,
-                                          first_seen_at, last_seen_at, missing_since, last_payload_id)
-        SELECT v_payload.dispensary_id, c.platform_product_id, c.name, c.brand, c.category, c.price, c.stock,
-               v_payload.fetched_at, v_payload.fetched_at, NULL, v_payload.id
+        INSERT INTO store_products AS sp (dispensary_id, platform_product_id, name, brand, category, size, price,
+                                          stock, first_seen_at, last_seen_at, missing_since, last_payload_id)
+        SELECT v_payload.dispensary_id, c.platform_product_id, c.name, c.brand, c.category, c.size, c.price,
+               c.stock, v_payload.fetched_at, v_payload.fetched_at, NULL, v_payload.id
         FROM crawl_payload_products c
         WHERE c.payload_id = v_payload.id
         ON CONFLICT (dispensary_id, platform_product_id) DO UPDATE
-        SET name = excluded.name, brand = excluded.brand, category = excluded.category,
+        SET name = excluded.name, brand = excluded.brand, category = excluded.category, size = excluded.size,
             price = excluded.price, stock = excluded.stock, last_seen_at = excluded.last_seen_at,
             missing_since = NULL, last_payload_id = excluded.last_payload_id;
 
@@ -262,7 +296,8 @@ BEGIN
     END IF;
 
     v_result := jsonb_build_object('products', v_count, 'added', v_added, 'updated', v_updated,
-                                   'missing', v_missing, 'snapshots', v_snapshots, 'superseded_by', v_newer);
+                                   'missing', v_missing, 'snapshots', v_snapshots, 'superseded_by', v_newer,
+                                   'hashed', v_hashed, 'duplicates', v_dupes);
     UPDATE raw_crawl_payloads p
     SET status = 'applied', product_count = v_count, applied_at = taskpool_now(), apply_result = v_result
     WHERE p.id = v_payload.id;
@@ -270,7 +305,12 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION apply_menu_payload(bigint, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION apply_menu_payload(bigint, jsonb) TO taskpool_worker;
+COMMENT ON FUNCTION apply_menu_payload(bigint, jsonb) IS $$Applies a saved payload's parsed products: records them, updates the store's products and snapshots, marks it applied.
+Example:
+  SELECT apply_menu_payload(9, '[{"id": "p-1", "name": "Blue Dream", "brand": "Acme", "category": "flower",
+                                  "size": "3.5g", "price": 35.00, "stock": 12},
+                                 {"name": "House Pre-Roll", "size": "1g", "price": 8, "stock": 40}]');
+  -- {"products": 2, "added": 2, "updated": 0, "missing": 0, "snapshots": 2, "superseded_by": null,
+  --  "hashed": 1, "duplicates": []}$$;
 
 COMMIT;

@@ -75,6 +75,13 @@ def _csv(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str,
     help="Share of product images that are broken (404, not an image, or cut short), every time.",
 )
 @click.option(
+    "--id-less",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share of products listed without an id (id null), the same ones in every crawl.",
+)
+@click.option(
     "--port-file",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="PATH",
@@ -91,6 +98,7 @@ def simulator(
     latency_ms: float,
     corrupt_rate: float,
     broken_images: float,
+    id_less: float,
     port_file: Path | None,
 ) -> None:
     """Serve the simulated menu platform (stores and drifting menus) over HTTP.
@@ -110,6 +118,7 @@ def simulator(
             states=states,
             platforms=platforms,
             broken_image_share=broken_images,
+            id_less_share=id_less,
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from error

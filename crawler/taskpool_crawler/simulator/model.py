@@ -44,7 +44,11 @@ The clock and menus
     products of the cached menus are cached too, and forgotten when they disappear.
 
 A menu document lists the products in order of appearance, with `price` a number of dollars
-to the cent and `stock` an integer >= 0; `encode` turns a document into the JSON bytes the
+to the cent and `stock` an integer >= 0, and `size` the amount its form names ("3.5g" of "Blue
+Dream 3.5g", "100mg" of gummies) or null for a form that names none (a disposable vape).
+`id_less_share` (0 to 1, default 0) of the products, picked by (seed, store, product number) so
+that a product has its id in every crawl or in none, come with `id` null, as some platforms list
+products (seed 003): the crawler gives them an id hashed from name, brand, category and size; `encode` turns a document into the JSON bytes the
 server sends.
 
 Images
@@ -284,6 +288,7 @@ class Product:
     name: str
     brand: str
     category: str
+    size: str | None  # the amount its form names, e.g. 3.5g; None when the form names none
     first_price_cents: int
     first_stock: int
     image: str | None  # the image's file name, e.g. flower-3.png; None for no image
@@ -316,6 +321,7 @@ class Simulator:
         states: Iterable[str] | str = DEFAULT_STATES,
         platforms: Iterable[str] | str = DEFAULT_PLATFORMS,
         broken_image_share: float = 0.0,
+        id_less_share: float = 0.0,
     ) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"the seed must be an integer, not {seed!r}")
@@ -328,6 +334,13 @@ class Simulator:
                 f"the broken image share must be a number from 0 to 1, not {broken_image_share!r}"
             )
         self.broken_image_share = float(broken_image_share)
+        if (
+            isinstance(id_less_share, bool)
+            or not isinstance(id_less_share, (int, float))
+            or not 0 <= id_less_share <= 1
+        ):
+            raise ValueError(f"the id-less share must be a number from 0 to 1, not {id_less_share!r}")
+        self.id_less_share = float(id_less_share)
         if isinstance(stores, bool) or not isinstance(stores, int) or stores < 0:
             raise ValueError(f"the store count must be an integer >= 0, not {stores!r}")
         self.seed = seed
@@ -465,10 +478,11 @@ class Simulator:
             product = self._product(store, number)
             products.append(
                 {
-                    "id": product.id,
+                    "id": None if self._is_id_less(store, number) else product.id,
                     "name": product.name,
                     "brand": product.brand,
                     "category": product.category,
+                    "size": product.size,
                     "price": price_cents / 100,
                     "stock": stock,
                     "image_url": (
@@ -483,6 +497,13 @@ class Simulator:
             "clock_hours": float(clock_hours),
             "products": products,
         }
+
+    def _is_id_less(self, store: Store, number: int) -> bool:
+        """Whether the menus list product `number` without its id: see the module docstring."""
+        if not self.id_less_share:
+            return False
+        draws = Draws(self.seed, "id-less", store.platform, store.platform_store_id, number)
+        return draws.random() < self.id_less_share
 
     def _menu_state(self, store: Store, step: int) -> _Menu:
         key = (store.platform, store.platform_store_id)
@@ -564,6 +585,7 @@ class Simulator:
                 name=name,
                 brand=brand,
                 category=category,
+                size=_size_of(form),
                 first_price_cents=cents,
                 first_stock=stock,
                 image=self._image_of(category, brand, name),
@@ -649,6 +671,15 @@ def png(width: int, height: int, pixel: Any) -> bytes:
         b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9))
         + chunk(b"IEND", b"")
     )
+
+
+_SIZE = re.compile(r"\b[0-9]+(?:\.[0-9]+)?(?:g|mg|ml|oz)\b")
+
+
+def _size_of(form: str) -> str | None:
+    """The amount a product form names ("1g" of "1g Pre-Roll"), or None."""
+    found = _SIZE.search(form)
+    return found.group(0) if found else None
 
 
 def step_of(clock_hours: float) -> int:
