@@ -60,7 +60,7 @@ def test_a_healthy_pool_exits_0(run: Run, ticked: psycopg.Connection) -> None:
     assert report["status"] == "ok"
     assert list(report["checks"]) == CHECKS
     assert all(check["status"] == "ok" and check["action"] is None for check in report["checks"].values())
-    assert {row["role"] for row in report["task_counts"]} == {"store_discovery", "analytics_refresh"}
+    assert {row["role"] for row in report["task_counts"]} == {"store_discovery", "analytics_refresh", "payload_storage_sweep"}
     assert report["active_workers"] == [] and report["stuck_tasks"] == []
 
 
@@ -118,7 +118,7 @@ def held_snapshot(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> li
     ("make_problem", "check", "says"),
     [
         (stuck_task, "stuck_tasks", "of worker w-gone, silent for 00:31:00"),
-        (late_tick, "schedule_tick", "longer than 00:10:00; 3 schedule(s) enabled"),
+        (late_tick, "schedule_tick", "longer than 00:10:00; 4 schedule(s) enabled"),
         (failing_schedule, "schedule_errors", "too_big: payload is 19 bytes; role tiny allows at most 10"),
         (open_circuit, "open_circuits", "simulated until"),
         (paused_role, "paused_roles", "1 role(s) paused: analytics_refresh since"),

@@ -344,7 +344,7 @@ def ticks_racing(ctx: Context, result: Result) -> None:
         time.sleep(1.5)  # the schedulers tick once more
         tasks = dict(ctx.conn.execute(
             "SELECT role, count(*) FROM worker_tasks WHERE role <> 'fault_work' GROUP BY role").fetchall())
-        expected = {"store_discovery": 1, "analytics_refresh": 1, "product_resync": len(stores)}
+        expected = {"store_discovery": 1, "analytics_refresh": 1, "payload_storage_sweep": 1, "product_resync": len(stores)}
         result.check("exactly one set of tasks per due schedule", tasks == expected, f"{tasks}, expected {expected}")
         runs = ctx.conn.execute(
             "SELECT count(*) FILTER (WHERE last_run_at IS NULL), count(*) FILTER (WHERE next_run_at <= taskpool_now())"
