@@ -419,7 +419,7 @@ def proxies() -> None:
 
     A platform with no enabled proxy is crawled directly. A proxy that fails a request is rested
     (passed over) for its rest_base, doubling with each failure in a row up to its rest_cap; a
-    success clears its failures. Passwords in proxy URLs are shown masked.
+    success clears its failures. Credentials in proxy URLs (user and password) are shown masked.
     """
 
 
@@ -453,7 +453,7 @@ def add_proxy(
     settings: Settings, platform: str, url: str, rest_base: str | None, rest_cap: str | None
 ) -> dict[str, Any]:
     """Add proxy URL, http(s)://[user:password@]host[:port], to PLATFORM's rotation (add_proxy()),
-    enabled, and print it (the password masked).
+    enabled, and print it (its credentials masked).
 
     An unknown platform or a bad URL exits 2, naming it; a URL the platform has already exits 1.
     """

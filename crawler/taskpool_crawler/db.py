@@ -307,7 +307,7 @@ class CrawlerDatabase(Database):
     def add_proxy(
         self, platform: str, url: str, *, rest_base: str | None = None, rest_cap: str | None = None
     ) -> dict[str, Any]:
-        """The new proxy's v_crawler_proxies row (password masked); InvalidInput naming a bad
+        """The new proxy's v_crawler_proxies row (credentials masked); InvalidInput naming a bad
         value, Refused for a URL the platform has already."""
         return self.query_one(
             ADD_PROXY, {"platform": platform, "url": url, "rest_base": rest_base, "rest_cap": rest_cap}
