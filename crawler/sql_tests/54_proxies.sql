@@ -34,7 +34,7 @@ SELECT id AS p3 FROM add_proxy('t54', 'https://[::1]:3129/') \gset
 SELECT results_eq(
     format('SELECT url, state, enabled, consecutive_failures, requests_total, rest_base, rest_cap FROM v_crawler_proxies WHERE id IN (%s, %s, %s) ORDER BY id', :p1, :p2, :p3),
     $$VALUES ('http://127.0.0.1:3128', 'ready', true, 0, 0::bigint, '30 seconds'::interval, '30 minutes'::interval),
-             ('http://crawler:***@proxy-2.example:8080', 'ready', true, 0, 0::bigint, '10 seconds'::interval, '40 seconds'::interval),
+             ('http://***@proxy-2.example:8080', 'ready', true, 0, 0::bigint, '10 seconds'::interval, '40 seconds'::interval),
              ('https://[::1]:3129/', 'ready', true, 0, 0::bigint, '30 seconds'::interval, '30 minutes'::interval)$$,
     'Should add ready proxies, showing a password masked');
 SELECT is((SELECT url FROM crawler_proxies WHERE id = :p2), 'http://crawler:s3cret@proxy-2.example:8080',
@@ -46,7 +46,7 @@ SELECT throws_ok($$SELECT add_proxy('t54-nowhere', 'http://127.0.0.1:1')$$, '220
 SELECT throws_ok($$SELECT add_proxy('t54', 'socks5://127.0.0.1:1080')$$, '22023',
     'url must start with http:// or https://, not ''socks5://127.0.0.1:1080''', 'Should refuse a scheme other than http(s)');
 SELECT throws_ok($$SELECT add_proxy('t54', 'ftp://user:pw@127.0.0.1:21')$$, '22023',
-    'url must start with http:// or https://, not ''ftp://user:***@127.0.0.1:21''',
+    'url must start with http:// or https://, not ''ftp://***@127.0.0.1:21''',
     'Should refuse a bad scheme without showing the password');
 SELECT throws_ok($$SELECT add_proxy('t54', 'http://127.0.0.1:3128/some/path')$$, '22023',
     'url must be http(s)://[user:password@]host[:port] and nothing more, not ''http://127.0.0.1:3128/some/path''',
@@ -59,7 +59,7 @@ SELECT throws_ok($$SELECT add_proxy('t54', 'http://127.0.0.1:1', rest_base := '0
 SELECT throws_ok($$SELECT add_proxy('t54', 'http://127.0.0.1:1', rest_base := '1 minute', rest_cap := '30 seconds')$$, '22023',
     'rest_cap must be from rest_base (00:01:00) to 1 day, not 00:00:30', 'Should refuse a cap under the base');
 SELECT throws_ok($$SELECT add_proxy('t54', 'http://crawler:s3cret@proxy-2.example:8080')$$, '23505',
-    format('http://crawler:***@proxy-2.example:8080 is proxy %s of t54 already', :p2),
+    format('http://***@proxy-2.example:8080 is proxy %s of t54 already', :p2),
     'Should refuse a URL the platform has already, naming its proxy');
 SELECT throws_ok('SELECT remove_proxy(-1)', 'P0002', 'proxy -1 does not exist', 'Should refuse to remove an unknown proxy');
 SELECT throws_ok('SELECT disable_proxy(-1)', 'P0002', 'proxy -1 does not exist', 'Should refuse to disable an unknown proxy');
@@ -88,7 +88,7 @@ SELECT is(
 SELECT is((SELECT proxy_id FROM take_proxy('t54')), :p1::bigint, 'Should start the next round with the first again');
 SELECT results_eq(
     $$SELECT url, label FROM take_proxy('t54')$$,
-    $$VALUES ('http://crawler:s3cret@proxy-2.example:8080', 'http://crawler:***@proxy-2.example:8080')$$,
+    $$VALUES ('http://crawler:s3cret@proxy-2.example:8080', 'http://***@proxy-2.example:8080')$$,
     'Should give the URL to use and a label with the password masked');
 SELECT is((SELECT requests_total FROM crawler_proxies WHERE id = :p2), 3::bigint,
     'Should count each take as a request');

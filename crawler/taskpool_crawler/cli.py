@@ -417,21 +417,69 @@ PROXY_COLUMNS: list[Column] = [
 def proxies() -> None:
     """List and manage the proxies each platform's requests go through, in turn.
 
-    A platform with no enabled proxy is crawled directly. A proxy that fails a request is rested
+    A platform with no enabled proxy is crawled directly, unless it requires proxies (`proxies
+    require`): then its requests fail, to be retried, until one is enabled. A proxy that fails a request is rested
     (passed over) for its rest_base, doubling with each failure in a row up to its rest_cap; a
-    success clears its failures. Passwords in proxy URLs are shown masked.
+    success clears its failures. Credentials in proxy URLs (user and password) are shown masked.
     """
 
 
 @proxies.command("list")
 @click.option("--platform", metavar="P", help="Only the proxies of this platform.")
-@prints(PROXY_COLUMNS, empty="no proxies: every platform is crawled directly")
+@prints(
+    PROXY_COLUMNS,
+    empty="no proxies: every platform is crawled directly but those that require proxies (proxies platforms)",
+)
 @pass_settings
 def list_proxies(settings: Settings, platform: str | None) -> list[dict[str, Any]]:
     """List the proxies by platform with their health: state (ready, rested or disabled), the
     requests taken through each and those that failed at it, failures in a row, until when it
     rests, and its last success, failure and error. With --json, the v_crawler_proxies rows."""
     return crawler_db(settings).list_proxies(platform)
+
+
+PROXY_PLATFORM_COLUMNS: list[Column] = [
+    ("platform", "platform"),
+    ("required", "proxies_required"),
+    ("requests", "requests"),
+    ("proxies", "proxies"),
+    ("enabled", "enabled_proxies"),
+    ("ready", "ready_proxies"),
+]
+
+
+@proxies.command("platforms")
+@prints(
+    PROXY_PLATFORM_COLUMNS,
+    empty="no platform has proxies or requires them: every platform is crawled directly",
+)
+@pass_settings
+def list_proxy_platforms(settings: Settings) -> list[dict[str, Any]]:
+    """List the platforms that have proxies or require them: whether each requires proxies, how
+    its requests go (proxied, direct, or refused: it requires proxies and has none enabled), and
+    its proxies, enabled and ready. With --json, the v_crawler_proxy_platforms rows."""
+    return crawler_db(settings).list_proxy_platforms()
+
+
+@proxies.command("require")
+@click.argument("platform")
+@prints()
+@pass_settings
+def require_proxies(settings: Settings, platform: str) -> dict[str, Any]:
+    """Require proxies for PLATFORM (set_proxies_required()): with none enabled (none added, or
+    all disabled), its requests fail, to be retried, and never go direct. Prints the platform's
+    row; an unknown platform exits 2."""
+    return crawler_db(settings).set_proxies_required(platform, True)
+
+
+@proxies.command("allow-direct")
+@click.argument("platform")
+@prints()
+@pass_settings
+def allow_direct(settings: Settings, platform: str) -> dict[str, Any]:
+    """Let PLATFORM's requests go direct when it has no enabled proxy (the default), undoing
+    `proxies require`. Prints the platform's row; an unknown platform exits 2."""
+    return crawler_db(settings).set_proxies_required(platform, False)
 
 
 @proxies.command("add")
@@ -453,7 +501,7 @@ def add_proxy(
     settings: Settings, platform: str, url: str, rest_base: str | None, rest_cap: str | None
 ) -> dict[str, Any]:
     """Add proxy URL, http(s)://[user:password@]host[:port], to PLATFORM's rotation (add_proxy()),
-    enabled, and print it (the password masked).
+    enabled, and print it (its credentials masked).
 
     An unknown platform or a bad URL exits 2, naming it; a URL the platform has already exits 1.
     """

@@ -18,6 +18,17 @@ through the pool's next proxy. A failure of the proxy itself (it cannot be reach
 resting the proxy, and the request is tried through the next one, at most `proxy_tries` proxies
 in all; an answer the platform gave through a proxy (a 404, 429, 500) is the platform's and
 counts as the proxy's success. When no proxy could carry it, ProxyUnavailable (retryable).
+
+Every answer is bounded in size and in time, so that one platform can neither fill a worker's
+memory nor hold one of its slots for ever. The body is read in chunks and refused as soon as it
+passes its bound (a JSON answer, menus included: `max_menu_bytes`; an image: the bound its caller
+gives), or at once when its Content-Length says it will: PlatformError, not retryable, the
+platform's answer (not a proxy's failure). `timeout` is one deadline for each try of a request,
+direct or through one proxy: connecting, the headers and every read of the body; a socket
+timeout alone would bound each read, and a server dripping a byte at a time would never reach
+it. At the deadline a watchdog shuts the connection down, whatever it is waiting for, and the
+try fails, retryable (through a proxy, as the proxy's failure: the next proxy gets a deadline of
+its own). A request so takes at most proxy_tries deadlines in all.
 """
 
 from __future__ import annotations
@@ -25,9 +36,13 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import ssl
+import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
@@ -39,6 +54,11 @@ DEFAULT_PROXY_TRIES = 3
 # Statuses a proxy answers itself when it cannot do its job: its credentials refused, or the
 # gateway statuses (it could not reach the platform, or not in time, or it is overloaded).
 PROXY_FAILURE_STATUSES = frozenset({407, 502, 503, 504})
+# The most a JSON answer (a menu, a store listing, a resolve) may be, by default: a menu is well
+# under a megabyte, and twenty of these at once, parsed, still fit a worker of 512 MiB.
+DEFAULT_MAX_MENU_BYTES = 8 * 1024 * 1024
+# A body is read this much at a time, so that reading stops near its bound.
+READ_CHUNK_BYTES = 64 * 1024
 
 
 class PlatformError(Exception):
@@ -72,7 +92,7 @@ class ProxyUnavailable(PlatformError):
 
 @dataclass(frozen=True)
 class Proxy:
-    """A proxy to send one request through. label is url with its password masked: what
+    """A proxy to send one request through. label is url with its credentials masked: what
     messages and logs show."""
 
     id: int
@@ -127,7 +147,8 @@ class PlatformClient(Protocol):
 
 class HttpPlatformClient:
     """PlatformClient over the simulator's HTTP API (urllib, one connection per request),
-    through the proxies of `proxies` when given."""
+    through the proxies of `proxies` when given. `timeout`: the seconds each try of a request
+    may take, all of it; `max_menu_bytes`: the most a JSON answer may be."""
 
     def __init__(
         self,
@@ -137,6 +158,7 @@ class HttpPlatformClient:
         *,
         proxies: ProxyPool | None = None,
         proxy_tries: int = DEFAULT_PROXY_TRIES,
+        max_menu_bytes: int = DEFAULT_MAX_MENU_BYTES,
     ) -> None:
         if not base_url:
             raise ValueError("the platform base URL is empty: set TASKPOOL_PLATFORM_URL")
@@ -144,14 +166,20 @@ class HttpPlatformClient:
             raise ValueError(f"the timeout must be positive, not {timeout}")
         if proxy_tries < 1:
             raise ValueError(f"proxy_tries must be at least 1, not {proxy_tries}")
+        if max_menu_bytes < 1:
+            raise ValueError(f"max_menu_bytes must be at least 1, not {max_menu_bytes}")
         self.base_url = base_url.rstrip("/")
         self.platform = platform
         self.timeout = timeout
         self.proxies = proxies
         self.proxy_tries = proxy_tries
+        self.max_menu_bytes = max_menu_bytes
 
     def __repr__(self) -> str:
-        return f"HttpPlatformClient({self.base_url!r}, {self.platform!r}, timeout={self.timeout})"
+        return (
+            f"HttpPlatformClient({self.base_url!r}, {self.platform!r}, timeout={self.timeout},"
+            f" max_menu_bytes={self.max_menu_bytes})"
+        )
 
     def _url(self, *segments: str, query: dict[str, str] | None = None) -> str:
         path = "/".join(
@@ -195,20 +223,24 @@ class HttpPlatformClient:
         return self.get_with_type(url, accept="image/*", max_bytes=max_bytes)
 
     def get(self, url: str) -> bytes:
-        """The body of a 200 answer to GET `url`; PlatformError for anything else."""
+        """The body of a 200 answer to GET `url`, at most max_menu_bytes; PlatformError for
+        anything else."""
         return self.get_with_type(url)[0]
 
     def get_with_type(
         self, url: str, accept: str = "application/json", max_bytes: int | None = None
     ) -> tuple[bytes, str]:
-        """The body and Content-Type of a 200 answer to GET `url`; PlatformError for anything
-        else, and (not retryable) for a body over `max_bytes`, read no further.
+        """The body and Content-Type of a 200 answer to GET `url`, each try of it within
+        `timeout` seconds; PlatformError for anything else, and (not retryable) for a body over
+        `max_bytes` (max_menu_bytes when None), read no further.
 
         Through the next proxy of the pool, if there is one; a proxy that fails is reported and
         the next one tried, up to proxy_tries in all, then ProxyUnavailable. Any request to the
         platform (a menu, an image) goes through here; the caller waits its turn of the
         platform's rate limit first, once, however many proxies it takes.
         """
+        if max_bytes is None:
+            max_bytes = self.max_menu_bytes
         if self.proxies is None:
             return self._get(url, None, accept, max_bytes)
         failures: list[str] = []
@@ -241,73 +273,188 @@ class HttpPlatformClient:
         )
 
     def _get(
-        self, url: str, proxy: Proxy | None, accept: str, max_bytes: int | None
+        self, url: str, proxy: Proxy | None, accept: str, max_bytes: int
     ) -> tuple[bytes, str]:
-        """One GET of `url`, direct or through `proxy`; _ProxyFailed when the proxy failed it."""
+        """One try of GET `url`, direct or through `proxy`, within its own deadline;
+        _ProxyFailed when the proxy failed it."""
         request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
-        if proxy is None:
-            open_request = urllib.request.urlopen
-        else:
-            # Credentials in the proxy's URL go as Proxy-Authorization (urllib's ProxyHandler).
-            open_request = urllib.request.build_opener(
-                urllib.request.ProxyHandler({"http": proxy.url, "https": proxy.url})
-            ).open
-        try:
-            return self._fetch(open_request, request, max_bytes)
-        except PlatformError as error:
-            # No status and retryable: the connection through the proxy failed (an answer over
-            # max_bytes has no status either, but is the platform's, and not retryable).
-            proxy_failed = error.status in PROXY_FAILURE_STATUSES or (error.status is None and error.retryable)
-            if proxy is not None and proxy_failed:
-                raise _ProxyFailed(_without_url(error.message, url)) from error
-            raise
+        with _Deadline(self.timeout) as deadline:
+            handlers: list[urllib.request.BaseHandler] = [
+                _WatchedHTTPHandler(deadline),
+                _WatchedHTTPSHandler(deadline),
+            ]
+            if proxy is not None:
+                # Credentials in the proxy's URL go as Proxy-Authorization (urllib's ProxyHandler).
+                handlers.append(urllib.request.ProxyHandler({"http": proxy.url, "https": proxy.url}))
+            open_request = urllib.request.build_opener(*handlers).open
+            try:
+                return self._fetch(open_request, request, max_bytes, deadline)
+            except PlatformError as error:
+                # No status and retryable: the connection through the proxy failed (an answer over
+                # max_bytes has no status either, but is the platform's, and not retryable).
+                proxy_failed = error.status in PROXY_FAILURE_STATUSES or (
+                    error.status is None and error.retryable
+                )
+                if proxy is not None and proxy_failed:
+                    raise _ProxyFailed(_without_url(error.message, url)) from error
+                raise
 
     def _fetch(
-        self, open_request: Any, request: urllib.request.Request, max_bytes: int | None
+        self,
+        open_request: Any,
+        request: urllib.request.Request,
+        max_bytes: int,
+        deadline: _Deadline,
     ) -> tuple[bytes, str]:
         url = request.full_url
+        too_late = PlatformError(f"GET {url}: no answer within {self.timeout:g} s", retryable=True)
         try:
-            with open_request(request, timeout=self.timeout) as response:
+            with open_request(request, timeout=deadline.remaining()) as response:
                 body = _bounded_body(response, url, max_bytes)
-                return body, response.headers.get("Content-Type", "")
+                content_type = response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
+            if deadline.cut:
+                raise too_late from error
             raise _http_error(url, error) from error
         except (TimeoutError, socket.timeout) as error:
-            raise PlatformError(
-                f"GET {url}: no answer within {self.timeout:g} s", retryable=True
-            ) from error
+            raise too_late from error
         except urllib.error.URLError as error:
             reason = error.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise PlatformError(
-                    f"GET {url}: no answer within {self.timeout:g} s", retryable=True
-                ) from error
+            if deadline.cut or isinstance(reason, (TimeoutError, socket.timeout)):
+                raise too_late from error
             raise PlatformError(f"GET {url}: {reason}", retryable=True) from error
-        except (http.client.HTTPException, ConnectionError) as error:
+        except (http.client.HTTPException, OSError) as error:
+            if deadline.cut:
+                raise too_late from error
             # A connection dropped mid-answer (RemoteDisconnected, IncompleteRead, a reset).
             raise PlatformError(
                 f"GET {url}: the connection broke: {type(error).__name__}: {error}", retryable=True
             ) from error
+        if deadline.cut:
+            # The watchdog ended a body that had no length: what was read is cut short.
+            raise too_late
+        return body, content_type
 
 
-def _bounded_body(response: Any, url: str, max_bytes: int | None) -> bytes:
-    """The response's body; past max_bytes (its Content-Length says so, or reading finds it)
-    PlatformError, not retryable, the rest unread."""
-    if max_bytes is None:
-        return response.read()
+class _Deadline:
+    """The moment a request must be over by, and its watchdog: at that moment it shuts down
+    the request's connection (the one `watch` was last given), waking whatever read waits on
+    it; `cut` tells that it did. A context manager: leaving it stops the watchdog."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends_at = time.monotonic() + seconds
+        self.cut = False
+        self._connection: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._watchdog = threading.Timer(seconds, self._cut_connection)
+        self._watchdog.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._watchdog.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._watchdog.cancel()
+
+    def remaining(self) -> float:
+        """Seconds left, never quite 0 (a socket timeout of 0 would mean non-blocking)."""
+        return max(self.ends_at - time.monotonic(), 0.001)
+
+    def watch(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connection = connection
+            if self.cut:
+                _shut_down(connection)
+
+    def _cut_connection(self) -> None:
+        with self._lock:
+            self.cut = True
+            if self._connection is not None:
+                _shut_down(self._connection)
+
+
+def _shut_down(connection: socket.socket) -> None:
+    # The plain socket's shutdown, even under TLS: it wakes a blocked read (which then sees the
+    # connection end) without touching the TLS state another thread is using.
+    try:
+        socket.socket.shutdown(connection, socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed already: the request ended as the deadline came
+
+
+class _WatchedHTTPConnection(http.client.HTTPConnection):
+    """An HTTPConnection whose socket, once connected, its request's deadline watches."""
+
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.request_deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.request_deadline.watch(self.sock)
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection):
+    """_WatchedHTTPConnection for https."""
+
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.request_deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.request_deadline.watch(self.sock)
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    """urllib's http handler, its connections watched by `deadline`."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(partial(_WatchedHTTPConnection, deadline=self.deadline), req)
+
+
+# The default TLS checks, the CA certificates loaded once for every request of the process.
+_TLS = ssl.create_default_context()
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    """urllib's https handler (the default TLS checks), its connections watched by `deadline`."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__(context=_TLS)
+        self.deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(
+            partial(_WatchedHTTPSConnection, deadline=self.deadline), req, context=_TLS
+        )
+
+
+def _bounded_body(response: Any, url: str, max_bytes: int) -> bytes:
+    """The response's body, read a chunk at a time; past max_bytes (its Content-Length says so,
+    or reading finds it) PlatformError, not retryable, the rest unread."""
     declared = response.headers.get("Content-Length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise PlatformError(
             f"GET {url}: the answer is {declared} bytes, over the {max_bytes} allowed: refused unread",
             retryable=False,
         )
-    body = response.read(max_bytes + 1)
-    if len(body) > max_bytes:
-        raise PlatformError(
-            f"GET {url}: the answer is over the {max_bytes} bytes allowed: refused, read no further",
-            retryable=False,
-        )
-    return body
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := response.read(READ_CHUNK_BYTES):
+        size += len(chunk)
+        if size > max_bytes:
+            raise PlatformError(
+                f"GET {url}: the answer is over the {max_bytes} bytes allowed: refused, read no further",
+                retryable=False,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _without_url(message: str, url: str) -> str:

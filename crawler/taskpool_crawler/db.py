@@ -81,6 +81,8 @@ LIST_PROXIES = (
     "SELECT * FROM v_crawler_proxies"
     " WHERE %(platform)s::text IS NULL OR platform = %(platform)s::text ORDER BY platform, id"
 )
+SET_PROXIES_REQUIRED = "SELECT * FROM set_proxies_required(%(platform)s::text, %(required)s::boolean)"
+LIST_PROXY_PLATFORMS = "SELECT * FROM v_crawler_proxy_platforms ORDER BY platform"
 # The operator's side (tables read directly: operators run as the schema owner)
 # `payloads list`'s filters, each left out when NULL: the page and its count read the same rows.
 _PAYLOAD_FILTERS = (
@@ -292,7 +294,8 @@ class CrawlerDatabase(Database):
     def take_proxy(self, platform: str) -> dict[str, Any] | None:
         """The proxy the platform's next request goes through ({"proxy_id", "url", "label",
         "back_in_seconds"}); None when the platform has no enabled proxy (go direct). proxy_id
-        None: every enabled proxy is rested, the first back in back_in_seconds."""
+        None: every enabled proxy is rested, the first back in back_in_seconds; back_in_seconds
+        None too: the platform requires proxies and has none enabled (never go direct)."""
         return self.query_one(TAKE_PROXY, {"platform": platform})
 
     def report_proxy_result(self, proxy_id: int, succeeded: bool, error: str | None = None) -> datetime | None:
@@ -307,7 +310,7 @@ class CrawlerDatabase(Database):
     def add_proxy(
         self, platform: str, url: str, *, rest_base: str | None = None, rest_cap: str | None = None
     ) -> dict[str, Any]:
-        """The new proxy's v_crawler_proxies row (password masked); InvalidInput naming a bad
+        """The new proxy's v_crawler_proxies row (credentials masked); InvalidInput naming a bad
         value, Refused for a URL the platform has already."""
         return self.query_one(
             ADD_PROXY, {"platform": platform, "url": url, "rest_base": rest_base, "rest_cap": rest_cap}
@@ -326,6 +329,16 @@ class CrawlerDatabase(Database):
     def list_proxies(self, platform: str | None = None) -> list[dict[str, Any]]:
         """v_crawler_proxies, by platform and id: every proxy with its health."""
         return self.query(LIST_PROXIES, {"platform": platform})
+
+    def set_proxies_required(self, platform: str, required: bool) -> dict[str, Any]:
+        """The platform's v_crawler_proxy_platforms row once set; InvalidInput for an unknown
+        platform."""
+        return self.query_one(SET_PROXIES_REQUIRED, {"platform": platform, "required": required})
+
+    def list_proxy_platforms(self) -> list[dict[str, Any]]:
+        """v_crawler_proxy_platforms, by platform: whether each requires proxies, and how its
+        requests go."""
+        return self.query(LIST_PROXY_PLATFORMS)
 
 
     def list_stores(self, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:

@@ -51,7 +51,13 @@ bomb; marked corrupt).
 
 Settings, from the environment:
     TASKPOOL_PLATFORM_URL      the platform's base URL (the simulator's), for the HTTP client
-    TASKPOOL_PLATFORM_TIMEOUT  seconds a platform request may take (default 10)
+    TASKPOOL_PLATFORM_TIMEOUT  seconds each try of a platform request may take, all of it:
+                               connecting, the headers, every read (default 10; through
+                               proxies, at most 3 tries)
+    TASKPOOL_PLATFORM_MAX_MENU_BYTES
+                               the most a menu (or a store listing, a resolve) may be; a larger
+                               answer is refused as soon as reading passes it (default 8 MiB,
+                               at most storage.MAX_PAYLOAD_BODY_BYTES)
     TASKPOOL_STORAGE           where payloads go: a directory (a path or file:// URL) or a
                                bucket, s3://bucket[/prefix] (default ./storage; the older
                                TASKPOOL_STORAGE_DIR names a directory); see storage
@@ -91,6 +97,7 @@ from pyworker.errors import (
 from pyworker.handlers import Aborted, Completion, Registry, registry
 from taskpool_crawler import storage
 from taskpool_crawler.client import (
+    DEFAULT_MAX_MENU_BYTES,
     HttpPlatformClient,
     PlatformClient,
     PlatformError,
@@ -108,6 +115,7 @@ handler = crawler_handlers.handler
 
 PLATFORM_URL_ENV = "TASKPOOL_PLATFORM_URL"
 PLATFORM_TIMEOUT_ENV = "TASKPOOL_PLATFORM_TIMEOUT"
+PLATFORM_MAX_MENU_BYTES_ENV = "TASKPOOL_PLATFORM_MAX_MENU_BYTES"
 PLATFORMS_ENV = "TASKPOOL_PLATFORMS"
 STATES_ENV = "TASKPOOL_STATES"
 DEFAULT_PLATFORMS = ("dutchie", "jane")
@@ -141,7 +149,29 @@ def http_client(platform: str) -> HttpPlatformClient:
         raise ConfigurationError(
             f"{PLATFORM_TIMEOUT_ENV} must be a number of seconds, not {raw_timeout!r}"
         ) from None
-    return HttpPlatformClient(base_url, platform, timeout=timeout, proxies=DatabaseProxies(database))
+    return HttpPlatformClient(
+        base_url,
+        platform,
+        timeout=timeout,
+        proxies=DatabaseProxies(database),
+        max_menu_bytes=max_menu_bytes(),
+    )
+
+
+def max_menu_bytes() -> int:
+    """$TASKPOOL_PLATFORM_MAX_MENU_BYTES, or the client's default: never more than a saved
+    payload may decompress to, which product_refresh could not load."""
+    raw = os.environ.get(PLATFORM_MAX_MENU_BYTES_ENV)
+    if not raw:
+        return DEFAULT_MAX_MENU_BYTES
+    bound = int(raw) if raw.strip().isdigit() else 0
+    if not 1 <= bound <= storage.MAX_PAYLOAD_BODY_BYTES:
+        raise ConfigurationError(
+            f"{PLATFORM_MAX_MENU_BYTES_ENV} must be a whole number of bytes from 1 to"
+            f" {storage.MAX_PAYLOAD_BODY_BYTES} (what a saved payload may decompress to),"
+            f" not {raw!r}"
+        )
+    return bound
 
 
 _client_factory: ClientFactory = http_client

@@ -1,7 +1,8 @@
 """The proxies platform requests go through: the rows of crawler_proxies, as a ProxyPool.
 
 take_proxy (SQL) hands out a platform's proxies in turn, passing over the disabled and the
-rested ones; report_proxy_result rests a proxy that failed, longer with each failure in a row,
+rested ones, and says when a platform that requires proxies (set_proxies_required) has none
+enabled, whose requests then fail, to be retried, instead of going direct; report_proxy_result rests a proxy that failed, longer with each failure in a row,
 and clears the failures of one that worked. The handlers' HTTP client takes a DatabaseProxies,
 so every platform request of every worker shares one rotation and one record of health.
 """
@@ -30,6 +31,12 @@ class DatabaseProxies:
             return None
         if row["proxy_id"] is None:
             back_in = row["back_in_seconds"]
+            if back_in is None:
+                raise ProxyUnavailable(
+                    f"{platform} requires proxies and has none enabled: its requests never go"
+                    " direct (pyworker proxies add or enable one, or proxies allow-direct)",
+                    retryable=True,
+                )
             raise ProxyUnavailable(
                 f"every proxy of {platform} is rested (the first is back in {back_in:.1f} s)",
                 retryable=True,

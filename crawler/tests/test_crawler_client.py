@@ -201,3 +201,143 @@ def test_settings_are_checked() -> None:
         HttpPlatformClient("", "dutchie")
     with pytest.raises(ValueError, match="positive"):
         HttpPlatformClient("http://127.0.0.1:1", "dutchie", timeout=0)
+
+
+class Streamer:
+    """A loopback server that sends a body of `size` bytes a chunk at a time, without a
+    Content-Length (the client learns the size only by reading), `pause` seconds between
+    chunks, and counts the bytes the client took."""
+
+    def __init__(self, size: int, chunk: int, pause: float = 0.0, declare: bool = False) -> None:
+        self.size = size
+        self.chunk = chunk
+        self.pause = pause
+        self.declare = declare
+        self.served = 0
+        self.stop = threading.Event()
+
+
+@pytest.fixture
+def streamer() -> Iterator[tuple[str, Streamer]]:
+    """The URL of a server whose /slow answers at once ({}) and whose other paths stream as the
+    fixture's Streamer says (set its fields before asking)."""
+    stream = Streamer(0, 1)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.endswith("/quick"):
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+                return
+            self.send_response(200)
+            if stream.declare:
+                self.send_header("Content-Length", str(stream.size))
+            self.end_headers()
+            left = stream.size
+            try:
+                while left > 0 and not stream.stop.is_set():
+                    piece = b"x" * min(stream.chunk, left)
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    stream.served += len(piece)
+                    left -= len(piece)
+                    if stream.pause and stream.stop.wait(stream.pause):
+                        return
+            except OSError:
+                pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/", stream
+    finally:
+        stream.stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+MIB = 1024 * 1024
+
+
+def test_a_menu_over_its_bound_is_refused_as_soon_as_reading_passes_it(
+    streamer: tuple[str, Streamer],
+) -> None:
+    url, stream = streamer
+    stream.size, stream.chunk = 256 * MIB, 64 * 1024
+    client = HttpPlatformClient(url, "dutchie", timeout=30, max_menu_bytes=1 * MIB)
+    with pytest.raises(PlatformError) as raised:
+        client.fetch_menu("s1")
+    assert not raised.value.retryable and raised.value.status is None
+    assert "over the 1048576 bytes allowed" in str(raised.value)
+    assert "/platforms/dutchie/stores/s1/menu" in str(raised.value)
+    time.sleep(0.5)
+    # What the client read, plus what the kernel's socket buffers took: far short of the body.
+    assert stream.served < 1 * MIB + 32 * MIB < stream.size
+
+
+def test_a_menu_that_declares_a_length_over_its_bound_is_refused_unread(
+    streamer: tuple[str, Streamer],
+) -> None:
+    url, stream = streamer
+    stream.size, stream.chunk, stream.declare = 64 * MIB, 64 * 1024, True
+    with pytest.raises(PlatformError, match=f"is {64 * MIB} bytes, over the {MIB} allowed"):
+        HttpPlatformClient(url, "dutchie", max_menu_bytes=MIB).fetch_menu("s1")
+
+
+def test_a_menu_within_its_bound_is_read_whole(streamer: tuple[str, Streamer]) -> None:
+    url, stream = streamer
+    stream.size, stream.chunk = 3 * MIB + 17, 100_000
+    body = HttpPlatformClient(url, "dutchie", max_menu_bytes=4 * MIB).fetch_menu("s1")
+    assert body == b"x" * (3 * MIB + 17)
+
+
+def test_the_default_bound_holds_listings_and_resolves_too(streamer: tuple[str, Streamer]) -> None:
+    url, stream = streamer
+    stream.size, stream.chunk = 64 * MIB, 256 * 1024
+    client = HttpPlatformClient(url, "dutchie")
+    assert client.max_menu_bytes == 8 * MIB
+    with pytest.raises(PlatformError, match=f"over the {8 * MIB} bytes allowed"):
+        client.list_stores("AZ")
+    with pytest.raises(PlatformError, match=f"over the {8 * MIB} bytes allowed"):
+        client.resolve("https://example.test/menu")
+
+
+def test_a_server_dripping_bytes_is_cut_at_the_deadline_and_the_other_requests_go_on(
+    streamer: tuple[str, Streamer],
+) -> None:
+    url, stream = streamer
+    # A byte every 0.1 s: each read gets a byte long before a per-read timeout of 1 s.
+    stream.size, stream.chunk, stream.pause = 10_000, 1, 0.1
+    client = HttpPlatformClient(url, "dutchie", timeout=1)
+    outcome: dict[str, Any] = {}
+
+    def fetch() -> None:
+        try:
+            client.fetch_menu("s1")
+        except PlatformError as error:
+            outcome["error"] = error
+
+    dripping = threading.Thread(target=fetch)
+    dripping.start()
+    quick = [client.get(f"{url}quick") for _ in range(5)]
+    dripping.join(timeout=20)
+    assert not dripping.is_alive()
+    assert quick == [b"{}"] * 5
+    error = outcome["error"]
+    assert error.retryable and error.status is None
+    assert "no answer within 1 s" in str(error)
+    assert 0 < stream.served < stream.size
+
+
+def test_a_bad_bound_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_menu_bytes"):
+        HttpPlatformClient("http://127.0.0.1:1", "dutchie", max_menu_bytes=0)

@@ -120,7 +120,7 @@ def test_the_proxies_page_shows_each_proxys_health_with_its_password_masked(
     browser.find_element(By.LINK_TEXT, "Proxies").click()
     cells = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, f"#proxies tr[data-id='{crawled[1]['proxy']}'] td")]
     # id, platform, url, state, requests, failures, in a row, rested until, last success, last failure, last error
-    assert cells[1:7] == ["dutchie", "http://crawler:***@10.0.0.5:3128", "rested", "0", "1", "1"]
+    assert cells[1:7] == ["dutchie", "http://***@10.0.0.5:3128", "rested", "0", "1", "1"]
     assert cells[10] == "connection refused"
     assert "s3cret" not in browser.page_source
 
@@ -140,5 +140,5 @@ def test_the_crawler_pages_are_json_too(dashboard: Dashboard, crawled: tuple[str
     assert http(dashboard.url + "/api/stores/999999").status == 404
     assert http(dashboard.url + "/api/payloads?status=lost").status == 400
     (proxy,) = http(dashboard.url + "/api/proxies?platform=dutchie").json()["proxies"]
-    assert (proxy["url"], proxy["state"]) == ("http://crawler:***@10.0.0.5:3128", "rested")
+    assert (proxy["url"], proxy["state"]) == ("http://***@10.0.0.5:3128", "rested")
     assert http(dashboard.url + "/api/proxies?platform=jane").json() == {"proxies": []}
