@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from dashboard_support import dashboard_server, http
 from itsdangerous import BadSignature, TimestampSigner
 from psycopg.types.json import Jsonb
 from starlette.routing import Route
@@ -213,6 +214,12 @@ def test_the_command_requires_a_log_in_beyond_loopback(seeded: dict[str, Any]) -
     assert "--no-require-login" in refused.stderr
     asked = dashboard_command(seeded["url"], "--require-login")
     assert asked.returncode == 2 and "--token" in asked.stderr
+    with dashboard_server(seeded["url"], TOKEN, "--host", "0.0.0.0") as guarded:
+        assert http(guarded.url + "/api/overview").status == 401
+        assert http(guarded.url + "/api/overview", headers={"Authorization": f"Bearer {TOKEN}"}).status == 200
+        assert http(guarded.url + "/login").status == 200
+    with dashboard_server(seeded["url"], None, "--host", "0.0.0.0", "--no-require-login") as open_to_all:
+        assert http(open_to_all.url + "/api/overview").status == 200
 
 
 # Names in paths
