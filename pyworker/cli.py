@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
+import ipaddress
 import os
 import re
 import shlex
@@ -1757,6 +1758,17 @@ def scheduler(settings: Settings, interval_seconds: int, once: bool) -> None:
     click.get_current_context().exit(code)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether listening on `host` reaches only this machine (localhost, 127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        # A host name: it may resolve to any interface.
+        return False
+
+
 # The modules of the `dashboard` extra (pyproject.toml): a missing one is named with the extra.
 DASHBOARD_MODULES = {"starlette", "uvicorn", "jinja2", "python_multipart", "itsdangerous"}
 
@@ -1783,8 +1795,18 @@ DASHBOARD_MODULES = {"starlette", "uvicorn", "jinja2", "python_multipart", "itsd
     help="Turn the actions on (cancel, retry, run or switch a schedule) for whoever logs in with"
     " this secret, and for API calls that give it as a bearer token. Without it: read-only.",
 )
+@click.option(
+    "--require-login/--no-require-login",
+    default=None,
+    envvar="TASKPOOL_DASHBOARD_REQUIRE_LOGIN",
+    show_envvar=True,
+    help="Reading needs a log-in too (pages; the API and /metrics take the token as a bearer"
+    " token), and so a --token. Default: on when --host is not a loopback address.",
+)
 @pass_settings
-def dashboard(settings: Settings, host: str, port: int, token: str | None) -> None:
+def dashboard(
+    settings: Settings, host: str, port: int, token: str | None, require_login: bool | None
+) -> None:
     """Serve the dashboard: the pool per role, tasks, workers, schedules, platforms, health.
 
     Every page is also JSON under /api/ (docs/dashboard.md). Needs the dashboard extra:
@@ -1792,6 +1814,14 @@ def dashboard(settings: Settings, host: str, port: int, token: str | None) -> No
     """
     if token is not None and not token.strip():
         raise click.BadParameter("the token must not be empty or blank", param_hint="'--token'")
+    if require_login is None:
+        require_login = not is_loopback(host)
+    if require_login and token is None:
+        raise click.UsageError(
+            "reading requires a log-in (--require-login, the default when --host is not a loopback"
+            " address) and there is no token to log in with: give --token (or TASKPOOL_DASHBOARD_TOKEN),"
+            " or --no-require-login to let whoever reaches the port read every page"
+        )
     try:
         server = importlib.import_module("pyworker.dashboard.server")
     except ModuleNotFoundError as error:
@@ -1804,7 +1834,7 @@ def dashboard(settings: Settings, host: str, port: int, token: str | None) -> No
     # Refuse to serve a database pyworker cannot read, as a worker does.
     settings.db.check_schema()
     settings.close()
-    server.serve(settings.database_url, host, port, token, pooled=settings.pooled)
+    server.serve(settings.database_url, host, port, token, pooled=settings.pooled, require_login=require_login)
 
 
 @main.command()

@@ -34,14 +34,16 @@ class Dashboard:
 
 
 @contextmanager
-def dashboard_server(db_url: str, token: str | None, timeout: float = 30.0) -> Iterator[Dashboard]:
-    """`pyworker dashboard --port 0` on `db_url` (actions on with `token`), stopped after."""
+def dashboard_server(
+    db_url: str, token: str | None, *options: str, timeout: float = 30.0
+) -> Iterator[Dashboard]:
+    """`pyworker dashboard --port 0 OPTIONS` on `db_url` (actions on with `token`), stopped after."""
     env = {**os.environ, "DATABASE_URL": db_url}
     env.pop("TASKPOOL_DASHBOARD_TOKEN", None)
     if token is not None:
         env["TASKPOOL_DASHBOARD_TOKEN"] = token
     process = subprocess.Popen(
-        [sys.executable, "-m", "pyworker", "dashboard", "--port", "0"],
+        [sys.executable, "-m", "pyworker", "dashboard", "--port", "0", *options],
         env=env,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,

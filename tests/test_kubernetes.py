@@ -220,7 +220,9 @@ def test_the_dashboard_service_reaches_the_dashboard_pods() -> None:
     service = named(resources, "Service", "taskpool-dashboard")
     (container,) = pod_spec(deployment)["containers"]
     assert container["command"] == ["pyworker", "dashboard", "--host", "0.0.0.0", "--port", "8080"]
-    assert env_value(container, "TASKPOOL_DASHBOARD_TOKEN")["secretKeyRef"]["optional"] is True
+    # Listening on every interface, it requires a log-in to read: the token is not optional.
+    assert "optional" not in env_value(container, "TASKPOOL_DASHBOARD_TOKEN")["secretKeyRef"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     ports = {port["name"]: port["containerPort"] for port in container["ports"]}

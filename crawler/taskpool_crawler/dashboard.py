@@ -18,9 +18,11 @@ from starlette.routing import Route
 
 from pyworker.dashboard import (
     DashboardPages,
+    check_params,
     int_param,
     open_database,
     paging,
+    path_id,
     respond,
     text_param,
 )
@@ -31,10 +33,15 @@ from taskpool_crawler.db import CrawlerDatabase
 PER_PAGE = 50
 # A store's page lists its newest payloads, this many.
 STORE_PAYLOADS = 20
+# Store ids are integers, payload ids bigints.
+MAX_STORE_ID = 2**31 - 1
+MAX_PAYLOAD_ID = 2**63 - 1
 
 
 def stores(request: Request) -> Response:
-    page = int_param(request, "page") or 1
+    check_params(request, "page")
+    # The page's offset must fit the database's integer.
+    page = int_param(request, "page", maximum=(2**31 - 1) // PER_PAGE) or 1
     with open_database(request, CrawlerDatabase) as db:
         rows = db.list_stores(limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
         paged = paging({}, total=db.count_stores(), page=page, limit=PER_PAGE)
@@ -44,7 +51,8 @@ def stores(request: Request) -> Response:
 
 
 def store(request: Request) -> Response:
-    store_id = request.path_params["store_id"]
+    check_params(request)
+    store_id = path_id(request, "store_id", maximum=MAX_STORE_ID)
     with open_database(request, CrawlerDatabase) as db:
         row = db.get_store(store_id)
         if row is None:
@@ -55,10 +63,11 @@ def store(request: Request) -> Response:
 
 
 def payloads(request: Request) -> Response:
+    check_params(request, "store", "status", "page")
     filters = {"store": int_param(request, "store", minimum=-(2**31)), "status": text_param(request, "status")}
     if filters["status"] is not None and filters["status"] not in PAYLOAD_STATUSES:
         raise HTTPException(400, f"status must be one of {', '.join(PAYLOAD_STATUSES)}, not {filters['status']!r}")
-    page = int_param(request, "page") or 1
+    page = int_param(request, "page", maximum=(2**31 - 1) // PER_PAGE) or 1
     with open_database(request, CrawlerDatabase) as db:
         if filters["store"] is not None:
             db.get_dispensary(filters["store"])
@@ -70,7 +79,8 @@ def payloads(request: Request) -> Response:
 
 
 def payload(request: Request) -> Response:
-    payload_id = request.path_params["payload_id"]
+    check_params(request)
+    payload_id = path_id(request, "payload_id")
     with open_database(request, CrawlerDatabase) as db:
         row = db.get_payload(payload_id)
     if row is None:
@@ -80,12 +90,18 @@ def payload(request: Request) -> Response:
 
 def diff(request: Request) -> Response:
     """Between payloads ?from=A&to=B, or the two newest applied of /stores/ID/diff's store."""
-    store_id = request.path_params.get("store_id")
+    if "store_id" in request.path_params:
+        check_params(request)
+        store_id = path_id(request, "store_id", maximum=MAX_STORE_ID)
+    else:
+        check_params(request, "from", "to")
+        store_id = None
     with open_database(request, CrawlerDatabase) as db:
         if store_id is not None:
             document = db.diff_latest_payloads(store_id)
         else:
-            from_id, to_id = int_param(request, "from"), int_param(request, "to")
+            from_id = int_param(request, "from", maximum=MAX_PAYLOAD_ID)
+            to_id = int_param(request, "to", maximum=MAX_PAYLOAD_ID)
             if from_id is None or to_id is None:
                 raise HTTPException(400, "give two payload ids: ?from=A&to=B")
             document = db.diff_payloads(from_id, to_id)
@@ -96,6 +112,7 @@ def diff(request: Request) -> Response:
 
 def proxies(request: Request) -> Response:
     """v_crawler_proxies: each proxy's state and figures (passwords masked), ?platform= to filter."""
+    check_params(request, "platform")
     platform = text_param(request, "platform")
     with open_database(request, CrawlerDatabase) as db:
         rows = db.list_proxies(platform)
@@ -108,16 +125,16 @@ PAGES = DashboardPages(
     routes=[
         Route("/stores", stores),
         Route("/api/stores", stores),
-        Route("/stores/{store_id:int}", store),
-        Route("/api/stores/{store_id:int}", store),
-        Route("/stores/{store_id:int}/diff", diff),
-        Route("/api/payloads/store/{store_id:int}/diff", diff),
+        Route("/stores/{store_id}", store),
+        Route("/api/stores/{store_id}", store),
+        Route("/stores/{store_id}/diff", diff),
+        Route("/api/payloads/store/{store_id}/diff", diff),
         Route("/payloads", payloads),
         Route("/api/payloads", payloads),
         Route("/payloads/diff", diff),
         Route("/api/payloads/diff", diff),
-        Route("/payloads/{payload_id:int}", payload),
-        Route("/api/payloads/{payload_id:int}", payload),
+        Route("/payloads/{payload_id}", payload),
+        Route("/api/payloads/{payload_id}", payload),
         Route("/proxies", proxies),
         Route("/api/proxies", proxies),
     ],

@@ -7,8 +7,10 @@ from the same SQL the CLI reads (v_worker_capacity, v_task_counts, v_workers, ta
 trigger_schedule, update_schedule), and a refusal shows the database's own message.
 
 Actions are off unless the server has a token (--token or TASKPOOL_DASHBOARD_TOKEN): an operator
-logs in with it (a signed session cookie), and each action is a POST whose form carries the
-session's CSRF token. The API's actions take the token as `Authorization: Bearer TOKEN`.
+logs in with it (a session the server holds, its id in a cookie signed with a random key of the
+process), and each action is a POST whose form carries the session's CSRF token. The API takes
+the token as `Authorization: Bearer TOKEN`. With --require-login (the default when listening
+beyond loopback) reading needs the same log-in or token.
 
 Other packages add pages through the `pyworker.dashboard` entry points (pyworker.dashboard.plugins):
 the crawler's stores and payloads come that way. The dashboard needs the `dashboard` extra
@@ -17,11 +19,13 @@ the crawler's stores and payloads come that way. The dashboard needs the `dashbo
 
 # What a plug-in's pages build on.
 from pyworker.dashboard.app import (
+    check_params,
     create_app,
     int_param,
     json_response,
     open_database,
     paging,
+    path_id,
     render,
     respond,
     text_param,
@@ -31,11 +35,13 @@ from pyworker.dashboard.plugins import DashboardPages
 
 __all__ = [
     "DashboardPages",
+    "check_params",
     "create_app",
     "int_param",
     "json_response",
     "open_database",
     "paging",
+    "path_id",
     "render",
     "respond",
     "text_param",

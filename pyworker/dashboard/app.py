@@ -2,13 +2,18 @@
 
 Each request opens its own `Database` (open_database) and closes it: the endpoints are plain
 functions that Starlette runs in its thread pool, and no connection is shared between threads.
+
+Input is checked before it reaches the database: an unknown or malformed query parameter, path
+segment or action field is a 400 that names it, never a 500. Names in paths are quoted
+(`path_segment`), so a name holding `/`, `?` or `#` stays one segment. Whatever is shown, page or
+JSON, passes through `masked`: no URL's credentials reach a browser.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
+import re
 import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -16,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -31,7 +36,16 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pyworker import __version__
+from pyworker.dashboard.masking import masked
 from pyworker.dashboard.plugins import load_plugins
+from pyworker.dashboard.sessions import (
+    SESSION_SECONDS,
+    LoginRequired,
+    OperatorSessions,
+    has_token,
+    is_operator,
+    new_cookie_key,
+)
 from pyworker.db import SCHEDULE_FIELDS, Database
 from pyworker.metrics import database_metrics
 from pyworker.errors import (
@@ -48,6 +62,15 @@ from pyworker.output import json_text, shown
 HERE = Path(__file__).resolve().parent
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
 TASKS_PER_PAGE = 50
+# The CLI's `list --limit` range.
+MAX_TASKS_PER_PAGE = 1000
+# The ranges of the database's integer and bigint (ids).
+MAX_INTEGER = 2**31 - 1
+MAX_BIGINT = 2**63 - 1
+# A text parameter longer than this is not a filter anyone means.
+MAX_TEXT_PARAM = 1000
+# A whole number as typed (ASCII digits: int() would take others).
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 # The overview's chart: this many hours, the current one last.
 CHART_HOURS = 12
 PLATFORM_EVENTS_SHOWN = 50
@@ -100,8 +123,9 @@ def wants_json(request: Request) -> bool:
 
 
 def json_response(data: Any, status_code: int = 200) -> Response:
-    """`data` as the CLI's --json prints it: every digit kept, intervals in seconds."""
-    return Response(json_text(data), status_code=status_code, media_type="application/json")
+    """`data` as the CLI's --json prints it: every digit kept, intervals in seconds; the
+    credentials of any URL in it masked."""
+    return Response(json_text(masked(data)), status_code=status_code, media_type="application/json")
 
 
 def csrf_token(request: Request) -> str:
@@ -126,7 +150,7 @@ def render(request: Request, template: str, context: dict[str, Any], status_code
         "menu": state.menu,
         "broken_plugins": state.broken_plugins,
         "actions_enabled": state.token is not None,
-        "operator": bool(request.session.get("operator")),
+        "operator": is_operator(request),
         "csrf": csrf_token(request),
         "messages": request.session.pop("flash", []),
         "version": __version__,
@@ -142,22 +166,62 @@ def respond(request: Request, data: Any, template: str, context: dict[str, Any])
     return render(request, template, context)
 
 
-def int_param(request: Request, name: str, *, minimum: int = 1) -> int | None:
-    """A whole-number query parameter, None when absent or empty; 400 when it is not one."""
+def check_params(request: Request, *names: str) -> None:
+    """400 naming the first query parameter the page does not take (`names` are those it does)."""
+    for given in request.query_params:
+        if given not in names:
+            takes = f"takes {', '.join(names)}" if names else "takes no parameter"
+            raise HTTPException(400, f"unknown parameter {given!r}: {request.url.path} {takes}")
+
+
+def whole_number(name: str, text: str, *, minimum: int, maximum: int) -> int:
+    """`text` as a whole number from `minimum` to `maximum`, else a 400 naming `name`."""
+    if not WHOLE_NUMBER.fullmatch(text):
+        raise HTTPException(400, f"{name} must be a whole number, not {text[:100]!r}")
+    # Past 40 digits it is out of any range: not worth converting.
+    if len(text) > 40 or not minimum <= int(text) <= maximum:
+        raise HTTPException(400, f"{name} must be from {minimum} to {maximum}, not {text[:100]}")
+    return int(text)
+
+
+def int_param(request: Request, name: str, *, minimum: int = 1, maximum: int = MAX_INTEGER) -> int | None:
+    """A whole-number query parameter, None when absent or empty; 400 naming it when it is not
+    one from `minimum` to `maximum`."""
     text = request.query_params.get(name, "").strip()
     if not text:
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise HTTPException(400, f"{name} must be a whole number, not {text!r}")
-    if value < minimum:
-        raise HTTPException(400, f"{name} must be {minimum} or more, not {value}")
+    return whole_number(name, text, minimum=minimum, maximum=maximum)
+
+
+def checked_text(name: str, value: str) -> str:
+    """A text the database can take (no NUL byte, at most MAX_TEXT_PARAM characters), else a 400
+    naming `name`."""
+    if "\x00" in value:
+        raise HTTPException(400, f"{name} must not contain a NUL byte")
+    if len(value) > MAX_TEXT_PARAM:
+        raise HTTPException(400, f"{name} must be at most {MAX_TEXT_PARAM} characters, not {len(value)}")
     return value
 
 
 def text_param(request: Request, name: str) -> str | None:
-    return request.query_params.get(name, "").strip() or None
+    return checked_text(name, request.query_params.get(name, "").strip()) or None
+
+
+def path_id(request: Request, name: str, *, maximum: int = MAX_BIGINT) -> int:
+    """The path's `name` segment as an id (1 to `maximum`, a bigint's by default), else a 400
+    naming it."""
+    return whole_number(name, str(request.path_params[name]), minimum=1, maximum=maximum)
+
+
+def path_name(request: Request, name: str) -> str:
+    """The path's `name` segment (a role, schedule or platform, quoted in the URL), checked."""
+    return checked_text(name, request.path_params[name])
+
+
+def path_segment(value: Any) -> str:
+    """`value` quoted as one segment of a path: a `/`, `?` or `#` in a name cannot make it another
+    path (the routes take the quoted name back whole)."""
+    return quote(str(value), safe="")
 
 
 @dataclass
@@ -246,6 +310,7 @@ def throughput_chart(rows: list[dict[str, Any]], width: int = 720, height: int =
 
 
 def overview(request: Request) -> Response:
+    check_params(request)
     with open_database(request) as db:
         data = overview_data(db)
     return respond(request, data, "overview.html", {**data, "chart": throughput_chart(data["throughput"])})
@@ -254,7 +319,14 @@ def overview(request: Request) -> Response:
 # Tasks
 
 
+def checked_role(role: str | None, roles: list[str]) -> None:
+    if role is not None and role not in roles:
+        known = ", ".join(roles) or "the roles, and there are none yet"
+        raise HTTPException(400, f"unknown role {role!r}: role must be one of {known}")
+
+
 def task_list(request: Request) -> Response:
+    check_params(request, "role", "status", "store", "error", "page", "limit")
     filters = {
         "role": text_param(request, "role"),
         "status": text_param(request, "status"),
@@ -263,21 +335,24 @@ def task_list(request: Request) -> Response:
     }
     if filters["status"] is not None and filters["status"] not in TASK_STATUSES:
         raise HTTPException(400, f"status must be one of {', '.join(TASK_STATUSES)}, not {filters['status']!r}")
-    page = int_param(request, "page") or 1
+    limit = int_param(request, "limit", maximum=MAX_TASKS_PER_PAGE)
+    per_page = limit or TASKS_PER_PAGE
+    # The page's offset must fit the database's integer.
+    page = int_param(request, "page", maximum=MAX_INTEGER // per_page) or 1
     with open_database(request) as db:
         roles = db.roles()
-        if filters["role"] is not None and filters["role"] not in roles:
-            raise InvalidInput(f"unknown role {filters['role']!r}", hint=f"Known roles: {', '.join(roles)}.")
-        tasks = db.list_tasks(**filters, limit=TASKS_PER_PAGE, offset=(page - 1) * TASKS_PER_PAGE)
+        checked_role(filters["role"], roles)
+        tasks = db.list_tasks(**filters, limit=per_page, offset=(page - 1) * per_page)
         total = db.count_tasks(**filters)
-    paged = paging(filters, total=total, page=page, limit=TASKS_PER_PAGE)
+    paged = paging({**filters, "limit": limit}, total=total, page=page, limit=per_page)
     return respond(request, {"tasks": tasks, **paged.as_json()}, "tasks.html", {
         "tasks": tasks, "paging": paged, "filters": filters, "roles": roles, "statuses": TASK_STATUSES,
     })
 
 
 def task_page(request: Request) -> Response:
-    task_id = request.path_params["task_id"]
+    check_params(request)
+    task_id = path_id(request, "task_id")
     with open_database(request) as db:
         task = db.get_task(task_id)
         if task is None:
@@ -289,12 +364,14 @@ def task_page(request: Request) -> Response:
 
 
 def task_counts(request: Request) -> Response:
+    check_params(request)
     with open_database(request) as db:
         return json_response(db.counts())
 
 
 def metrics(request: Request) -> Response:
     """The pool's metrics in the Prometheus text format (docs/metrics.md), read at scrape time."""
+    check_params(request)
     with open_database(request) as db:
         body, content_type = database_metrics(db)
     return Response(body, headers={"Content-Type": content_type})
@@ -304,12 +381,14 @@ def metrics(request: Request) -> Response:
 
 
 def workers(request: Request) -> Response:
+    check_params(request)
     with open_database(request) as db:
         rows = db.workers()
     return respond(request, rows, "workers.html", {"workers": rows})
 
 
 def schedules(request: Request) -> Response:
+    check_params(request)
     with open_database(request) as db:
         rows = db.schedules()
         roles = db.roles()
@@ -317,13 +396,16 @@ def schedules(request: Request) -> Response:
 
 
 def platforms(request: Request) -> Response:
+    check_params(request)
     with open_database(request) as db:
         data = {"platforms": db.platforms(), "events": db.platform_events(PLATFORM_EVENTS_SHOWN)}
     return respond(request, data, "platforms.html", data)
 
 
 def health(request: Request) -> Response:
-    """The document of `pyworker health --json`, and v_xmin_horizon."""
+    """The document of `pyworker health --json`, and v_xmin_horizon (each session by its
+    application and state: the view shows no session's SQL)."""
+    check_params(request)
     with open_database(request) as db:
         checks = db.health_checks()
         data = {
@@ -339,9 +421,22 @@ def health(request: Request) -> Response:
 
 def capacity(request: Request) -> Response:
     """/api/capacity: v_worker_capacity; /api/capacity/ROLE: worker_capacity(ROLE)."""
-    role = request.path_params.get("role")
+    check_params(request)
+    role = path_name(request, "role") if "role" in request.path_params else None
     with open_database(request) as db:
-        return json_response(db.worker_capacity_rows() if role is None else db.worker_capacity(role))
+        if role is None:
+            return json_response(db.worker_capacity_rows())
+        checked_role(role, db.roles())
+        return json_response(db.worker_capacity(role))
+
+
+def ready(request: Request) -> Response:
+    """/readyz: 200 while the database answers with the schema the dashboard needs (a probe's
+    path: it shows nothing, so it needs no log-in)."""
+    check_params(request)
+    with open_database(request) as db:
+        db.check_schema()
+    return Response("ready\n", media_type="text/plain")
 
 
 # Log-in and actions
@@ -350,7 +445,8 @@ def capacity(request: Request) -> Response:
 def login_form(request: Request) -> Response:
     if request.app.state.token is None:
         raise HTTPException(403, ACTIONS_OFF)
-    return render(request, "login.html", {"next": request.query_params.get("next", "/")})
+    check_params(request, "next")
+    return render(request, "login.html", {"next": local_path(text_param(request, "next"))})
 
 
 async def form_of(request: Request) -> dict[str, str]:
@@ -358,9 +454,14 @@ async def form_of(request: Request) -> dict[str, str]:
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 
+def same_secret(given: str, expected: str) -> bool:
+    """Compared in constant time (as bytes: compare_digest refuses a str that is not ASCII)."""
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
 def check_csrf(request: Request, form: dict[str, str]) -> None:
     expected = request.session.get("csrf")
-    if expected is None or not hmac.compare_digest(form.get("csrf", ""), expected):
+    if not isinstance(expected, str) or not same_secret(form.get("csrf", ""), expected):
         raise HTTPException(
             403, "the form's CSRF token does not match this session's: reload the page and try again"
         )
@@ -378,10 +479,12 @@ async def login(request: Request) -> Response:
         raise HTTPException(403, ACTIONS_OFF)
     form = await form_of(request)
     check_csrf(request, form)
-    if not hmac.compare_digest(form.get("token", "").encode(), token.encode()):
+    if not same_secret(form.get("token", ""), token):
         flash(request, "error", "wrong token")
         return RedirectResponse(f"/login?{urlencode({'next': local_path(form.get('next'))})}", status_code=303)
-    request.session["operator"] = True
+    sessions = request.app.state.sessions
+    sessions.close(request.session.get("operator"))
+    request.session["operator"] = sessions.open()
     # A new CSRF token with the new privilege: one read before the log-in is worth nothing now.
     request.session["csrf"] = secrets.token_urlsafe(32)
     flash(request, "ok", "logged in: actions are on")
@@ -391,22 +494,17 @@ async def login(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     form = await form_of(request)
     check_csrf(request, form)
+    # Forgotten by the server: a copy of this cookie no longer logs anyone in.
+    request.app.state.sessions.close(request.session.get("operator"))
     request.session.clear()
     return RedirectResponse("/", status_code=303)
 
 
-def bearer_token(request: Request) -> str | None:
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    return value.strip() if scheme.lower() == "bearer" else None
-
-
 def api_authorized(request: Request) -> None:
     """The API's actions: the server's token as a bearer token (no cookie, so no CSRF)."""
-    token = request.app.state.token
-    if token is None:
+    if request.app.state.token is None:
         raise HTTPException(403, ACTIONS_OFF)
-    given = bearer_token(request)
-    if given is None or not hmac.compare_digest(given.encode(), token.encode()):
+    if not has_token(request):
         raise HTTPException(401, "give the dashboard's token as Authorization: Bearer TOKEN", headers={"WWW-Authenticate": "Bearer"})
 
 
@@ -419,6 +517,8 @@ class Action:
     run: Callable[[Database, dict[str, Any]], dict[str, Any]]
     back: Callable[[dict[str, Any]], str]
     said: Callable[[dict[str, Any], dict[str, Any]], str]
+    # The fields it takes besides the path's (and a form's csrf); any other is refused.
+    fields: tuple[str, ...] = ()
 
 
 def cancelled(params: dict[str, Any], row: dict[str, Any]) -> str:
@@ -433,7 +533,63 @@ def given_text(fields: dict[str, Any], name: str) -> str | None:
     return value.strip() or None if isinstance(value, str) else value
 
 
-def schedule_fields(fields: dict[str, Any]) -> dict[str, Any]:
+BOOLEAN_WORDS = {"true", "false", "t", "f", "yes", "no", "on", "off", "1", "0"}
+# What a field of each SCHEDULE_FIELDS type must be, in a refusal.
+KIND_WORDS = {
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "interval": "an interval as text ('15 minutes')",
+    "timestamptz": "a time as text ('2026-12-01 07:00+01')",
+    "jsonb": "a JSON object",
+    "text": "text",
+}
+
+
+def checked_field(name: str, value: Any) -> Any:
+    """A submitted field (from a form: text; from JSON: any value) the database can take as its
+    SCHEDULE_FIELDS type (text when it has none), else a 400 naming it."""
+    kind = SCHEDULE_FIELDS.get(name, "text")
+    if value is None or (kind == "jsonb" and isinstance(value, (dict, list))):
+        return value
+    if kind == "integer" and isinstance(value, int) and not isinstance(value, bool):
+        return whole_number(name, str(value), minimum=-MAX_INTEGER - 1, maximum=MAX_INTEGER)
+    if kind == "boolean" and isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise HTTPException(400, f"{name} must be {KIND_WORDS[kind]}, not {json.dumps(value)[:100]}")
+    # A payload is JSON text, read later; a NUL in it is refused then.
+    text = value.strip() if kind == "jsonb" else checked_text(name, value.strip())
+    if text and kind == "integer":
+        return whole_number(name, text, minimum=-MAX_INTEGER - 1, maximum=MAX_INTEGER)
+    if text and kind == "boolean" and text.lower() not in BOOLEAN_WORDS:
+        raise HTTPException(400, f"{name} must be {KIND_WORDS[kind]}, not {text[:100]!r}")
+    return value
+
+
+def holds_nul(value: Any) -> bool:
+    """Whether a JSON value holds a NUL character (jsonb cannot store one), key or string."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(holds_nul(key) or holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(holds_nul(item) for item in value)
+    return False
+
+
+def checked_cast(db: Database, name: str, value: Any) -> None:
+    """An interval or a time the database reads, else a 400 naming the field (the cast's own
+    message does not)."""
+    kind = SCHEDULE_FIELDS[name]
+    if kind in ("interval", "timestamptz") and isinstance(value, str):
+        try:
+            # Whether it casts, not the value: one past Python's range would fail to load.
+            db.query(f"SELECT %(value)s::{kind} IS NULL AS missing", {"value": value})
+        except InvalidInput as error:
+            raise InvalidInput(f"{name} must be {KIND_WORDS[kind]}: {error}") from error
+
+
+def schedule_fields(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
     """The create_schedule / update_schedule fields among those submitted: blank ones left out
     (update_schedule keeps them), payload read as JSON, the rest as text the database casts and
     checks (a bad value is refused with its own message)."""
@@ -447,6 +603,9 @@ def schedule_fields(fields: dict[str, Any]) -> dict[str, Any]:
                 value = json.loads(value)
             except ValueError as error:
                 raise InvalidInput(f"payload is not JSON: {error}") from error
+        if name == "payload" and holds_nul(value):
+            raise HTTPException(400, "payload must not contain a NUL character")
+        checked_cast(db, name, value)
         chosen[name] = value
     return chosen
 
@@ -455,11 +614,11 @@ def created_schedule(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
     name, role = given_text(fields, "name"), given_text(fields, "role")
     if name is None or role is None:
         raise InvalidInput("a new schedule needs a name and a role")
-    return db.create_schedule(name, role, **schedule_fields(fields))
+    return db.create_schedule(name, role, **schedule_fields(db, fields))
 
 
 def updated_schedule(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
-    changes = schedule_fields(fields)
+    changes = schedule_fields(db, fields)
     if not changes:
         raise InvalidInput("give at least one field to change")
     return db.update_schedule(fields["name"], **changes)
@@ -471,12 +630,12 @@ def since_text(moment: Any) -> str:
 
 # Each action by its path (its page's; the API's is /api + path): POST only.
 ACTIONS: dict[str, Action] = {
-    "/tasks/{task_id:int}/cancel": Action(
+    "/tasks/{task_id}/cancel": Action(
         run=lambda db, p: db.cancel_task(p["task_id"]),
         back=lambda p: f"/tasks/{p['task_id']}",
         said=cancelled,
     ),
-    "/tasks/{task_id:int}/retry": Action(
+    "/tasks/{task_id}/retry": Action(
         run=lambda db, p: db.retry_task(p["task_id"]),
         back=lambda p: f"/tasks/{p['task_id']}",
         said=lambda p, row: f"task {p['task_id']} is {row['status']} again, retries reset to 0/{row['max_retries']}",
@@ -485,53 +644,71 @@ ACTIONS: dict[str, Action] = {
         run=created_schedule,
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} created, next run at {shown(row['next_run_at'])}",
+        fields=("name", "role", *SCHEDULE_FIELDS),
     ),
-    "/schedules/{name}/update": Action(
+    "/schedules/{name:path}/update": Action(
         run=updated_schedule,
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} updated, next run at {shown(row['next_run_at'])}",
+        fields=tuple(SCHEDULE_FIELDS),
     ),
-    "/schedules/{name}/delete": Action(
+    "/schedules/{name:path}/delete": Action(
         run=lambda db, p: db.delete_schedule(p["name"]),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} deleted; the tasks it made stay",
     ),
-    "/schedules/{name}/trigger": Action(
+    "/schedules/{name:path}/trigger": Action(
         run=lambda db, p: db.trigger_schedule(p["name"]),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} ran: {row['last_task_count']} task(s) created",
     ),
-    "/schedules/{name}/enable": Action(
+    "/schedules/{name:path}/enable": Action(
         run=lambda db, p: db.update_schedule(p["name"], enabled=True),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} enabled, next run at {shown(row['next_run_at'])}",
     ),
-    "/schedules/{name}/disable": Action(
+    "/schedules/{name:path}/disable": Action(
         run=lambda db, p: db.update_schedule(p["name"], enabled=False),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} disabled",
     ),
-    "/roles/{role}/pause": Action(
+    "/roles/{role:path}/pause": Action(
         run=lambda db, p: db.pause_role(p["role"], given_text(p, "reason")),
         back=lambda p: "/",
         said=lambda p, row: f"role {row['role']} paused{since_text(row['paused_at'])}: no worker is handed its tasks",
+        fields=("reason",),
     ),
-    "/roles/{role}/resume": Action(
+    "/roles/{role:path}/resume": Action(
         run=lambda db, p: db.resume_role(p["role"]),
         back=lambda p: "/",
         said=lambda p, row: f"role {row['role']} is not paused: its ready tasks are handed out",
     ),
-    "/platforms/{platform}/disable": Action(
+    "/platforms/{platform:path}/disable": Action(
         run=lambda db, p: db.disable_platform(p["platform"], given_text(p, "reason")),
         back=lambda p: "/platforms",
         said=lambda p, row: f"platform {row['platform']} disabled{since_text(row['disabled_at'])}: none of its tasks is handed out",
+        fields=("reason",),
     ),
-    "/platforms/{platform}/enable": Action(
+    "/platforms/{platform:path}/enable": Action(
         run=lambda db, p: db.enable_platform(p["platform"]),
         back=lambda p: "/platforms",
         said=lambda p, row: f"platform {row['platform']} is enabled: its tasks are handed out",
     ),
 }
+
+
+def action_fields(request: Request, action: Action, submitted: dict[str, Any]) -> dict[str, Any]:
+    """The action's fields: those submitted, each checked (one it does not take refused), and the
+    path's parameters, which no field can stand in for."""
+    fields = {}
+    for name, value in submitted.items():
+        if name not in action.fields:
+            takes = f"takes {', '.join(action.fields)}" if action.fields else "takes no field"
+            raise HTTPException(400, f"unknown field {name!r}: {request.url.path} {takes}")
+        fields[name] = checked_field(name, value)
+    for name in request.path_params:
+        fields[name] = path_id(request, name) if name == "task_id" else path_name(request, name)
+    return fields
 
 
 def performed(request: Request, action: Action, fields: dict[str, Any]) -> dict[str, Any]:
@@ -549,10 +726,10 @@ def action_endpoint(action: Action) -> Callable[[Request], Any]:
             raise HTTPException(403, ACTIONS_OFF)
         form = await form_of(request)
         check_csrf(request, form)
-        if not request.session.get("operator"):
+        if not is_operator(request):
             raise HTTPException(403, "log in with the dashboard's token first")
-        # The path names what is acted on; a form field cannot stand in for it.
-        fields = {**{key: value for key, value in form.items() if key != "csrf"}, **request.path_params}
+        check_params(request)
+        fields = action_fields(request, action, {key: value for key, value in form.items() if key != "csrf"})
         try:
             # The form is read (async); the SQL call blocks, so it runs in the thread pool.
             row = await run_in_threadpool(performed, request, action, fields)
@@ -585,7 +762,8 @@ def api_action_endpoint(action: Action) -> Callable[[Request], Any]:
 
     async def api_action(request: Request) -> Response:
         api_authorized(request)
-        fields = {**await submitted(request), **request.path_params}
+        check_params(request)
+        fields = action_fields(request, action, await submitted(request))
         return json_response(await run_in_threadpool(performed, request, action, fields))
 
     return api_action
@@ -622,8 +800,8 @@ def core_routes() -> list[Route]:
         Route("/tasks", task_list),
         Route("/api/tasks", task_list),
         Route("/api/tasks/counts", task_counts),
-        Route("/tasks/{task_id:int}", task_page),
-        Route("/api/tasks/{task_id:int}", task_page),
+        Route("/tasks/{task_id}", task_page),
+        Route("/api/tasks/{task_id}", task_page),
         Route("/workers", workers),
         Route("/api/workers", workers),
         Route("/schedules", schedules),
@@ -633,8 +811,9 @@ def core_routes() -> list[Route]:
         Route("/health", health),
         Route("/api/health", health),
         Route("/api/capacity", capacity),
-        Route("/api/capacity/{role}", capacity),
+        Route("/api/capacity/{role:path}", capacity),
         Route("/metrics", metrics),
+        Route("/readyz", ready),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
@@ -645,19 +824,15 @@ def core_routes() -> list[Route]:
     return routes
 
 
-def session_secret(token: str | None) -> str:
-    """The key that signs session cookies: from the token, so that every replica of the dashboard
-    accepts the others' and a new token ends every session; without a token, this process's own
-    (a session then holds only its CSRF token)."""
-    if token is None:
-        return secrets.token_urlsafe(32)
-    return hashlib.sha256(b"taskpool dashboard session\0" + token.encode()).hexdigest()
-
-
-def create_app(database_url: str, token: str | None = None, *, pooled: bool = False) -> Starlette:
-    """The dashboard of the database at `database_url`; actions on when `token` is given."""
+def create_app(
+    database_url: str, token: str | None = None, *, pooled: bool = False, require_login: bool = False
+) -> Starlette:
+    """The dashboard of the database at `database_url`; actions on when `token` is given; with
+    `require_login`, reading too needs a log-in (or the token as a bearer token)."""
     if token is not None and not token.strip():
         raise ValueError("the dashboard's token must not be empty or blank")
+    if require_login and token is None:
+        raise ValueError("reading cannot require a log-in without a token to log in with")
     routes = core_routes()
     plugins = load_plugins(routes)
     template_folders = [HERE / "templates"] + [pages.templates for pages in plugins.pages if pages.templates]
@@ -666,10 +841,13 @@ def create_app(database_url: str, token: str | None = None, *, pooled: bool = Fa
             loader=jinja2.FileSystemLoader([str(folder) for folder in template_folders]),
             autoescape=True,
             undefined=jinja2.StrictUndefined,
+            # Whatever a page prints, a URL's credentials masked.
+            finalize=masked,
         )
     )
     templates.env.filters["shown"] = shown
     templates.env.filters["pretty_json"] = json_text
+    templates.env.filters["path_segment"] = path_segment
     app = Starlette(
         routes=[
             *routes,
@@ -677,18 +855,23 @@ def create_app(database_url: str, token: str | None = None, *, pooled: bool = Fa
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[
+            # A random key of this process, never one made from the token: see sessions.py.
             Middleware(
                 SessionMiddleware,
-                secret_key=session_secret(token),
+                secret_key=new_cookie_key(),
                 session_cookie="taskpool_dashboard",
+                max_age=SESSION_SECONDS,
                 same_site="strict",
-            )
+            ),
+            Middleware(LoginRequired),
         ],
         exception_handlers={TaskpoolError: taskpool_error, HTTPException: http_error},
     )
     app.state.database_url = database_url
     app.state.pooled = pooled
     app.state.token = token
+    app.state.require_login = require_login
+    app.state.sessions = OperatorSessions()
     app.state.templates = templates
     app.state.menu = CORE_MENU + [link for pages in plugins.pages for link in pages.menu]
     app.state.broken_plugins = list(plugins.broken.values())

@@ -10,10 +10,12 @@ import uvicorn
 from pyworker.dashboard.app import create_app
 
 
-def serve(database_url: str, host: str, port: int, token: str | None, *, pooled: bool = False) -> None:
+def serve(
+    database_url: str, host: str, port: int, token: str | None, *, pooled: bool = False, require_login: bool = False
+) -> None:
     """Serve until SIGINT or SIGTERM (uvicorn's handlers: requests under way finish first)."""
     uvicorn.run(
-        create_app(database_url, token, pooled=pooled),
+        create_app(database_url, token, pooled=pooled, require_login=require_login),
         host=host,
         port=port,
         log_level="info",

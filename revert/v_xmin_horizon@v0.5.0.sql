@@ -1,0 +1,7 @@
+-- Revert taskpool:v_xmin_horizon from pg
+
+BEGIN;
+
+DROP VIEW v_xmin_horizon;
+
+COMMIT;
