@@ -375,7 +375,7 @@ def test_health_of_a_quiet_pool(run: Run, conn: psycopg.Connection) -> None:
     result = run("health")
     assert result.exit_code == 0, result.output
     checks, *sections = result.stdout.split("\n\n")
-    assert checks.splitlines()[0] == "health: ok, all 7 checks"
+    assert checks.splitlines()[0] == "health: ok, all 8 checks"
     assert sections == [
         "tasks by role and status:\nno tasks",
         "active workers (seen in the last 2 minutes):\nnone",
