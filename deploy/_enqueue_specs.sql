@@ -141,11 +141,11 @@ BEGIN
         WHEN 'no_role' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || 'role is required and must be a string',
-                HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
+                HINT = 'Known roles: ' || coalesce((SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r), 'none') || '.';
         WHEN 'unknown_role' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('unknown role %L', v_bad.spec ->> 'role'),
-                HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
+                HINT = 'Known roles: ' || coalesce((SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r), 'none') || '.';
         WHEN 'payload_not_object' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('payload must be a JSON object, not %s', jsonb_typeof(v_bad.spec -> 'payload'));

@@ -38,8 +38,8 @@ BEGIN
             ERRCODE = '22023',
             MESSAGE = format('worker %L does not serve role %L', mark_worker_waiting.worker_id,
                              mark_worker_waiting.role),
-            HINT = 'It serves: ' || (SELECT string_agg(wr.role, ', ' ORDER BY wr.role) FROM task_worker_roles wr
-                                     WHERE wr.worker_id = mark_worker_waiting.worker_id) || '.';
+            HINT = 'It serves: ' || coalesce((SELECT string_agg(wr.role, ', ' ORDER BY wr.role) FROM task_worker_roles wr
+                                              WHERE wr.worker_id = mark_worker_waiting.worker_id), 'no role') || '.';
     END IF;
     INSERT INTO task_worker_waits (worker_id, role)
     VALUES (mark_worker_waiting.worker_id, mark_worker_waiting.role)

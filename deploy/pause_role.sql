@@ -38,7 +38,7 @@ BEGIN
             RAISE EXCEPTION USING
                 ERRCODE = '22023',
                 MESSAGE = format('unknown role %L', pause_role.role),
-                HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
+                HINT = 'Known roles: ' || coalesce((SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r), 'none') || '.';
         END IF;
     END IF;
     RETURN v_role;

@@ -51,7 +51,7 @@ BEGIN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
             MESSAGE = format('unknown role %s', v_unknown),
-            HINT = 'Known roles: ' || (SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r) || '.';
+            HINT = 'Known roles: ' || coalesce((SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r), 'none') || '.';
     END IF;
     SELECT string_agg(format('%L', given.role), ', ') INTO v_repeated
     FROM (SELECT g.role FROM unnest(register_worker.roles) AS g(role) GROUP BY g.role HAVING count(*) > 1) given;

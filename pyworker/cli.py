@@ -1286,8 +1286,11 @@ def capacity(db: Database, role: str | None) -> Shown:
 
     A row of v_worker_capacity per role; with ROLE, that role's row alone, as fields. With
     --json, a list of those rows either way (with ROLE, a list of one). An unknown ROLE exits 2.
-    Rates cover the last hour: empty (null) when no task of the role completed in it. The
-    autoscaler's document is SQL: SELECT worker_capacity('ROLE').
+    Capacity is in slots (a slot runs one task at a time) and in worker processes (one has
+    --concurrency slots): the rate is a slot's, the drain estimate counts the live slots, and
+    the processes needed are the slots needed over a process's slots. Rates cover the last
+    hour: empty (null) when no task of the role completed in it. The autoscaler's document is
+    SQL: SELECT worker_capacity('ROLE').
     """
     if role is not None:
         check_role(db, role)

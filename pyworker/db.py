@@ -39,7 +39,7 @@ from pyworker.errors import (
 )
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
-REQUIRED_SCHEMA_VERSION = (0, 6, 0)
+REQUIRED_SCHEMA_VERSION = (0, 7, 0)
 # The schedules, the tick, resync planning and capacity came with this one.
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
@@ -153,7 +153,8 @@ RELEASE_TASK = (
     "SELECT * FROM release_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
 )
 REGISTER_WORKER = (
-    "SELECT * FROM register_worker(%(worker_id)s::text, %(roles)s::text[], %(host)s::text, %(pid)s::integer)"
+    "SELECT * FROM register_worker(%(worker_id)s::text, %(roles)s::text[], %(host)s::text, %(pid)s::integer,"
+    " %(concurrency)s::integer)"
 )
 HEARTBEAT_WORKER = "SELECT heartbeat_worker(%(worker_id)s::text) AS known"
 DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
@@ -654,12 +655,16 @@ class Database:
             )
         return version
 
-    def register_worker(self, worker_id: str, roles: Sequence[str], host: str, pid: int) -> list[dict[str, Any]]:
-        """Enter the worker in the registry for its roles; a row per role, in the order given, with
-        the role's settings (max_retries, stale_threshold, run_timeout, requires_store).
+    def register_worker(
+        self, worker_id: str, roles: Sequence[str], host: str, pid: int, concurrency: int
+    ) -> list[dict[str, Any]]:
+        """Enter the worker in the registry for its roles, with the tasks it runs at once (its
+        slots, which capacity counts in); a row per role, in the order given, with the role's
+        settings (max_retries, stale_threshold, run_timeout, requires_store).
         InvalidInput for an unknown role."""
         return self._rows(
-            REGISTER_WORKER, {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid}
+            REGISTER_WORKER,
+            {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid, "concurrency": concurrency},
         )
 
     def metrics(self) -> list[dict[str, Any]]:
@@ -930,6 +935,10 @@ class Database:
     def xmin_horizon(self) -> list[dict[str, Any]]:
         """v_xmin_horizon: the sessions and prepared transactions holding back vacuum, oldest first."""
         return self._rows(XMIN_HORIZON)
+
+    def unserved_roles(self) -> list[dict[str, Any]]:
+        """unserved_roles(): the roles whose tasks are ready for over 5 minutes with no live worker."""
+        return self._rows("SELECT * FROM unserved_roles()")
 
     def worker_capacity(self, role: str) -> dict[str, Any]:
         """worker_capacity(role): the autoscaler's document; InvalidInput for an unknown role."""

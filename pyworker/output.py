@@ -304,19 +304,24 @@ def counted(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-# The columns of v_worker_capacity (`pyworker capacity`, the demo's report)
+# The columns of v_worker_capacity (`pyworker capacity`, the demo's report): a slot runs one task
+# at a time, a worker process has --concurrency slots.
 CAPACITY_COLUMNS: list[Column] = [
     ("role", "role"),
     ("paused", "paused"),
     ("pending", "pending_tasks"),
     ("ready", "ready_tasks"),
     ("running", "running_tasks"),
-    ("workers", "active_workers"),
-    ("per_worker_hour", "tasks_per_worker_hour"),
+    ("processes", "active_processes"),
+    ("slots", "active_slots"),
+    ("per_slot_hour", "tasks_per_slot_hour"),
     ("hours_to_drain", "estimated_hours_to_drain"),
-    ("need_1h", "workers_needed_for_1_hour"),
-    ("need_4h", "workers_needed_for_4_hours"),
-    ("need_8h", "workers_needed_for_8_hours"),
+    ("slots_1h", "slots_needed_for_1_hour"),
+    ("slots_4h", "slots_needed_for_4_hours"),
+    ("slots_8h", "slots_needed_for_8_hours"),
+    ("processes_1h", "processes_needed_for_1_hour"),
+    ("processes_4h", "processes_needed_for_4_hours"),
+    ("processes_8h", "processes_needed_for_8_hours"),
     ("oldest_ready", "oldest_ready_age"),
     ("arrived_1h", "arrivals_last_hour"),
     ("done_1h", "completed_last_hour"),

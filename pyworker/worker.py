@@ -301,7 +301,10 @@ class Worker:
             return False
         try:
             registrations = self._retrying(
-                "register", lambda: self.db.register_worker(config.worker_id, self.roles, self.host, os.getpid())
+                "register",
+                lambda: self.db.register_worker(
+                    config.worker_id, self.roles, self.host, os.getpid(), config.concurrency
+                ),
             )
         except InvalidInput as error:
             # An unknown role: register_worker names the known ones.
@@ -757,7 +760,7 @@ class Worker:
         call (per 1000 tasks); abort each attempt that was taken away or cancelled."""
         config = self.config
         if not db.heartbeat_worker(config.worker_id):
-            db.register_worker(config.worker_id, self.roles, self.host, os.getpid())
+            db.register_worker(config.worker_id, self.roles, self.host, os.getpid(), config.concurrency)
         # A copy (dict.copy is atomic): the main thread adds and drops tasks meanwhile.
         held = list(self._held.copy().values())
         for first in range(0, len(held), HEARTBEAT_BATCH_MAX):

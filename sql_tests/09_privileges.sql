@@ -94,7 +94,7 @@ SELECT results_eq(
              ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
              ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
              ('mark_worker_waiting'), ('mark_worker_waiting'),
-             ('record_platform_result'), ('recover_stale_tasks_of_role'), ('register_worker'), ('register_worker'),
+             ('record_platform_result'), ('recover_stale_tasks_of_role'), ('register_worker'), ('register_worker'), ('register_worker'),
              ('release_task'), ('snooze_task'), ('start_task'), ('task_slots_wanted'), ('taskpool_now'),
              ('taskpool_schema_version'), ('worker_wake_channel')$$,
     'Should let taskpool_worker execute exactly the worker-side functions (the crawler''s are in crawler/sql_tests)');
@@ -108,7 +108,7 @@ SELECT is((SELECT count(*) FROM taskpool_functions
                              'register_worker', 'heartbeat_worker', 'deregister_worker', 'taskpool_schema_version',
                              'acquire_platform_request', 'record_platform_result', 'claim_and_start_tasks',
                              'complete_tasks', 'mark_worker_waiting', 'worker_wake_channel')),
-          27::bigint, 'Should have checked all twenty-seven public taskpool functions above (register_worker and mark_worker_waiting in two forms each)');
+          28::bigint, 'Should have checked all twenty-eight public taskpool functions above (register_worker in three forms, mark_worker_waiting in two)');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],

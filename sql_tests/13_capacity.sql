@@ -124,7 +124,10 @@ SELECT columns_are('v_worker_capacity', ARRAY[
     'role', 'pending_tasks', 'ready_tasks', 'running_tasks', 'active_workers', 'tasks_per_worker_hour',
     'estimated_hours_to_drain', 'workers_needed_for_1_hour', 'workers_needed_for_4_hours',
     'workers_needed_for_8_hours', 'oldest_ready_age', 'arrivals_last_hour', 'completed_last_hour',
-    'failed_attempts_last_hour', 'failure_rate', 'paused'],
+    'failed_attempts_last_hour', 'failure_rate', 'paused', 'active_processes', 'active_slots',
+    'slots_per_process', 'tasks_per_slot_hour', 'slots_needed_for_1_hour', 'slots_needed_for_4_hours',
+    'slots_needed_for_8_hours', 'processes_needed_for_1_hour', 'processes_needed_for_4_hours',
+    'processes_needed_for_8_hours'],
     'Should give v_worker_capacity exactly its columns');
 SELECT has_index('worker_task_attempts', 'worker_task_attempts_ended_at_idx', ARRAY['ended_at'],
     'Should index attempts by ended_at for the last hour''s failures');
@@ -208,21 +211,35 @@ SELECT results_eq(
 
 SELECT is(worker_capacity('t13_a'),
     '{"role": "t13_a", "pending_tasks": 22, "ready_tasks": 18, "active_workers": 2, "tasks_per_worker_hour": 2.0,
-      "workers_needed": {"for_1_hour": 11, "for_4_hours": 3, "for_8_hours": 2}}'::jsonb,
+      "workers_needed": {"for_1_hour": 11, "for_4_hours": 3, "for_8_hours": 2},
+      "active_processes": 2, "active_slots": 2, "slots_per_process": 1.0, "tasks_per_slot_hour": 2.0,
+      "estimated_hours_to_drain": 5.50,
+      "processes_needed": {"for_1_hour": 11, "for_4_hours": 3, "for_8_hours": 2},
+      "slots_needed": {"for_1_hour": 11, "for_4_hours": 3, "for_8_hours": 2}}'::jsonb,
     'Should report a role''s capacity as JSON');
 SELECT is(worker_capacity('t13_c'),
     '{"role": "t13_c", "pending_tasks": 3, "ready_tasks": 3, "active_workers": 1, "tasks_per_worker_hour": null,
-      "workers_needed": {"for_1_hour": null, "for_4_hours": null, "for_8_hours": null}}'::jsonb,
+      "workers_needed": {"for_1_hour": null, "for_4_hours": null, "for_8_hours": null},
+      "active_processes": 1, "active_slots": 1, "slots_per_process": 1.0, "tasks_per_slot_hour": null,
+      "estimated_hours_to_drain": null,
+      "processes_needed": {"for_1_hour": null, "for_4_hours": null, "for_8_hours": null},
+      "slots_needed": {"for_1_hour": null, "for_4_hours": null, "for_8_hours": null}}'::jsonb,
     'Should report unknown throughput and workers needed as JSON nulls');
 SELECT is(worker_capacity('t13_e'),
     '{"role": "t13_e", "pending_tasks": 0, "ready_tasks": 0, "active_workers": 0, "tasks_per_worker_hour": null,
-      "workers_needed": {"for_1_hour": 0, "for_4_hours": 0, "for_8_hours": 0}}'::jsonb,
+      "workers_needed": {"for_1_hour": 0, "for_4_hours": 0, "for_8_hours": 0},
+      "active_processes": 0, "active_slots": 0, "slots_per_process": 1.0, "tasks_per_slot_hour": null,
+      "estimated_hours_to_drain": 0,
+      "processes_needed": {"for_1_hour": 0, "for_4_hours": 0, "for_8_hours": 0},
+      "slots_needed": {"for_1_hour": 0, "for_4_hours": 0, "for_8_hours": 0}}'::jsonb,
     'Should report 0 workers needed for a role with nothing pending');
 SELECT is(worker_capacity('t13_a') ->> 'tasks_per_worker_hour', '2.0',
     'Should keep tasks_per_worker_hour rounded to one decimal in the JSON');
 SELECT is(ARRAY(SELECT jsonb_object_keys(worker_capacity('t13_d')) ORDER BY 1),
-    ARRAY['active_workers', 'pending_tasks', 'ready_tasks', 'role', 'tasks_per_worker_hour', 'workers_needed'],
-    'Should give worker_capacity exactly its top-level keys');
+    ARRAY['active_processes', 'active_slots', 'active_workers', 'estimated_hours_to_drain', 'pending_tasks',
+          'processes_needed', 'ready_tasks', 'role', 'slots_needed', 'slots_per_process', 'tasks_per_slot_hour',
+          'tasks_per_worker_hour', 'workers_needed'],
+    'Should give worker_capacity exactly its top-level keys (the seed''s, and the same in slots and processes)');
 SELECT is(ARRAY(SELECT jsonb_object_keys(worker_capacity('t13_d') -> 'workers_needed') ORDER BY 1),
     ARRAY['for_1_hour', 'for_4_hours', 'for_8_hours'],
     'Should give workers_needed exactly its keys');

@@ -42,7 +42,8 @@ SELECT tick_schedules();
 SELECT is((SELECT last_tick_at FROM schedule_ticks), now(), 'Should record the tick''s time in schedule_ticks');
 SELECT results_eq(
     $$SELECT check_name, status, action FROM taskpool_health()$$,
-    $$VALUES ('stuck_tasks'::text, 'ok'::text, NULL::text), ('schedule_tick', 'ok', NULL), ('schedule_errors', 'ok', NULL),
+    $$VALUES ('stuck_tasks'::text, 'ok'::text, NULL::text), ('unserved_roles', 'ok', NULL),
+             ('schedule_tick', 'ok', NULL), ('schedule_errors', 'ok', NULL),
              ('open_circuits', 'ok', NULL), ('paused_roles', 'ok', NULL), ('disabled_platforms', 'ok', NULL),
              ('xmin_horizon', 'ok', NULL)$$,
     'Should report every check ok, in order, with no action, right after a tick');

@@ -80,7 +80,7 @@ SELECT matches((SELECT detail FROM taskpool_health() WHERE check_name = 'paused_
 SELECT matches((SELECT action FROM taskpool_health() WHERE check_name = 'paused_roles'),
     'SELECT resume_role\(''t54_paused''\)', 'The paused_roles check should say how to resume it');
 SELECT is((SELECT array_agg(check_name) FROM taskpool_health()),
-    ARRAY['stuck_tasks', 'schedule_tick', 'schedule_errors', 'open_circuits', 'paused_roles',
+    ARRAY['stuck_tasks', 'unserved_roles', 'schedule_tick', 'schedule_errors', 'open_circuits', 'paused_roles',
           'disabled_platforms', 'xmin_horizon'],
     'taskpool_health should report its checks in order, the paused roles and disabled platforms among them');
 

@@ -101,6 +101,10 @@ def seed(conn: psycopg.Connection) -> dict[str, int]:
     # Pending tasks for the actions, each test its own.
     for name in ("to_cancel", "raced", "guarded", "by_api", "later"):
         ids[name] = enqueue(conn, "product_discovery", {"for": name}, dispensary_id=next(stores))
+    # Ready for 10 minutes, and no worker of its role: the unserved_roles check.
+    conn.execute("SELECT set_taskpool_clock_offset('-10 minutes')")
+    ids["unserved"] = enqueue(conn, "image_download", {"image_url": "http://img.example/p-1.png"})
+    conn.execute("SELECT set_taskpool_clock_offset('0')")
 
     conn.execute("""
         INSERT INTO task_schedules (name, role, kind, interval_hours, priority, next_run_at, enabled)
@@ -203,20 +207,26 @@ def test_the_overview_shows_each_role_its_states_workers_and_hours(
         "SELECT status, count(*) FROM worker_tasks WHERE role = 'store_discovery' GROUP BY status"
     ).fetchall())
     cells = [cell.text for cell in all_of(browser, "tr[data-role=store_discovery] td")]
-    # role, pending, ready, running (claimed or running), failed, cancelled, oldest ready, active workers
+    # role, pending, ready, running (claimed or running), failed, cancelled, oldest ready,
+    # active processes (their slots), processes needed, slots needed
     assert cells[:6] == ["store_discovery", "0", "0", str(counts["claimed"] + counts["running"]), str(counts["failed"]), "0"]
-    assert cells[7] == "1"
+    assert cells[7] == "1 (1)"
     discovery = [cell.text for cell in all_of(browser, "tr[data-role=product_discovery] td")]
     assert discovery[1:3] == ["5", "5"] and discovery[5] == "1"
     analytics = [cell.text for cell in all_of(browser, "tr[data-role=analytics_refresh] td")]
     # completed in the last hour: the 7 of this hour (6 + 1 that failed once), failure rate 1 / (1 + 7)
     completed_now = scalar(db, "SELECT completed_last_hour FROM v_worker_capacity WHERE role = 'analytics_refresh'")
-    assert analytics[9] == str(completed_now) and analytics[10].endswith("%")
+    assert analytics[10] == str(completed_now) and analytics[11].endswith("%")
     # The chart: one bar pair per hour, 12 hours, the busiest hour's completions named in its title.
     bars = all_of(browser, "figure.chart svg g title")
     assert len(bars) == 12
     assert any("completed" in bar.get_attribute("textContent") for bar in bars)
     assert any(check.text == "open_circuits: attention" for check in all_of(browser, ".checks .check"))
+    assert any(check.text == "unserved_roles: attention" for check in all_of(browser, ".checks .check"))
+    unserved = all_of(browser, "tr[data-role=image_download] td.processes")[0]
+    assert unserved.text == "0 (0)" and "bad" in unserved.get_attribute("class").split()
+    served = all_of(browser, "tr[data-role=store_discovery] td.processes")[0]
+    assert "bad" not in served.get_attribute("class").split()
 
     screenshot = tmp_path / "dashboard-overview.png"
     browser.save_screenshot(str(screenshot))
@@ -281,6 +291,7 @@ def test_every_page_is_json_under_api(dashboard: Dashboard, ids: dict[str, int])
     overview = http(dashboard.url + "/api/overview").json()
     assert {row["role"] for row in overview["roles"]} >= {"store_discovery", "analytics_refresh"}
     assert len(overview["throughput"]) == 12 * len(overview["roles"])
+    assert overview["unserved"] == ["image_download"]
     listed = http(dashboard.url + "/api/tasks?status=failed&error=PARSE").json()
     assert [task["id"] for task in listed["tasks"]] == [ids["other_failed"]] and listed["total"] == 1
     task = http(dashboard.url + f"/api/tasks/{ids['failed']}").json()

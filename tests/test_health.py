@@ -22,7 +22,7 @@ from pyworker import cli
 
 
 CHECKS = [
-    "stuck_tasks", "schedule_tick", "schedule_errors", "open_circuits", "paused_roles", "disabled_platforms",
+    "stuck_tasks", "unserved_roles", "schedule_tick", "schedule_errors", "open_circuits", "paused_roles", "disabled_platforms",
     "xmin_horizon",
 ]
 
@@ -47,7 +47,7 @@ def test_a_healthy_pool_exits_0(run: Run, ticked: psycopg.Connection) -> None:
     result = run("health")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "health: ok, all 7 checks"
+    assert lines[0] == "health: ok, all 8 checks"
     assert [line.split()[:2] for line in lines[1:] if line.startswith("ok ")] == [
         ["ok", f"{name}:"] for name in CHECKS
     ]
@@ -75,8 +75,28 @@ def stuck_task(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[
     return []
 
 
-def late_tick(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[str]:
+def unserved_role(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[str]:
+    """32 ready tasks, the oldest waiting 8 minutes, and no worker of their role."""
+    conn.execute("SELECT set_taskpool_clock_offset('-8 minutes')")
+    conn.execute("SELECT enqueue_task('product_discovery', dispensary_id := (add_store('Late', 'simulated')).id)")
+    conn.execute("SELECT set_taskpool_clock_offset('0')")
+    conn.execute(
+        "SELECT enqueue_task('product_discovery', dispensary_id := (add_store('Store ' || n, 'simulated')).id)"
+        " FROM generate_series(1, 31) AS n"
+    )
+    return []
+
+
+def eleven_minutes_on_with_workers(conn: psycopg.Connection) -> None:
+    """The clock 11 minutes on, a worker of every role live: only the tick stopped, so the tasks
+    it made wait for no worker."""
+    conn.execute("SELECT * FROM register_worker('w-all', ARRAY(SELECT role FROM task_roles), 'host', 1, 20)")
     conn.execute("SELECT set_taskpool_clock_offset('11 minutes')")
+    conn.execute("SELECT heartbeat_worker('w-all')")
+
+
+def late_tick(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> list[str]:
+    eleven_minutes_on_with_workers(conn)
     return []
 
 
@@ -118,6 +138,12 @@ def held_snapshot(conn: psycopg.Connection, db_url: str, stack: ExitStack) -> li
     ("make_problem", "check", "says"),
     [
         (stuck_task, "stuck_tasks", "of worker w-gone, silent for 00:31:00"),
+        (
+            unserved_role,
+            "unserved_roles",
+            "1 role(s) with tasks ready for over 5 minutes and no live worker: product_discovery (32 ready,"
+            " the oldest waiting 00:08:0",
+        ),
         (late_tick, "schedule_tick", "longer than 00:10:00; 4 schedule(s) enabled"),
         (failing_schedule, "schedule_errors", "too_big: payload is 19 bytes; role tiny allows at most 10"),
         (open_circuit, "open_circuits", "simulated until"),
@@ -138,7 +164,7 @@ def test_each_problem_exits_1_and_says_what_to_do(
         args = make_problem(ticked, db_url, stack)
         result = run("health", *args)
         assert result.exit_code == 1, result.output
-        assert result.stdout.startswith("health: ATTENTION, 1 of 7 checks need a person\n")
+        assert result.stdout.startswith("health: ATTENTION, 1 of 8 checks need a person\n")
         text = flat(result.stdout)
         assert f"ATTENTION {check}: " in text and says in text
         assert text.count("what to do: ") == 1
@@ -153,7 +179,7 @@ def test_each_problem_exits_1_and_says_what_to_do(
 
 
 def test_max_tick_age_moves_the_limit(run: Run, ticked: psycopg.Connection) -> None:
-    ticked.execute("SELECT set_taskpool_clock_offset('11 minutes')")
+    eleven_minutes_on_with_workers(ticked)
     assert run("health").exit_code == 1
     result = run("health", "--max-tick-age", "1 hour")
     assert result.exit_code == 0, result.output

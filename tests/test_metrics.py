@@ -97,3 +97,21 @@ def test_a_monitoring_login_scrapes_with_pg_monitor_alone(pool: psycopg.Connecti
             monitor.execute("SELECT count(*) FROM worker_tasks")
     _families, samples, _content_type = scrape(monitor_login_url)
     assert samples[("taskpool_tasks", (("role", "test_work"), ("status", "pending")))] == 1
+
+
+def test_a_role_whose_ready_work_no_worker_takes_is_unserved(pool: psycopg.Connection, db_url: str) -> None:
+    """32 ready tasks, the oldest waiting 8 minutes, no worker of their role: taskpool_role_unserved
+    is 1 until a worker of the role registers; workers count in processes and in slots."""
+    pool.execute("SELECT set_taskpool_clock_offset('-8 minutes')")
+    pool.execute("SELECT enqueue_task('test_work')")
+    pool.execute("SELECT set_taskpool_clock_offset('0')")
+    pool.execute("SELECT enqueue_task('test_work') FROM generate_series(1, 31)")
+    _families, samples, _content_type = scrape(db_url)
+    assert samples[("taskpool_role_unserved", (("role", "test_work"),))] == 1
+    assert samples[("taskpool_tasks_ready", (("role", "test_work"),))] == 32
+
+    pool.execute("SELECT * FROM register_worker('w-20', ARRAY['test_work'], 'pod', 1, 20)")
+    _families, samples, _content_type = scrape(db_url)
+    assert samples[("taskpool_role_unserved", (("role", "test_work"),))] == 0
+    assert samples[("taskpool_workers_active", (("role", "test_work"),))] == 1
+    assert samples[("taskpool_slots_active", (("role", "test_work"),))] == 20

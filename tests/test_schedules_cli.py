@@ -285,11 +285,11 @@ def test_capacity_lists_every_role(
 ) -> None:
     busy_pool(conn, in_the_past)
     header, *rows = table(run("capacity"))
-    assert header[:7] == ["role", "paused", "pending", "ready", "running", "workers", "per_worker_hour"]
+    assert header[:8] == ["role", "paused", "pending", "ready", "running", "processes", "slots", "per_slot_hour"]
     by_role = {row[0]: row for row in rows}
     roles = [row[0] for row in conn.execute("SELECT role FROM task_roles ORDER BY role")]
     assert list(by_role) == roles
-    assert by_role["product_resync"][1:7] == ["false", "2", "2", "1", "1", "6.0"]
+    assert by_role["product_resync"][1:8] == ["false", "2", "2", "1", "1", "1", "6.0"]
 
 
 def test_capacity_json_gives_the_view_rows(
@@ -305,6 +305,33 @@ def test_capacity_json_gives_the_view_rows(
     assert resync["workers_needed_for_1_hour"] == 1
     assert resync["completed_last_hour"] == 2
     assert rows["store_discovery"]["tasks_per_worker_hour"] is None
+
+
+def test_capacity_counts_slots_and_processes_of_workers_of_concurrency_20(
+    run: Run, conn: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    """Two pods of 20 slots: the drain estimate divides the per-slot rate by 40 slots, not by 2
+    processes, and the processes needed are the slots needed over 20."""
+    busy_pool(conn, in_the_past)
+    conn.execute("SELECT * FROM register_worker('w1', ARRAY['product_resync'], 'pod-1', 1, 20)")
+    conn.execute("SELECT * FROM register_worker('w2', ARRAY['product_resync'], 'pod-2', 2, 20)")
+    conn.execute(
+        "SELECT enqueue_task('product_resync', dispensary_id := s.id) FROM unnest(%s::integer[]) AS s(id)",
+        (make_stores(conn, 228),),
+    )
+    (row,) = run_json(run, "capacity", "product_resync")
+    assert (row["active_processes"], row["active_slots"], row["tasks_per_slot_hour"]) == (2, 40, 6.0)
+    # 230 pending at 6.0 a slot-hour: 38.3 slot-hours, under an hour for 40 slots (not 19 hours
+    # for 2)
+    assert row["estimated_hours_to_drain"] == 0.96
+    assert [row[f"slots_needed_for_{n}"] for n in ("1_hour", "4_hours", "8_hours")] == [39, 10, 5]
+    assert [row[f"processes_needed_for_{n}"] for n in ("1_hour", "4_hours", "8_hours")] == [2, 1, 1]
+    assert row["workers_needed_for_1_hour"] == row["processes_needed_for_1_hour"]
+    header, *rows = table(run("capacity"))
+    (shown,) = [dict(zip(header, line)) for line in rows if line[0] == "product_resync"]
+    assert (shown["processes"], shown["slots"], shown["hours_to_drain"], shown["slots_1h"], shown["processes_1h"]) == (
+        "2", "40", "0.96", "39", "2"
+    )
 
 
 def test_capacity_of_one_role_json_has_the_shape_of_every_role(
@@ -348,7 +375,7 @@ def test_health_of_a_quiet_pool(run: Run, conn: psycopg.Connection) -> None:
     result = run("health")
     assert result.exit_code == 0, result.output
     checks, *sections = result.stdout.split("\n\n")
-    assert checks.splitlines()[0] == "health: ok, all 7 checks"
+    assert checks.splitlines()[0] == "health: ok, all 8 checks"
     assert sections == [
         "tasks by role and status:\nno tasks",
         "active workers (seen in the last 2 minutes):\nnone",

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT has_function_privilege('worker_capacity(text)', 'execute');
+SELECT 1 / (pg_get_functiondef('worker_capacity(text)'::regprocedure) LIKE '%slots_needed%')::integer;
 
 ROLLBACK;

@@ -775,11 +775,11 @@ class Demo:
         )
         say(render_table(rows, CAPACITY_COLUMNS[:10]))
         fullest = max(rows, key=lambda r: r["pending_tasks"])
-        rate, workers = fullest["tasks_per_worker_hour"], fullest["active_workers"]
-        if fullest["pending_tasks"] and rate and workers:
-            seconds = fullest["pending_tasks"] / (workers * float(rate)) * 3600
+        rate, slots = fullest["tasks_per_slot_hour"], fullest["active_slots"]
+        if fullest["pending_tasks"] and rate and slots:
+            seconds = fullest["pending_tasks"] / (slots * float(rate)) * 3600
             say(
-                f"at the pace of the last hour, the {workers} {fullest['role']} workers would drain"
+                f"at the pace of the last hour, the {slots} {fullest['role']} task slots would drain"
                 f" its {fullest['pending_tasks']} pending in {seconds:.1f} s of work"
                 f" (hours_to_drain {fullest['estimated_hours_to_drain']}: it counts in hours)"
             )

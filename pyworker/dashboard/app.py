@@ -277,6 +277,7 @@ def overview_data(db: Database) -> dict[str, Any]:
         "roles": roles,
         "throughput": db.task_throughput(CHART_HOURS),
         "checks": db.health_checks(),
+        "unserved": [row["role"] for row in db.unserved_roles()],
     }
 
 

@@ -1,0 +1,7 @@
+-- Revert taskpool:worker_capacity from pg
+
+BEGIN;
+
+DROP FUNCTION worker_capacity(text);
+
+COMMIT;
