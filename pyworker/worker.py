@@ -71,7 +71,7 @@ from pyworker.attempts import (
 )
 from pyworker.metrics import ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
-from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals
+from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals, warn_if_pid_1
 
 log = logging.getLogger("pyworker")
 
@@ -854,6 +854,7 @@ class Worker:
 def run_worker(config: WorkerConfig) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+    warn_if_pid_1()
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url
