@@ -1,11 +1,12 @@
--- 58_notify_taken_tasks: a cancel (cancel_task, cancel_tasks) or a stale recovery of a claimed or
--- running task notifies the worker that holds it at commit, on that worker's wake channel, with
--- 'abort:<task id>'; nothing is sent for a cancel rolled back, a pending task's cancel, a second
--- cancel of the same task, or the worker's own calls. Notifications are sent at commit and heard
--- by another session: two dblink sessions, one that acts (each statement committed) and one
--- that listens; what the acting session committed is removed at the end.
+-- 58_notify_taken_tasks: a cancel (cancel_task, cancel_tasks, a store deleted) or a stale
+-- recovery of a claimed or running task notifies the worker that holds it at commit, on that
+-- worker's wake channel, with 'abort:<task id>'; nothing is sent for a cancel rolled back, a
+-- pending task's cancel, a second cancel of the same task, or the worker's own calls.
+-- Notifications are sent at commit and heard by another session: two dblink sessions, one that
+-- acts (each statement committed) and one that listens; what the acting session committed is
+-- removed at the end.
 BEGIN;
-SELECT plan(8);
+SELECT plan(10);
 
 CREATE EXTENSION IF NOT EXISTS dblink;
 SELECT dblink_connect('t58_actor', tests.session_conninfo('t58_actor'));
@@ -87,6 +88,18 @@ SELECT is(pg_temp.t58_act(format('SELECT status FROM worker_tasks WHERE id = %s'
     'Should put the recovered task back to pending (its worker_id cleared)');
 SELECT is(pg_temp.t58_heard(1), ARRAY[format('%s abort:%s', :'channel', :c)],
     'Should notify the worker that held a recovered task, though the task no longer names it');
+
+/****************************************************************************/
+-- A store deleted: the worker running its task
+
+SELECT pg_temp.t58_act($$SELECT tests.make_store(name := 't58 doomed')::text$$) AS store \gset
+SELECT pg_temp.t58_act(format($$SELECT id::text FROM enqueue_task('t58_role', dispensary_id := %s, priority := 10)$$, :store))
+    AS e \gset
+SELECT is(pg_temp.t58_act($$SELECT string_agg(c.id::text, ' ') FROM claim_and_start_tasks('t58_role', 't58_w', 1) AS c$$),
+    :'e', 'Should claim the deleted store''s task');
+SELECT pg_temp.t58_act(format($$WITH d AS (DELETE FROM dispensaries WHERE id = %s) SELECT 'done'$$, :store));
+SELECT is(pg_temp.t58_heard(1), ARRAY[format('%s abort:%s', :'channel', :e)],
+    'Should notify the worker running a task of a store deleted');
 
 /****************************************************************************/
 -- Nothing else was sent: the next notification heard is a marker sent last
