@@ -13,8 +13,9 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . ./crawler
 
 FROM python:3.11-slim-bookworm
 # Sqitch, its PostgreSQL driver and psql: the migration Job runs scripts/deploy, as `make deploy`.
+# tini: the init the worker runs under (PID 1 reaps orphans; pyworker does not, see ENTRYPOINT).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends sqitch libdbd-pg-perl postgresql-client-15 \
+    && apt-get install -y --no-install-recommends sqitch libdbd-pg-perl postgresql-client-15 tini \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=wheels /wheels /wheels
 RUN pip install --no-cache-dir --find-links /wheels 'taskpool-pg[dashboard]' taskpool-crawler && rm -rf /wheels
@@ -32,4 +33,8 @@ COPY scripts/pgenv scripts/deploy scripts/
 RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent taskpool
 USER 10001
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# tini as PID 1: it forwards signals to pyworker and reaps the orphans a command handler leaves
+# (a child of a command that exited is re-parented to PID 1; pyworker, as PID 1, would leave it
+# a zombie for good). The worker's manifest names it in its command too (docs/kubernetes.md).
+ENTRYPOINT ["tini", "--"]
 CMD ["pyworker", "--help"]

@@ -42,7 +42,7 @@ BENCH_ARGS ?=
 SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap tinyproxy \
-	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver
+	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver tini
 
 # An explicit DATABASE_URL (environment or command line) means: use that server, start nothing.
 ifneq ($(filter environment% command%,$(origin DATABASE_URL)),)

@@ -956,7 +956,7 @@ def bulk_task_action(
 @prints()
 @pass_db
 def cancel(db: Database, task_id: int | None, **options: Any) -> Shown:
-    """Cancel task ID: a pending one now, a claimed or running one at its next heartbeat.
+    """Cancel task ID: a pending one now, a claimed or running one as soon as its worker hears.
 
     Finished tasks cannot be cancelled (exit 1). With filters instead of an ID, cancels every
     pending, claimed or running task they select, --batch-size tasks a transaction, and prints
@@ -969,7 +969,7 @@ def cancel(db: Database, task_id: int | None, **options: Any) -> Shown:
     if task["status"] == "cancelled":
         return Shown(task, lambda: click.echo(f"task {task_id} cancelled"))
     return Shown(task, lambda: click.echo(
-        f"task {task_id} is {task['status']}: cancel requested; its worker stops it at its next heartbeat"
+        f"task {task_id} is {task['status']}: cancel requested; its worker is notified and stops it"
     ))
 
 

@@ -3,10 +3,12 @@ stdin as JSON; its stdout's JSON is the result, or its last stdout line is an en
 ({"result": ...}, {"error": ..., "retryable": false}, {"snooze": seconds}); exit 75 retries, exit
 65 fails for good, any other non-zero exit (or a signal) fails the attempt, retryable, with the
 tail of stderr. docs/commands.md has the protocol. The command runs in its own process group,
-killed with all its children when the attempt is aborted."""
+killed with all its children when the attempt is aborted; the attempt ends when the command
+exits, and what it left running in its group is killed then."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -180,13 +182,20 @@ class CommandHandler:
     @staticmethod
     def _communicate(process: subprocess.Popen, stdin: bytes, task: Task) -> CommandRun:
         """Feed stdin and collect the output (stdout up to COMMAND_STDOUT_MAX_BYTES, the end of
-        stderr), killing the process group when the attempt aborts or stdout overflows."""
+        stderr) until the command exits, killing the process group when the attempt aborts or
+        stdout overflows.
+
+        The command's exit ends the attempt, not the end of its output: a background child it
+        leaves behind may hold stdout open for ever. Once the command has exited, what is left of
+        its process group is killed and what its pipes already hold is read, without waiting for
+        an end of file that may never come."""
         selector = selectors.DefaultSelector()
         pending = memoryview(stdin)
         streams = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
         out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
         in_fd = process.stdin.fileno()
-        os.set_blocking(in_fd, False)
+        for fd in (in_fd, out_fd, err_fd):
+            os.set_blocking(fd, False)
         selector.register(in_fd, selectors.EVENT_WRITE)
         selector.register(out_fd, selectors.EVENT_READ)
         selector.register(err_fd, selectors.EVENT_READ)
@@ -207,10 +216,32 @@ class CommandHandler:
                 process.wait()
                 raise Aborted(task.abort.reason)
 
-        overflowed = False
+        def read(fd: int) -> bool:
+            """Read what the pipe holds now into its stream; whether it gave anything."""
+            try:
+                data = os.read(fd, _READ_CHUNK)
+            except BlockingIOError:
+                return False
+            if not data:
+                close(fd)
+                return False
+            buffer = streams[fd]
+            buffer += data
+            if fd == err_fd and len(buffer) > COMMAND_STDERR_KEEP_BYTES:
+                del buffer[:-COMMAND_STDERR_KEEP_BYTES]
+            return True
+
+        def overflowed() -> bool:
+            return len(streams[out_fd]) > COMMAND_STDOUT_MAX_BYTES
+
         try:
-            while open_files and not overflowed:
+            while process.poll() is None and not overflowed():
                 abort_if_fired()
+                if out_fd not in open_files and err_fd not in open_files:
+                    # Both pipes closed: only the exit is left to wait for.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=0.1)
+                    continue
                 for key, _events in selector.select(timeout=0.1):
                     fd = key.fd
                     if fd not in open_files:
@@ -228,32 +259,21 @@ class CommandHandler:
                         if not pending:
                             close(fd)
                         continue
-                    data = os.read(fd, _READ_CHUNK)
-                    if not data:
-                        close(fd)
-                        continue
-                    buffer = streams[fd]
-                    buffer += data
-                    if fd == out_fd and len(buffer) > COMMAND_STDOUT_MAX_BYTES:
-                        overflowed = True
+                    read(fd)
+                    if overflowed():
                         break
-                    if fd == err_fd and len(buffer) > COMMAND_STDERR_KEEP_BYTES:
-                        del buffer[:-COMMAND_STDERR_KEEP_BYTES]
-            if overflowed:
-                for fd in list(open_files):
-                    close(fd)
-                kill_process_group(process)
-            while True:
-                try:
-                    process.wait(timeout=0.1)
-                    break
-                except subprocess.TimeoutExpired:
-                    abort_if_fired()
+            # Exited (or overflowed): whatever is left of its process group is killed, so that
+            # nothing writes after this, and the pipes give up what they already hold.
+            kill_process_group(process)
+            for fd in (out_fd, err_fd):
+                while fd in open_files and not overflowed() and read(fd):
+                    pass
+            process.wait()
         finally:
             for fd in list(open_files):
                 close(fd)
             selector.close()
-        return CommandRun(process.returncode, bytes(streams[out_fd]), bytes(streams[err_fd]), overflowed)
+        return CommandRun(process.returncode, bytes(streams[out_fd]), bytes(streams[err_fd]), overflowed())
 
 
 def _last_line(stdout: bytes) -> tuple[bytes, bytes]:

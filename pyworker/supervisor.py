@@ -18,7 +18,7 @@ from pyworker import logs
 from pyworker.config import WorkerConfig
 from pyworker.errors import ConfigurationError
 from pyworker.logs import event
-from pyworker.runtime import Doorbell, stop_signals
+from pyworker.runtime import Doorbell, stop_signals, warn_if_pid_1
 
 log = logging.getLogger("pyworker")
 
@@ -34,6 +34,7 @@ def run_workers(config: WorkerConfig, processes: int, environment: dict[str, str
         for number, env in enumerate(envs):
             env["PYWORKER_METRICS_PORT"] = str(config.metrics_port + number)
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+    warn_if_pid_1()
     return Supervisor(envs, SupervisorSettings.from_environ()).run()
 
 

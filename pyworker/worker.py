@@ -13,7 +13,9 @@ each a short transaction per call:
 - a heartbeat thread keeps the worker's registry row and every task it holds fresh with ONE
   heartbeat_tasks call per interval, and turns each task's answer into that task's abort signal;
 - a listener thread LISTENs on the worker's own wake channel (on --listen-database-url when given;
-  none when the database URL is pooled and no listen URL is given: the worker polls).
+  none when the database URL is pooled and no listen URL is given: the worker polls): a role's
+  name there means its tasks are ready; 'abort:<task id>', that a task the worker holds was
+  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler.
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
@@ -71,7 +73,7 @@ from pyworker.attempts import (
 )
 from pyworker.metrics import ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
-from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals
+from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals, warn_if_pid_1
 
 log = logging.getLogger("pyworker")
 
@@ -84,6 +86,9 @@ ABORT_REASONS = {
     "not_found": "not_found",
 }
 ABORT_WIND_DOWN_SECONDS = 3.0
+# The wake channel's payload when a task the worker holds was cancelled or recovered:
+# 'abort:<task id>' (deploy/notify_workers_of_taken_tasks.sql). No role name has a ':'.
+TASK_TAKEN_PREFIX = "abort:"
 # Before recording them, how long the dispatcher waits for one more outcome to record with them.
 COMPLETION_LINGER_SECONDS = 0.002
 # heartbeat_tasks takes at most this many tasks a call.
@@ -149,6 +154,9 @@ class Worker:
         self._shares = {role: config.share(role) for role in self.roles}
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
+        # Set to heartbeat now rather than at the next interval (a notification that a held task
+        # was cancelled or taken away), and when exiting.
+        self._beat_now = threading.Event()
         # The tasks claimed and not yet recorded (heartbeated), those not begun yet, those whose
         # handler runs (in the order they began), those of these aborted and winding down, and
         # the completions waiting to be recorded in one call. Only the main thread changes them,
@@ -248,6 +256,7 @@ class Worker:
             # Every completion handed over is recorded before the worker deregisters.
             self._recorder.stop()
             self._exiting.set()
+            self._beat_now.set()
             for thread in threads:
                 thread.join(timeout=5)
             self._deregister()
@@ -739,7 +748,11 @@ class Worker:
             on_reconnect=self.metrics.reconnected("heartbeat"),
         )
         try:
-            while not self._exiting.wait(self.config.heartbeat_interval):
+            while True:
+                self._beat_now.wait(self.config.heartbeat_interval)
+                self._beat_now.clear()
+                if self._exiting.is_set():
+                    break
                 try:
                     self._beat(db)
                 except TaskpoolError as error:
@@ -832,6 +845,9 @@ class Worker:
                     backoff.reset()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
+                            if notification.payload.startswith(TASK_TAKEN_PREFIX):
+                                self._beat_now.set()
+                                continue
                             # The payload names the role whose tasks are ready.
                             role = notification.payload
                             self._notify((role,) if role in self._notified else self.roles)
@@ -857,6 +873,7 @@ class Worker:
 def run_worker(config: WorkerConfig) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+    warn_if_pid_1()
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url

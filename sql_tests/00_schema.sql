@@ -1,7 +1,7 @@
 -- Structure of the taskpool schema: tables, columns, indexes, constraints, triggers, functions,
 -- seeded rows; then the table invariants themselves, fired by raw writes that bypass the functions.
 BEGIN;
-SELECT plan(221);
+SELECT plan(222);
 
 /****************************************************************************/
 -- task_roles
@@ -270,7 +270,7 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 -- triggers
 
 SELECT triggers_are('worker_tasks', ARRAY[
-    '_500_enforce_transition', '_600_after_status_change', '_900_notify_enqueued'],
+    '_500_enforce_transition', '_600_after_status_change', '_900_notify_cancel_requested', '_900_notify_enqueued'],
     'Should have exactly the documented triggers on worker_tasks');
 SELECT hasnt_trigger('worker_tasks', '_100_touch_updated_at',
                      'Should stamp updated_at in _500_enforce_transition, not a trigger of its own');
@@ -287,6 +287,8 @@ SELECT trigger_is('worker_tasks', '_600_after_status_change', 'tg_worker_tasks__
                   'Should run tg_worker_tasks__after_status_change from _600_after_status_change');
 SELECT trigger_is('worker_tasks', '_900_notify_enqueued', 'tg_worker_tasks__notify_enqueued',
                   'Should run tg_worker_tasks__notify_enqueued from _900_notify_enqueued');
+SELECT trigger_is('worker_tasks', '_900_notify_cancel_requested', 'tg_worker_tasks__notify_cancel_requested',
+                  'Should run tg_worker_tasks__notify_cancel_requested from _900_notify_cancel_requested');
 SELECT hasnt_trigger('worker_tasks', '_600_record_attempt',
                      'Should record an ended attempt in _600_after_status_change, not a trigger of its own');
 -- tgtype bits: 1 row, 2 before, 4 insert, 8 delete, 16 update, 32 truncate
@@ -295,6 +297,7 @@ SELECT results_eq(
       WHERE tgrelid = 'worker_tasks'::regclass AND NOT tgisinternal ORDER BY tgname$$,
     $$VALUES ('_500_enforce_transition', 1 + 2 + 4 + 16),
              ('_600_after_status_change', 1 + 16),
+             ('_900_notify_cancel_requested', 1 + 16),
              ('_900_notify_enqueued', 4)$$,
     'Should fire each trigger at the documented timing, level and events');
 

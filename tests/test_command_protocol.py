@@ -8,6 +8,8 @@ payload tells the command what to print and how to exit.
 from __future__ import annotations
 
 import json
+import shlex
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -17,6 +19,8 @@ from worker_support import (
     command_line,
     enqueue,
     fetch_one,
+    kill_if_running,
+    process_gone,
     run_json,
     wait_for,
     wait_for_status,
@@ -205,3 +209,37 @@ def test_a_python_handler_failure_records_its_exception_type_as_error_data(
     assert attempt_data(pool, retried)[2] == {"type": "ValueError"}
     assert attempt_data(pool, permanent)[2] == {"type": "PermanentError"}
     wait_for_status(pool, permanent, "failed", 5)
+
+
+# Prints its result and exits, leaving a child that holds its stdout open for ten minutes.
+LINGERING_CHILD_SCRIPT = """#!/bin/sh
+cat > /dev/null
+sleep 600 &
+echo $! > "$1"
+echo '{"result": {"done": true}}'
+"""
+
+
+def test_a_command_s_result_is_taken_when_it_exits_though_a_child_holds_its_stdout(
+    pool: psycopg.Connection, workers: Workers, tmp_path: Path
+) -> None:
+    # A run timeout far beyond the wait below: the attempt must end when the command exits, not
+    # when the child's stdout closes or the run timeout kills it.
+    pool.execute("INSERT INTO task_roles (role, run_timeout, max_retries) VALUES ('test_lingering_command', '5 minutes', 0)")
+    script = tmp_path / "lingering.sh"
+    script.write_text(LINGERING_CHILD_SCRIPT)
+    pid_file = tmp_path / "child.pid"
+    worker = workers.start(
+        "test_lingering_command", "cmd-lingering", command=shlex.join(["sh", str(script), str(pid_file)]), handlers=None
+    )
+    task_id = enqueue(pool, "test_lingering_command")
+    try:
+        row = wait_for_status(pool, task_id, ("completed", "failed"), 20, also=worker.describe)
+        assert (row["status"], row["result"], row["error_message"]) == ("completed", {"done": True}, None)
+        # The child the command left running in its process group is killed once it exits.
+        child = int(pid_file.read_text())
+        wait_for(lambda: process_gone(child), 10, f"the command's child {child} to be killed", also=worker.describe)
+    finally:
+        if pid_file.exists():
+            kill_if_running(int(pid_file.read_text()))
+    assert worker.process.poll() is None

@@ -177,10 +177,11 @@ def test_the_commands_are_ones_the_image_has() -> None:
     }
     # pyworker's commands: the worker's, the tick's and the dashboard's (its extra is installed)
     assert "'taskpool-pg[dashboard]'" in dockerfile
-    for command in (["pyworker"], ["pyworker", "scheduler", "--once"],
+    # (the worker's under tini, which the image installs: tests/test_pid1_reaping.py)
+    for command in (["tini", "--", "pyworker"], ["pyworker", "scheduler", "--once"],
                     ["pyworker", "dashboard", "--host", "0.0.0.0", "--port", "8080"]):
         assert command in [c["command"] for _, c in containers(resources)]
-        result = CliRunner().invoke(cli.main, [*command[1:], "--help"])
+        result = CliRunner().invoke(cli.main, [*command[command.index("pyworker") + 1 :], "--help"])
         assert result.exit_code == 0, result.output
     # the migration: scripts of this repository, copied into the image's working directory
     job = named(resources, "Job", "taskpool-migrate")

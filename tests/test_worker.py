@@ -14,6 +14,7 @@ import socket
 import time
 
 import psycopg
+from pyworker.config import POOLED_ENVVAR
 from worker_support import (
     Workers,
     attempt_history,
@@ -263,9 +264,11 @@ def test_a_frozen_worker_that_finishes_before_any_heartbeat_has_its_completion_r
 ) -> None:
     # No heartbeat in the test's time: after SIGCONT the handler finishes and the worker calls
     # complete_task for an attempt that is no longer its own. A worker refuses to start with a
-    # heartbeat slower than its role's stale threshold: the threshold drops once it runs.
+    # heartbeat slower than its role's stale threshold: the threshold drops once it runs. It does
+    # not LISTEN (pooled, no listen URL): a worker that listens is told of the recovery and aborts
+    # the handler at once (tests/test_worker_notified_aborts.py).
     pool.execute("UPDATE task_roles SET stale_threshold = interval '2 minutes' WHERE role = 'test_work'")
-    frozen = workers.start("test_work", "late-a", heartbeat_ms=60_000)
+    frozen = workers.start("test_work", "late-a", heartbeat_ms=60_000, extra_env={POOLED_ENVVAR: "1"})
     pool.execute("UPDATE task_roles SET stale_threshold = interval '2 seconds' WHERE role = 'test_work'")
     task_id = enqueue(pool, "test_work", {"seconds": 3, "retry_seconds": 0.2, "record": False})
     wait_for_execution(pool, task_id, 1, 10, also=frozen.describe)
