@@ -1,4 +1,4 @@
--- 58_notify_taken_tasks: a cancel (cancel_task, cancel_tasks, a store deleted) or a stale
+-- 62_notify_taken_tasks: a cancel (cancel_task, cancel_tasks, a store deleted) or a stale
 -- recovery of a claimed or running task notifies the worker that holds it at commit, on that
 -- worker's wake channel, with 'abort:<task id>'; nothing is sent for a cancel rolled back, a
 -- pending task's cancel, a second cancel of the same task, or the worker's own calls.
@@ -44,7 +44,7 @@ $$;
 
 -- Four running tasks of worker t58_w (a, b, c, d) and one pending (p).
 SELECT pg_temp.t58_act($$INSERT INTO task_roles (role, description, stale_threshold, max_retries)
-                         VALUES ('t58_role', 'pgTAP 58_notify_taken_tasks', '10 minutes', 3) RETURNING 'done'$$);
+                         VALUES ('t58_role', 'pgTAP 62_notify_taken_tasks', '10 minutes', 3) RETURNING 'done'$$);
 SELECT pg_temp.t58_act($$SELECT register_worker('t58_w', ARRAY['t58_role'], 'test-host', 1)::text$$);
 SELECT pg_temp.t58_act($$SELECT count(*)::text FROM enqueue_tasks(
                            (SELECT jsonb_agg(jsonb_build_object('role', 't58_role')) FROM generate_series(1, 4)))$$);
