@@ -263,6 +263,9 @@ class Worker:
             # Every completion handed over is recorded before the worker deregisters.
             self._recorder.stop()
             self._exiting.set()
+            if self._event_loop is not None:
+                # Its thread and its watchdog's end with it (a drain in a test process leaves none behind).
+                self._event_loop.retire()
             for thread in threads:
                 thread.join(timeout=5)
             self._deregister()
