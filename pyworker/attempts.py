@@ -8,8 +8,11 @@ import asyncio
 import concurrent.futures
 import inspect
 import queue
+import sys
 import threading
-from collections.abc import Callable, Coroutine
+import time
+import traceback
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +32,8 @@ class HandlerPool:
         self._idle = 0
 
     def submit(self, job: Callable[[], None]) -> None:
+        """Run `job` in an idle thread or a new one; RuntimeError when no new thread can start
+        (the process is at its thread limit), and then nothing is queued."""
         with self._lock:
             start = self._idle == 0
             if not start:
@@ -44,15 +49,172 @@ class HandlerPool:
                 self._idle += 1
 
 
-class EventLoopThread:
-    """One asyncio event loop in a thread of its own, for the `async def` handlers."""
+# How long an aborted handler has to stop before its attempt ends without it.
+ABORT_WIND_DOWN_SECONDS = 3.0
 
-    def __init__(self) -> None:
+
+class EventLoopBlocked(Exception):
+    """An async handler held the event loop past the worker's bound (--loop-block-limit-seconds):
+    the error its attempt fails with."""
+
+
+# How often the watchdog measures the loop's lag, while it turns.
+LAG_PROBE_INTERVAL_SECONDS = 0.5
+
+
+class EventLoopThread:
+    """One asyncio event loop in a thread of its own, for the `async def` handlers, and a
+    watchdog thread that measures its lag: how long a callback posted to it waits to run.
+
+    Every step of every task on the loop runs through StepTracker, which notes the attempt whose
+    step runs (handlers.current_task in the step's context) and when each step begins and ends.
+    The loop is blocked while a probe waits and no step has begun or ended: a loop busy with many
+    short steps lags without being blocked. Once blocked for more than `block_limit` seconds,
+    the watchdog calls `on_blocked(self)`, with `blocked_by` the attempt's task whose step holds
+    the loop (None when no step of an attempt does) and `blocked_at` where the loop thread is.
+    retire() winds the loop down: its tasks cancelled, it stops once they end (at once if
+    nothing blocks it), and its thread with it."""
+
+    def __init__(self, block_limit: float, on_blocked: Callable[[EventLoopThread], None]) -> None:
+        self.block_limit = block_limit
+        self.running: Task | None = None
+        # When the last step began or ended (time.monotonic()).
+        self.last_step_edge = time.monotonic()
+        self.blocked_by: Task | None = None
+        self.blocked_at = ""
+        self.retired = False
+        self._on_blocked = on_blocked
+        self._probe_sent: float | None = None
+        self._last_lag = 0.0
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="asyncio", daemon=True).start()
+        self.loop.set_task_factory(self._tracked_task)
+        self.thread = threading.Thread(target=self._run, name="asyncio", daemon=True)
+        try:
+            self.thread.start()
+        except RuntimeError:
+            self.loop.close()
+            raise
+        try:
+            threading.Thread(target=self._watch, name="asyncio-watchdog", daemon=True).start()
+        except RuntimeError:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            raise
 
     def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    @property
+    def lag(self) -> float:
+        """Seconds the loop has kept the pending probe waiting, else what the last one waited."""
+        sent = self._probe_sent
+        return self._last_lag if sent is None else max(self._last_lag, time.monotonic() - sent)
+
+    @property
+    def blocked_for(self) -> float:
+        """How long the loop has been held by one step (or by what runs between steps) while a
+        probe waits; 0 while it answers."""
+        sent = self._probe_sent
+        if sent is None:
+            return 0.0
+        now = time.monotonic()
+        return min(now - sent, now - self.last_step_edge)
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def retire(self) -> None:
+        """Cancel the loop's tasks and stop it once they end (or ABORT_WIND_DOWN_SECONDS later)."""
+        self.retired = True
+        asyncio.run_coroutine_threadsafe(self._wind_up(), self.loop)
+
+    async def _wind_up(self) -> None:
+        tasks = asyncio.all_tasks() - {asyncio.current_task()}
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=ABORT_WIND_DOWN_SECONDS)
+        self.loop.stop()
+
+    def _run(self) -> None:
+        self.loop.run_forever()
+        self.loop.close()
+
+    def _tracked_task(self, loop: asyncio.AbstractEventLoop, coroutine: Any, **kwargs: Any) -> asyncio.Task:
+        return asyncio.Task(_tracked(coroutine, self), loop=loop, **kwargs)
+
+    def _answered(self, sent: float, answered: threading.Event) -> None:
+        self._last_lag = time.monotonic() - sent
+        self._probe_sent = None
+        answered.set()
+
+    def _watch(self) -> None:
+        """Post a probe to the loop every LAG_PROBE_INTERVAL_SECONDS; report the loop blocked
+        once a probe waits past block_limit. Runs as long as the loop's thread does."""
+        check_every = min(LAG_PROBE_INTERVAL_SECONDS, self.block_limit / 4)
+        while self.thread.is_alive():
+            reported = False
+            answered = threading.Event()
+            sent = self._probe_sent = time.monotonic()
+            try:
+                self.loop.call_soon_threadsafe(self._answered, sent, answered)
+            except RuntimeError:
+                return  # closed: its thread is ending
+            while not answered.wait(check_every):
+                if not self.thread.is_alive():
+                    return
+                if not reported and self.blocked_for > self.block_limit:
+                    reported = True
+                    self.blocked_by = self.running
+                    self.blocked_at = self._where()
+                    self._on_blocked(self)
+            time.sleep(LAG_PROBE_INTERVAL_SECONDS)
+
+    def _where(self) -> str:
+        """The loop thread's stack now, from the step that blocks it (the frames below it are
+        the loop's and this module's)."""
+        frame = sys._current_frames().get(self.thread.ident or -1)
+        if frame is None:
+            return ""
+        stack = traceback.extract_stack(frame)
+        ours = [index for index, entry in enumerate(stack) if entry.filename == __file__]
+        return "".join(traceback.format_list(stack[ours[-1] + 1 :] if ours else stack))
+
+
+class StepTracker:
+    """Awaits a coroutine one step at a time, noting in `owner.running` the attempt whose step
+    runs (handlers.current_task in the step's context; None between steps), and in
+    `owner.last_step_edge` when the step began, then when it ended."""
+
+    def __init__(self, coroutine: Any, owner: EventLoopThread) -> None:
+        self.coroutine = coroutine
+        self.owner = owner
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, owner = self.coroutine, self.owner
+        step: Callable[[Any], Any] = coroutine.send
+        value: Any = None
+        while True:
+            owner.running = handlers.current_task.get()
+            owner.last_step_edge = time.monotonic()
+            try:
+                yielded = step(value)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                owner.running = None
+                owner.last_step_edge = time.monotonic()
+            try:
+                value, step = (yield yielded), coroutine.send
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # noqa: BLE001 - thrown into the coroutine, as `await` does
+                value, step = error, coroutine.throw
+
+
+async def _tracked(coroutine: Any, owner: EventLoopThread) -> Any:
+    return await StepTracker(coroutine, owner)
 
 
 def is_async_handler(fn: Any) -> bool:
@@ -151,8 +313,11 @@ def run_attempt(registry: handlers.Registry, task: Task) -> Outcome:
 
 async def run_attempt_async(registry: handlers.Registry, task: Task) -> Any:
     """Run an async handler through the middlewares (on the event loop, in its own asyncio
-    task, whose context carries the task for the log lines)."""
+    task, whose context carries the task for the log lines, and for EventLoopThread's watchdog
+    the attempt a step that blocks the loop belongs to: the handler's first step comes after a
+    yield, so that its context names the task already)."""
     handlers.current_task.set(task)
+    await asyncio.sleep(0)
     result = registry.run(task)
     if inspect.isawaitable(result):
         result = await result

@@ -38,7 +38,15 @@ from click.core import ParameterSource
 
 from pyworker import __version__, logs
 from pyworker import cron as cron_jobs
-from pyworker.config import POOLED_ENVVAR, WorkerConfig, default_database_url, default_worker_id, parse_roles
+from pyworker.config import (
+    DEFAULT_LOOP_BLOCK_LIMIT,
+    DEFAULT_MAX_ABANDONED_THREADS,
+    POOLED_ENVVAR,
+    WorkerConfig,
+    default_database_url,
+    default_worker_id,
+    parse_roles,
+)
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
 from pyworker.errors import (
     ConfigurationError,
@@ -312,6 +320,8 @@ class Settings:
                 pooled=self.pooled,
                 listen_database_url=worker["listen_database_url"],
                 metrics_port=worker["metrics_port"],
+                loop_block_limit=worker["loop_block_limit_seconds"],
+                max_abandoned_threads=worker["max_abandoned_threads"],
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -470,6 +480,26 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     metavar="PORT",
     help="Serve /metrics, /healthz and /readyz over HTTP on this port (0: any free port, logged)."
     " With --processes M, worker i of M serves PORT+i-1.",
+)
+@click.option(
+    "--loop-block-limit-seconds",
+    envvar="PYWORKER_LOOP_BLOCK_LIMIT_SECONDS",
+    show_envvar=True,
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_LOOP_BLOCK_LIMIT,
+    show_default=True,
+    help="An async handler that blocks the event loop this long fails its attempt; the other"
+    " async tasks go on on a new loop (handed back and run again, no retry spent).",
+)
+@click.option(
+    "--max-abandoned-threads",
+    envvar="PYWORKER_MAX_ABANDONED_THREADS",
+    show_envvar=True,
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_ABANDONED_THREADS,
+    show_default=True,
+    help="With this many handler threads left behind past their run timeout, stop claiming (and"
+    " fail /healthz) until one returns; the tasks not begun are handed back.",
 )
 @click.pass_context
 def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wide: bool, **worker: Any) -> None:

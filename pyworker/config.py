@@ -57,6 +57,8 @@ def default_worker_id() -> str:
 
 
 MAX_CONCURRENCY = 1000
+DEFAULT_LOOP_BLOCK_LIMIT = 5.0
+DEFAULT_MAX_ABANDONED_THREADS = 32
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,12 @@ class WorkerConfig:
     listen_database_url: str | None = None
     # Serve /metrics, /healthz and /readyz on this port (0: one the system picks); None: serve nothing.
     metrics_port: int | None = None
+    # An async handler that holds the event loop longer than this fails its attempt, and the
+    # loop is replaced (docs/worker.md, "A handler that blocks").
+    loop_block_limit: float = DEFAULT_LOOP_BLOCK_LIMIT
+    # Once this many handler threads are left behind still running, the worker stops claiming
+    # and hands back the tasks it has not begun, until one of them returns.
+    max_abandoned_threads: int = DEFAULT_MAX_ABANDONED_THREADS
 
     def __post_init__(self) -> None:
         roles = self.roles
@@ -157,6 +165,10 @@ class WorkerConfig:
                     f"the share of role {share.role!r} ({share.concurrency}) is more than the"
                     f" worker's concurrency ({self.concurrency})"
                 )
+        if self.loop_block_limit <= 0:
+            raise ValueError(f"the event loop's block limit must be positive, not {self.loop_block_limit} s")
+        if self.max_abandoned_threads < 1:
+            raise ValueError(f"the most abandoned threads must be 1 or more, not {self.max_abandoned_threads}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"the metrics port must be 0 to 65535, not {self.metrics_port}")
         if self.log_format not in logs.FORMATS:

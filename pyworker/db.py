@@ -49,7 +49,9 @@ class AbortSignal:
 
     reason: `cancelled` (an operator cancelled the task), `taken_by_another_worker` (the attempt
     was recovered and may run elsewhere), `not_found` (the task is gone), `timeout` (the role's
-    run_timeout passed) or `shutdown` (the worker is stopping and hands the task back).
+    run_timeout passed), `shutdown` (the worker is stopping and hands the task back), and for an
+    async handler `blocked_event_loop` (it held the event loop too long: its attempt fails) or
+    `event_loop_replaced` (another handler did: the task is handed back).
     """
 
     def __init__(self) -> None:

@@ -104,6 +104,23 @@ class WorkerMetrics:
             "pyworker_database_reconnects", "Connections opened again after one was lost, by what they serve.",
             ["connection"], registry=registry,
         )
+        self.event_loop_lag = Gauge(
+            "pyworker_event_loop_lag_seconds",
+            "How long the async handlers' event loop keeps a callback waiting (the longest of the"
+            " current loop and any replaced one a handler still blocks); 0 before the first async handler.",
+            registry=registry,
+        )
+        self.event_loops_replaced = Counter(
+            "pyworker_event_loops_replaced",
+            "Event loops replaced because an async handler blocked one past --loop-block-limit-seconds.",
+            registry=registry,
+        )
+        self.abandoned_threads = Gauge(
+            "pyworker_abandoned_threads",
+            "Handler threads left behind still running (a sync handler past its abort, an event loop a"
+            " handler blocks); at --max-abandoned-threads the worker stops claiming.",
+            registry=registry,
+        )
         # Every series from the start, at 0 (an alert on a rate sees it before the first event),
         # each bound once: labels() takes a lock and builds a key, twice the cost of an increment.
         roles = tuple(roles)

@@ -287,16 +287,19 @@ class OutcomeRecorder:
         self.metrics.ended(task.role, "lost")
         self._held.pop(task.id, None)
 
-    def release(self, tasks: list[Task], *, duration: float | None = None) -> None:
-        """Hand tasks back to the pool without spending a retry: the worker is stopping.
-        `duration`: how long the one that had begun ran."""
+    def release(
+        self, tasks: list[Task], *, duration: float | None = None, because: str = "the worker is stopping"
+    ) -> None:
+        """Hand tasks back to the pool without spending a retry, `because` (the log line says
+        why). `duration`: how long the one that had begun ran."""
         for task in tasks:
             try:
                 retry_while_unavailable("release task", lambda: self.db.release_task(task))
                 self.metrics.ended(task.role, "released")
                 log.info(
-                    "Task %s handed back: the worker is stopping",
+                    "Task %s handed back: %s",
                     task.id,
+                    because,
                     extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
                 )
             except TaskLost as lost:

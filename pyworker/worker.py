@@ -63,6 +63,8 @@ from pyworker.errors import (
 )
 from pyworker.logs import event
 from pyworker.attempts import (
+    ABORT_WIND_DOWN_SECONDS,
+    EventLoopBlocked,
     EventLoopThread,
     HandlerPool,
     Outcome,
@@ -85,7 +87,6 @@ ABORT_REASONS = {
     "lost": "taken_by_another_worker",
     "not_found": "not_found",
 }
-ABORT_WIND_DOWN_SECONDS = 3.0
 # The wake channel's payload when a task the worker holds was cancelled or recovered:
 # 'abort:<task id>' (deploy/notify_workers_of_taken_tasks.sql). No role name has a ':'.
 TASK_TAKEN_PREFIX = "abort:"
@@ -105,12 +106,14 @@ LOOP_STALLED_AFTER_SECONDS = 60.0
 @dataclass(eq=False)
 class Attempt:
     """A task whose handler runs: when it started, its run deadline, and once it is aborted, the
-    end of its wind-down. `future`: an async handler's, cancelled on abort."""
+    end of its wind-down. `future` and `event_loop`: an async handler's, and the loop it runs on;
+    the future is cancelled on abort."""
 
     task: Task
     started: float
     deadline: float
     future: concurrent.futures.Future | None = None
+    event_loop: EventLoopThread | None = None
     wind_down_until: float | None = None
 
 
@@ -181,6 +184,18 @@ class Worker:
         self._pool = HandlerPool()
         self._event_loop: EventLoopThread | None = None
         self._async_roles: dict[str, bool] = {}
+        # Loops replaced because a handler blocked them, while their thread lives; the loops the
+        # watchdogs report blocked (for the main thread); the sync attempts ended while their
+        # handler still runs, each holding a pool thread until it returns.
+        self._retired_loops: list[EventLoopThread] = []
+        self._blocked_loops: queue.SimpleQueue[EventLoopThread] = queue.SimpleQueue()
+        self._left_behind: set[Attempt] = set()
+        # Claiming stops while too many threads are left behind (--max-abandoned-threads), and
+        # until this time (time.monotonic()) after a handler thread failed to start.
+        self._saturated = False
+        self._thread_retry_at: float | None = None
+        self.metrics.event_loop_lag.set_function(self._event_loop_lag)
+        self.metrics.abandoned_threads.set_function(self._abandoned_threads)
         # Per role: the last claim found nothing, so claim again on a notification for the role
         # (set by the listener thread) or after the poll interval.
         self._idle = dict.fromkeys(self.roles, False)
@@ -257,6 +272,9 @@ class Worker:
             self._recorder.stop()
             self._exiting.set()
             self._beat_now.set()
+            if self._event_loop is not None:
+                # Its thread and its watchdog's end with it (a drain in a test process leaves none behind).
+                self._event_loop.retire()
             for thread in threads:
                 thread.join(timeout=5)
             self._deregister()
@@ -279,11 +297,45 @@ class Worker:
         return probes
 
     def _liveness(self) -> str | None:
-        """/healthz: None while the dispatcher turns, else why not."""
-        stalled = time.monotonic() - self._last_turn
+        """/healthz: None while the dispatcher turns, no event loop is blocked past the limit,
+        and the worker may claim, else why not (read from the probe's thread)."""
+        now = time.monotonic()
+        stalled = now - self._last_turn
         if stalled > LOOP_STALLED_AFTER_SECONDS:
             return f"the worker's loop has not turned for {stalled:.0f} s"
+        for loop in self._event_loops():
+            blocked_for = loop.blocked_for
+            if blocked_for > self.config.loop_block_limit:
+                culprit = loop.blocked_by
+                return (
+                    f"the event loop has been blocked for {blocked_for:.0f} s"
+                    + (f" by the handler of task {culprit.id}" if culprit is not None else "")
+                    + (" (a new loop runs the other async handlers)" if loop.retired else "")
+                )
+        abandoned = self._abandoned_threads()
+        if abandoned >= self.config.max_abandoned_threads:
+            return (
+                f"{abandoned} handler threads are left behind, still running (--max-abandoned-threads"
+                f" {self.config.max_abandoned_threads}): not claiming until one returns"
+            )
+        retry_at = self._thread_retry_at
+        if retry_at is not None and now < retry_at:
+            return "a handler thread could not start (the process is at its thread limit): not claiming for now"
         return None
+
+    def _event_loops(self) -> list[EventLoopThread]:
+        """The current event loop, if any, and the replaced ones whose thread still lives."""
+        current = self._event_loop
+        return [loop for loop in (current, *self._retired_loops) if loop is not None and loop.alive]
+
+    def _event_loop_lag(self) -> float:
+        """The metric: the longest lag of the worker's event loops, 0 with none."""
+        return max((loop.lag for loop in self._event_loops()), default=0.0)
+
+    def _abandoned_threads(self) -> int:
+        """Handler threads still running for attempts already ended: sync handlers left behind,
+        and the threads of replaced event loops."""
+        return len(self._left_behind) + sum(loop.alive for loop in self._retired_loops)
 
     def _readiness(self) -> str | None:
         """/readyz: None when the database answers with a schema this worker can use, else why
@@ -421,15 +473,11 @@ class Worker:
                 self._recorder.flush()
             if self.stopping:
                 if self._waiting:
-                    self._recorder.flush()
-                    waiting = list(self._waiting)
-                    self._waiting.clear()
-                    self._waiting_ids.clear()
-                    self._waiting_by_role.clear()
-                    self._recorder.release(waiting)
+                    self._hand_back_waiting("the worker is stopping")
                 if not self._running:
                     break
             else:
+                self._check_threads(now)
                 self._begin_waiting(now)
                 if self._claim_roles(now):
                     continue
@@ -438,7 +486,7 @@ class Worker:
             if self._recorder.buffered and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
                 continue
             self._recorder.flush()
-            if self.until_empty and not self._held and not self.stopping:
+            if self.until_empty and not self._held and not self.stopping and not self._claiming_paused:
                 # Drained: nothing in flight, and a claim made with nothing in flight found
                 # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
                 # snooze due now) may have made tasks ready: claim again at once.
@@ -449,9 +497,51 @@ class Worker:
             self._doorbell.wait(min(self._sleep_time(time.monotonic()), LOOP_TURN_MAX_SECONDS))
         self._recorder.flush()
 
+    def _hand_back_waiting(self, because: str) -> None:
+        """Release the tasks claimed and not begun, no retry spent."""
+        self._recorder.flush()
+        waiting = list(self._waiting)
+        self._waiting.clear()
+        self._waiting_ids.clear()
+        self._waiting_by_role.clear()
+        self._recorder.release(waiting, because=because)
+
+    @property
+    def _claiming_paused(self) -> bool:
+        return self._saturated or self._thread_retry_at is not None
+
+    def _check_threads(self, now: float) -> None:
+        """Stop claiming while --max-abandoned-threads handler threads are left behind, or for a
+        poll interval after a handler thread failed to start, handing back the tasks not begun:
+        a worker at its thread limit would otherwise die with the tasks it just claimed."""
+        self._retired_loops = [loop for loop in self._retired_loops if loop.alive]
+        if self._thread_retry_at is not None and now >= self._thread_retry_at:
+            self._thread_retry_at = None
+        abandoned = self._abandoned_threads()
+        saturated = abandoned >= self.config.max_abandoned_threads
+        if saturated and not self._saturated:
+            log.error(
+                "%d handler threads are left behind, still running (--max-abandoned-threads %d):"
+                " claiming stops and /healthz fails until one of them returns; the tasks not begun are handed back",
+                abandoned,
+                self.config.max_abandoned_threads,
+                extra=event("claiming_stopped"),
+            )
+        elif self._saturated and not saturated:
+            log.info(
+                "A handler thread left behind has returned (%d left behind): claiming again",
+                abandoned,
+                extra=event("claiming_resumed"),
+            )
+        self._saturated = saturated
+        if self._claiming_paused and self._waiting:
+            self._hand_back_waiting("the worker claims no more for now (its handler threads are used up)")
+
     def _free_slots(self, role: str) -> int:
         """The role's handler slots free, within the worker's, as long as the outcomes not
-        recorded yet leave room to claim."""
+        recorded yet leave room to claim; none while claiming is paused (_check_threads)."""
+        if self._claiming_paused:
+            return 0
         held = self._running_by_role[role] + self._waiting_by_role[role]
         return min(
             self._shares[role] - held,
@@ -570,7 +660,7 @@ class Worker:
         if not self._waiting or len(self._running) >= self.config.concurrency:
             return
         blocked: list[Task] = []
-        while self._waiting and len(self._running) < self.config.concurrency:
+        while self._waiting and len(self._running) < self.config.concurrency and not self._claiming_paused:
             task = self._waiting.popleft()
             if self._running_by_role[task.role] >= self._shares[task.role]:
                 blocked.append(task)
@@ -593,13 +683,30 @@ class Worker:
         attempt = Attempt(task, now, now + self.run_timeouts[task.role])
         self._running[task.id] = attempt
         self._running_by_role[task.role] += 1
-        if self._is_async(task.role):
-            if self._event_loop is None:
-                self._event_loop = EventLoopThread()
+        is_async = self._is_async(task.role)
+        try:
+            if not is_async:
+                self._pool.submit(lambda: self._attempt(attempt))
+            elif self._event_loop is None:
+                self._event_loop = EventLoopThread(self.config.loop_block_limit, self._on_loop_blocked)
+        except RuntimeError as error:
+            # "can't start new thread": the process is at its thread limit.
+            self._thread_retry_at = now + self.config.poll_interval
+            log.error(
+                "Task %s: no thread could start for its handler (%s): handing it back and claiming"
+                " no more for %g s",
+                task.id,
+                error,
+                self.config.poll_interval,
+                extra=event("handler_thread_failed", task_id=task.id),
+            )
+            self._drop(attempt, now)
+            self._recorder.release([task], duration=0.0, because="no thread could start for its handler")
+            return
+        if is_async:
+            attempt.event_loop = self._event_loop
             attempt.future = self._event_loop.submit(run_attempt_async(self.registry, task))
             attempt.future.add_done_callback(lambda future: self._async_done(attempt, future))
-        else:
-            self._pool.submit(lambda: self._attempt(attempt))
 
     def _is_async(self, role: str) -> bool:
         answer = self._async_roles.get(role)
@@ -616,6 +723,60 @@ class Worker:
         self._outcomes.put((attempt, async_outcome(attempt.task, future)))
         self._doorbell.ring()
 
+    def _on_loop_blocked(self, loop: EventLoopThread) -> None:
+        """A watchdog saw its loop blocked past the limit (called from the watchdog's thread)."""
+        self._blocked_loops.put(loop)
+        self._doorbell.ring()
+
+    def _loop_blocked(self, blocked: EventLoopThread, now: float) -> None:
+        """An async handler's step has held the event loop past --loop-block-limit-seconds: its
+        attempt fails, the other attempts on that loop are handed back (no retry spent: their
+        coroutines are bound to the blocked loop, so they run again from the start), and the
+        async handlers run on a new loop from now on; the blocked one is cancelled and stops
+        once the handler lets go of it. When the step that blocks belongs to no attempt, no one
+        is to blame and the loop stays: /healthz fails until it turns again."""
+        if blocked is not self._event_loop:
+            return
+        limit = self.config.loop_block_limit
+        culprit = blocked.blocked_by
+        if culprit is None:
+            log.error(
+                "The event loop has been blocked for more than %g s, by no handler's step: /healthz fails"
+                " until it turns again. Where it is blocked:\n%s",
+                limit,
+                blocked.blocked_at,
+                extra=event("event_loop_blocked"),
+            )
+            return
+        log.error(
+            "Task %s: its handler has blocked the event loop for more than %g s: failing its attempt,"
+            " handing back the other async tasks of that loop, and starting a new loop",
+            culprit.id,
+            limit,
+            extra=event("event_loop_replaced", task_id=culprit.id),
+        )
+        self._event_loop = None
+        self._retired_loops = [*self._retired_loops, blocked]
+        self.metrics.event_loops_replaced.inc()
+        for attempt in [attempt for attempt in self._running.values() if attempt.event_loop is blocked]:
+            task = attempt.task
+            if task is culprit:
+                error = EventLoopBlocked(f"the handler blocked the event loop for more than {limit:g} s")
+                if blocked.blocked_at:
+                    error.add_note(f"Where the event loop was blocked:\n{blocked.blocked_at}")
+                task.abort.fire("blocked_event_loop")
+                self._end(attempt, Outcome(error=error), now)
+            elif task.abort.fired:
+                # Aborted already (cancelled, timed out, lost): it ends as its abort says.
+                self._end(attempt, Outcome(), now)
+            else:
+                task.abort.fire("event_loop_replaced")
+                duration = self._drop(attempt, now)
+                self._recorder.release(
+                    [task], duration=duration, because="another handler blocked its event loop: it runs again"
+                )
+        blocked.retire()
+
     def _collect(self, now: float) -> None:
         """Record the outcomes the handlers queued, and start the wind-down of aborted attempts."""
         while True:
@@ -626,6 +787,18 @@ class Worker:
             # An attempt left behind or handed back has its outcome already.
             if self._running.get(attempt.task.id) is attempt:
                 self._end(attempt, outcome, now)
+            else:
+                # A handler left behind returned: its thread serves the pool again.
+                self._left_behind.discard(attempt)
+            if attempt.future is None:
+                # A pool thread is idle: the next sync handler needs no new one.
+                self._thread_retry_at = None
+        while True:
+            try:
+                blocked = self._blocked_loops.get_nowait()
+            except queue.Empty:
+                break
+            self._loop_blocked(blocked, now)
         while True:
             try:
                 task_id = self._aborted.get_nowait()
@@ -641,6 +814,8 @@ class Worker:
         for attempt in list(self._winding_down.values()):
             if now >= attempt.wind_down_until:
                 task = attempt.task
+                if attempt.future is None:
+                    self._left_behind.add(attempt)
                 if task.abort.reason == "shutdown":
                     self._end(attempt, Outcome(handed_back=True), now)
                     continue
@@ -692,6 +867,8 @@ class Worker:
     def _sleep_time(self, now: float) -> float:
         """Until the next thing to watch: a run deadline, a wind-down, the grace, the poll."""
         deadlines = [attempt.wind_down_until for attempt in self._winding_down.values()]
+        if self._thread_retry_at is not None:
+            deadlines.append(self._thread_retry_at)
         for attempt in self._running.values():
             if not attempt.task.abort.fired:
                 deadlines.append(attempt.deadline)
@@ -709,14 +886,20 @@ class Worker:
     def _end(self, attempt: Attempt, outcome: Outcome, now: float) -> None:
         """The attempt is over: record how."""
         task = attempt.task
+        if task.abort.reason == "shutdown":
+            outcome.handed_back = True
+        outcome.duration = self._drop(attempt, now)
+        self._decided(task, outcome)
+
+    def _drop(self, attempt: Attempt, now: float) -> float:
+        """The attempt no longer runs: how long it ran."""
+        task = attempt.task
         del self._running[task.id]
         self._running_by_role[task.role] -= 1
         self._winding_down.pop(task.id, None)
-        if task.abort.reason == "shutdown":
-            outcome.handed_back = True
-        outcome.duration = now - attempt.started
-        self.metrics.ran(task.role, outcome.duration)
-        self._decided(task, outcome)
+        duration = now - attempt.started
+        self.metrics.ran(task.role, duration)
+        return duration
 
     def _decided(self, task: Task, outcome: Outcome) -> None:
         """Record the outcome, in the task's context (its log lines carry its id)."""

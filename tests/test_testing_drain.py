@@ -197,6 +197,29 @@ def test_a_drain_runs_in_any_thread(taskpool: TaskpoolDatabase, registry: Regist
     assert [report.status for report in taskpool.tasks()] == ["completed"]
 
 
+def test_a_drain_of_async_handlers_leaves_no_event_loop_thread_behind(
+    taskpool: TaskpoolDatabase, registry: Registry
+):
+    taskpool.add_role("async_noop", max_retries=0)
+
+    @registry.handler("async_noop")
+    async def async_noop(task):
+        return {"thread": threading.current_thread().name}
+
+    taskpool.enqueue("async_noop")
+    assert taskpool.drain(registry).ran == 1
+    assert [report.result for report in taskpool.tasks()] == [{"thread": "asyncio"}]
+
+    def loop_threads() -> list[str]:
+        """The event loop's thread and its watchdog's, while they live."""
+        return [thread.name for thread in threading.enumerate() if thread.name.startswith("asyncio")]
+
+    deadline = time.monotonic() + 10
+    while loop_threads() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert loop_threads() == []
+
+
 def test_drain_refuses_bad_input_clearly(taskpool: TaskpoolDatabase, registry: Registry):
     with pytest.raises(ConfigurationError, match="no handler is registered"):
         drain(taskpool.url, None, registry)
