@@ -145,6 +145,7 @@ def run_attempt(registry: handlers.Registry, task: Task) -> Outcome:
     except BaseException as error:  # noqa: BLE001 - every failure is recorded
         outcome.error = error
     finally:
+        end_lease(task)
         handlers.current_task.reset(token)
     return outcome
 
@@ -153,10 +154,20 @@ async def run_attempt_async(registry: handlers.Registry, task: Task) -> Any:
     """Run an async handler through the middlewares (on the event loop, in its own asyncio
     task, whose context carries the task for the log lines)."""
     handlers.current_task.set(task)
-    result = registry.run(task)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+    try:
+        result = registry.run(task)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    finally:
+        end_lease(task)
+
+
+def end_lease(task: Task) -> None:
+    """The handler returned: its attempt's connection, if it borrowed one, goes back to the pool
+    (rolled back if left in a transaction) before the outcome is recorded."""
+    if task.lease is not None:
+        task.lease.end(task.id)
 
 
 def async_outcome(task: Task, future: concurrent.futures.Future) -> Outcome:
