@@ -307,6 +307,7 @@ def run_attempt(registry: handlers.Registry, task: Task) -> Outcome:
     except BaseException as error:  # noqa: BLE001 - every failure is recorded
         outcome.error = error
     finally:
+        end_lease(task)
         handlers.current_task.reset(token)
     return outcome
 
@@ -317,11 +318,21 @@ async def run_attempt_async(registry: handlers.Registry, task: Task) -> Any:
     the attempt a step that blocks the loop belongs to: the handler's first step comes after a
     yield, so that its context names the task already)."""
     handlers.current_task.set(task)
-    await asyncio.sleep(0)
-    result = registry.run(task)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+    try:
+        await asyncio.sleep(0)
+        result = registry.run(task)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    finally:
+        end_lease(task)
+
+
+def end_lease(task: Task) -> None:
+    """The handler returned: its attempt's connection, if it borrowed one, goes back to the pool
+    (rolled back if left in a transaction) before the outcome is recorded."""
+    if task.lease is not None:
+        task.lease.end(task.id)
 
 
 def async_outcome(task: Task, future: concurrent.futures.Future) -> Outcome:

@@ -444,7 +444,7 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     type=click.IntRange(min=1, max=1000),
     show_default="1 a role; with ROLE=N shares, their sum",
     help="Run up to N tasks at the same time in one worker process, all its roles together"
-    " (on at most 4 connections).",
+    " (the worker's own calls on at most 4 connections; its handlers borrow theirs from a pool of N).",
 )
 @click.option(
     "--processes",

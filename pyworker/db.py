@@ -3,8 +3,9 @@
 Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
 A `Database` owns one autocommit connection (every call is its own short transaction, so a
 transaction-mode pooler works, given pooled=True) and is used by one thread. A lost connection raises
-DatabaseUnavailable; the next call connects again. The crawler's SQL is in its own package
-(taskpool_crawler.db), pg_cron's in pyworker.cron.
+DatabaseUnavailable; the next call connects again. A handler's Database (`task.database()`) is on
+its attempt's own connection instead, borrowed from its worker's pool (pyworker/connections.py).
+The crawler's SQL is in its own package (taskpool_crawler.db), pg_cron's in pyworker.cron.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import pq, sql
@@ -35,8 +36,12 @@ from pyworker.errors import (
     SchemaMismatch,
     SchemaMissing,
     TaskLost,
+    TaskpoolError,
     translate,
 )
+
+if TYPE_CHECKING:
+    from pyworker.connections import AttemptConnection
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
 REQUIRED_SCHEMA_VERSION = (0, 7, 0)
@@ -103,6 +108,31 @@ class Task:
     headers: dict[str, str] = field(default_factory=dict)
     parent_id: int | None = None
     abort: AbortSignal = field(default_factory=AbortSignal, compare=False, repr=False)
+    # The attempt's own database connection, lent by its worker (None outside a worker).
+    lease: AttemptConnection | None = field(default=None, compare=False, repr=False)
+
+    def connection(self) -> psycopg.Connection:
+        """This attempt's own connection (autocommit, rows as dicts), borrowed from the worker's
+        pool at the first call, the same one for the rest of the attempt, given back when the
+        attempt ends (rolled back if left in a transaction): no other handler ever uses it while
+        this attempt holds it. TaskpoolError outside a worker (no database is behind the task)."""
+        return self._lease().get()
+
+    def database(self, kind: type[DatabaseT] | None = None) -> DatabaseT:
+        """A Database (or `kind`, a subclass of it, such as a package's own) whose every call,
+        and every transaction(), runs on this attempt's own connection (connection())."""
+        connections = self._lease().connections
+        database_class = Database if kind is None else kind
+        return database_class(connections.url, pooled=connections.pooled, connection=self.connection)
+
+    def _lease(self) -> AttemptConnection:
+        if self.lease is None:
+            raise TaskpoolError(
+                f"task {self.id} has no database connection: it is not run by a worker"
+                " (pyworker.testing.run_handler runs without a database; test with the taskpool"
+                " fixture's drain)"
+            )
+        return self.lease
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Task:
@@ -115,11 +145,13 @@ class Task:
     def as_json(self) -> dict[str, Any]:
         """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
         # Not dataclasses.asdict: it deep-copies every field, and the abort signal holds a lock.
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "abort"}
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_COLUMNS}
         return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in data.items()}
 
 
-_TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name != "abort")
+# The attempt's own: its abort signal and its connection.
+_NOT_COLUMNS = frozenset({"abort", "lease"})
+_TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name not in _NOT_COLUMNS)
 _OPTIONAL_COLUMNS = frozenset({"headers", "parent_id"})
 
 # Worker side
@@ -537,6 +569,13 @@ def _time_loaders() -> dict[str, type[Loader]]:
 _TIME_LOADERS = _time_loaders()
 
 
+def configure_connection(conn: psycopg.Connection[Any], *, exact_numbers: bool) -> None:
+    """What every taskpool connection loads its JSON and times with (see Database)."""
+    set_json_loads(_load_exact_json if exact_numbers else _load_json, conn)
+    for type_name, loader in _TIME_LOADERS.items():
+        conn.adapters.register_loader(type_name, loader)
+
+
 def storable_text(text: str) -> str:
     """`text` as PostgreSQL's text can hold it: NULs and lone surrogates as backslash escapes."""
     return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
@@ -553,6 +592,7 @@ class Database:
         exact_numbers: bool = False,
         pooled: bool = False,
         on_reconnect: Callable[[], object] | None = None,
+        connection: Callable[[], psycopg.Connection] | None = None,
     ) -> None:
         """`exact_numbers`: load JSON numbers as Decimal (every digit kept, as the CLI prints
         them) rather than int and float (what handlers get). `pooled`: `url` goes through a
@@ -560,12 +600,14 @@ class Database:
         sixth run, on whichever server connection that transaction got, and PgBouncer before 1.21
         does not carry prepared statements over to the others (docs/pgbouncer.md).
         `on_reconnect`: called each time a connection is opened after the first (a worker counts
-        them in its metrics)."""
+        them in its metrics). `connection`: where each call takes its connection instead of
+        opening its own (a handler's attempt: Task.database()); close() then leaves it be."""
         self.url = url
         self.application_name = application_name
         self.exact_numbers = exact_numbers
         self.pooled = pooled
         self.on_reconnect = on_reconnect
+        self._borrowed = connection
         self._conn: psycopg.Connection | None = None
         self._connected_before = False
 
@@ -576,6 +618,8 @@ class Database:
 
     def connect(self) -> psycopg.Connection:
         """The open connection, opened now if there is none or the last one broke."""
+        if self._borrowed is not None:
+            return self._borrowed()
         if self._conn is None or self._conn.closed or self._conn.broken:
             self.close()
             try:
@@ -589,9 +633,7 @@ class Database:
                 )
             except psycopg.Error as error:
                 raise translate(error) from error
-            set_json_loads(_load_exact_json if self.exact_numbers else _load_json, self._conn)
-            for type_name, loader in _TIME_LOADERS.items():
-                self._conn.adapters.register_loader(type_name, loader)
+            configure_connection(self._conn, exact_numbers=self.exact_numbers)
             if self._connected_before and self.on_reconnect is not None:
                 self.on_reconnect()
             self._connected_before = True
@@ -1013,6 +1055,9 @@ class Database:
             RECORD_PLATFORM_RESULT,
             {"platform": platform, "succeeded": succeeded, "error_message": error_message},
         )["circuit"]
+
+
+DatabaseT = TypeVar("DatabaseT", bound=Database)
 
 
 def pooled_connection_options(pooled: bool) -> dict[str, Any]:

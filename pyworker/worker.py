@@ -1,7 +1,8 @@
 """The worker: claim tasks, run up to --concurrency handlers at once, heartbeat them, record outcomes.
 
-One process, many tasks at once, on four connections whatever the concurrency, one per thread,
-each a short transaction per call:
+One process, many tasks at once, on four connections of its own whatever the concurrency, one per
+thread, each a short transaction per call (the handlers' connections are apart: a pool sized to the
+concurrency, one connection per attempt that asks, pyworker/connections.py):
 
 - the main thread is the dispatcher: it claims as many tasks as it has free slots in one call
   (claim_and_start_tasks), hands each to a handler (pyworker/attempts.py), collects the outcomes
@@ -48,6 +49,7 @@ import psycopg
 
 from pyworker import command_protocol, handlers, logs
 from pyworker.config import POOLED_ENVVAR, WorkerConfig, default_worker_id
+from pyworker.connections import HandlerConnections
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
@@ -182,6 +184,13 @@ class Worker:
         self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
         self._aborted: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._pool = HandlerPool()
+        # The handlers' own connections, one per attempt that asks (task.database()).
+        self._connections = HandlerConnections(
+            config.database_url,
+            size=config.concurrency,
+            application_name=f"pyworker {config.worker_id} handler",
+            pooled=config.pooled,
+        )
         self._event_loop: EventLoopThread | None = None
         self._async_roles: dict[str, bool] = {}
         # Loops replaced because a handler blocked them, while their thread lives; the loops the
@@ -278,6 +287,7 @@ class Worker:
             for thread in threads:
                 thread.join(timeout=5)
             self._deregister()
+            self._connections.close()
             self.db.close()
             self._doorbell.close()
             if probes is not None:
@@ -681,6 +691,7 @@ class Worker:
             self._decided(task, Outcome(refused=f"the payload cannot be read: {task.payload.reason}", duration=0.0))
             return
         attempt = Attempt(task, now, now + self.run_timeouts[task.role])
+        task.lease = self._connections.lease()
         self._running[task.id] = attempt
         self._running_by_role[task.role] += 1
         is_async = self._is_async(task.role)
@@ -760,6 +771,8 @@ class Worker:
         self.metrics.event_loops_replaced.inc()
         for attempt in [attempt for attempt in self._running.values() if attempt.event_loop is blocked]:
             task = attempt.task
+            # Its coroutine keeps what it borrowed until the blocked loop lets it go.
+            task.lease.abandon()
             if task is culprit:
                 error = EventLoopBlocked(f"the handler blocked the event loop for more than {limit:g} s")
                 if blocked.blocked_at:
@@ -816,6 +829,8 @@ class Worker:
                 task = attempt.task
                 if attempt.future is None:
                     self._left_behind.add(attempt)
+                # Its handler runs on: the connection it holds is no longer the attempt's.
+                task.lease.abandon()
                 if task.abort.reason == "shutdown":
                     self._end(attempt, Outcome(handed_back=True), now)
                     continue

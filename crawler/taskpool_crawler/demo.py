@@ -15,15 +15,18 @@ The database must hold the deployed schema (scripts/demo deploys a fresh one eac
     both platforms (add_proxy), which every platform request goes through, in turn; and an S3
     object store, moto's server on loopback, whose bucket the workers store payloads and images in
     (TASKPOOL_STORAGE=s3://taskpool-demo, AWS_ENDPOINT_URL);
- 3. workers for every role: one command per role, `pyworker --role R --handlers
-    taskpool_crawler.handlers --processes N`, runs that role's N worker processes;
+ 3. workers for every role, each role at the concurrency its Kubernetes manifest gives a pod
+    (ROLE_CONCURRENCY): a few commands `pyworker --role R=N ... --concurrency C --handlers
+    taskpool_crawler.handlers --processes P`, each running P processes that serve one or several
+    roles (WORKER_COMMANDS: the discoveries and the crawls share one);
  4. discovery: the store_discovery schedule runs now; the SQL chains queue each new store's
     first crawl (product_discovery) and each crawl's product_refresh, which queues an
     image_download per image URL not stored yet (the round waits for them too);
  5. a resync round with drifted menus: the simulator's clock moves 4 hours, a product_resync is
     queued for every store, and dutchie goes down until its circuit opens;
  6. analytics: the analytics_refresh schedule runs now;
- 7. the summary: tasks by role and status, tasks per second of crawling, the payloads and the
+ 7. the summary: tasks by role and status, tasks per second of crawling, the concurrency each
+    worker process ran at, the payloads and the
     bucket's objects and bytes (listed from it), the images (downloads, unique images stored,
     their bytes), the capacity view at the busiest moment sampled, the summary of one store's
     payload diff, the circuit-breaker events, and each proxy's figures (requests, failures, its
@@ -78,17 +81,52 @@ DEMO_S3_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "taskpool-demo-secret",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
-# Worker processes per role: the crawl and refresh roles are the busy ones.
-WORKERS = {
+# How many tasks of each role one worker process runs at once: the WORKER_CONCURRENCY its
+# Kubernetes manifest gives a pod (kubernetes/crawler/roles/ROLE/kustomization.yaml, else the
+# base Deployment's; crawler/tests/test_crawler_demo.py checks that they agree).
+ROLE_CONCURRENCY = {
     "store_discovery": 1,
-    "entry_point_discovery": 1,
-    "product_discovery": 4,
-    "product_resync": 4,
-    "product_refresh": 3,
+    "entry_point_discovery": 4,
+    "product_discovery": 10,
+    "product_resync": 20,
+    "product_refresh": 4,
     "analytics_refresh": 1,
-    "image_download": 2,
+    "image_download": 4,
 }
-CRAWLER_ROLES = tuple(WORKERS)
+CRAWLER_ROLES = tuple(ROLE_CONCURRENCY)
+
+
+@dataclass(frozen=True)
+class WorkerCommand:
+    """One `pyworker --role R=N ... --concurrency C --processes P` command: P worker processes,
+    each serving `roles`, every role at its manifest's concurrency (its share of the process),
+    the process running their sum at once."""
+
+    name: str
+    roles: tuple[str, ...]
+    processes: int = 1
+
+    @property
+    def concurrency(self) -> int:
+        return sum(ROLE_CONCURRENCY[role] for role in self.roles)
+
+    def describe(self) -> str:
+        shares = ", ".join(f"{role} {ROLE_CONCURRENCY[role]}" for role in self.roles)
+        return f"{self.name} x{self.processes} at --concurrency {self.concurrency} ({shares})"
+
+
+# The demo's worker commands. The discoveries and the crawls share a process, as they may in a
+# deployment: a discovery's transaction runs beside the crawls' payload records, each handler on a
+# connection of its own. The refreshes, the busiest on the CPU, get two processes.
+WORKER_COMMANDS = (
+    WorkerCommand(
+        "discovery-and-crawls",
+        ("store_discovery", "entry_point_discovery", "product_discovery", "product_resync"),
+    ),
+    WorkerCommand("refresh-and-analytics", ("product_refresh", "analytics_refresh"), processes=2),
+    WorkerCommand("images", ("image_download",)),
+)
+WORKER_PROCESSES = sum(command.processes for command in WORKER_COMMANDS)
 PLATFORMS = ("dutchie", "jane")
 STATES = ("AZ", "CA", "CO", "MI")
 OUTAGE_PLATFORM = "dutchie"
@@ -516,36 +554,39 @@ class Demo:
             "HEARTBEAT_INTERVAL_MS": "5000",
             "SHUTDOWN_GRACE_SECONDS": "5",
         }
-        for role, count in WORKERS.items():
+        for command in WORKER_COMMANDS:
+            roles = [f"--role={role}={ROLE_CONCURRENCY[role]}" for role in command.roles]
             self.spawn(
-                role,
+                command.name,
                 [
                     sys.executable,
                     "-m",
                     "pyworker",
-                    "--role",
-                    role,
+                    *roles,
+                    "--concurrency",
+                    str(command.concurrency),
                     "--handlers",
                     HANDLERS,
                     "--worker-id",
-                    f"demo-{role}",
+                    f"demo-{command.name}",
                     "--processes",
-                    str(count),
+                    str(command.processes),
                 ],
                 env,
             )
-        wanted = sum(WORKERS.values())
+        wanted = WORKER_PROCESSES
         deadline = time.monotonic() + 60
-        while (found := len(self.db.workers())) < wanted:
+        while (found := self.worker_count()) < wanted:
             self.check_processes()
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {found} of {wanted} workers registered: see {self.logs}")
             time.sleep(0.2)
         self.worker_processes = found
         say(
-            f"workers: {found} worker processes, registered, from {len(WORKERS)} commands"
-            " `pyworker --role R --processes N` (one per role): "
-            + ", ".join(f"{role} x{count}" for role, count in WORKERS.items())
+            f"workers: {found} worker processes, registered, from {len(WORKER_COMMANDS)} commands"
+            " `pyworker --role R=N ... --concurrency C --processes P`, each role at the concurrency"
+            " of its Kubernetes manifest: "
+            + "; ".join(command.describe() for command in WORKER_COMMANDS)
         )
 
     def check_processes(self) -> None:
@@ -707,6 +748,10 @@ class Demo:
             f" rounds above), {completed / crawl_seconds:.1f} tasks per second with"
             f" {self.worker_processes} worker processes"
         )
+        say(
+            "worker processes, each role at the concurrency of its Kubernetes manifest: "
+            + "; ".join(command.describe() for command in WORKER_COMMANDS)
+        )
         causes: dict[str, int] = {}
         for row in self.db.attempt_errors():
             kind = cause(row["error_message"]) or "other"
@@ -827,14 +872,15 @@ class Demo:
                 say(f"{name} did not stop within {STOP_GRACE_SECONDS:.0f} s: killing it")
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-        commands = [name for name in self.processes if name in WORKERS]
-        others = [name for name in self.processes if name not in WORKERS]
+        names = {command.name for command in WORKER_COMMANDS}
+        commands = [name for name in self.processes if name in names]
+        others = [name for name in self.processes if name not in names]
         left = self.registered_workers()
         if commands and None in (registered, left):
-            say(f"stopped the {len(commands)} `pyworker --role R --processes N` commands")
+            say(f"stopped the {len(commands)} `pyworker --role R=N ... --processes P` commands")
         elif commands:
             say(
-                f"stopped the {len(commands)} `pyworker --role R --processes N` commands: of their"
+                f"stopped the {len(commands)} `pyworker --role R=N ... --processes P` commands: of their"
                 f" {registered} worker processes, {registered - left} deregistered"
                 + (f", {left} did not (killed: the tick takes their tasks back)" if left else "")
             )
@@ -849,11 +895,15 @@ class Demo:
                 say(f"could not remove the demo's pg_cron job: {error}")
         self.db.close()
 
+    def worker_count(self) -> int:
+        """The worker processes registered (v_workers has a row per role a process serves)."""
+        return len({worker["worker_id"] for worker in self.db.workers()})
+
     def registered_workers(self) -> int | None:
         """How many workers the registry holds (task_workers); None when it cannot be read (the
         demo may be stopping because the database went away)."""
         try:
-            return len(self.db.workers())
+            return self.worker_count()
         except TaskpoolError:
             return None
 

@@ -67,7 +67,11 @@ Settings, from the environment:
                                (default dutchie,jane: the simulator's)
     TASKPOOL_STATES            store_discovery's states when its task names none
                                (default AZ,CA,CO,MI)
-    DATABASE_URL               the taskpool database (the worker exports its own)
+
+Each handler works on its attempt's own database connection (`database(task)`, which is
+`task.database(CrawlerDatabase)`: borrowed from the worker's pool, sized to its --concurrency,
+and given back when the attempt ends), never on one shared by the process: store_discovery's
+transaction holds its own upserts only, whatever else the process runs at the same time.
 
 The handlers call only functions granted to taskpool_worker (get_dispensary, get_crawl_payload
 and the rest), so a crawler worker needs no table privileges. A real platform plugs in through
@@ -79,13 +83,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
-from pyworker.config import default_database_url, pooled_from_environment
 from pyworker.db import Task
 from pyworker.errors import (
     ConfigurationError,
@@ -94,7 +96,7 @@ from pyworker.errors import (
     Refused,
     Snooze,
 )
-from pyworker.handlers import Aborted, Completion, Registry, registry
+from pyworker.handlers import Aborted, Completion, Registry, current_task, registry
 from taskpool_crawler import storage
 from taskpool_crawler.client import (
     DEFAULT_MAX_MENU_BYTES,
@@ -153,7 +155,7 @@ def http_client(platform: str) -> HttpPlatformClient:
         base_url,
         platform,
         timeout=timeout,
-        proxies=DatabaseProxies(database),
+        proxies=DatabaseProxies(_running_task_database),
         max_menu_bytes=max_menu_bytes(),
     )
 
@@ -187,21 +189,18 @@ def client_for(platform: str) -> PlatformClient:
     return _client_factory(platform)
 
 
-_db_lock = threading.Lock()
-_db: CrawlerDatabase | None = None
+def database(task: Task) -> CrawlerDatabase:
+    """The crawler's calls on the attempt's own connection (task.database(): borrowed from the
+    worker's pool for this attempt alone), so a transaction holds this handler's statements only."""
+    return task.database(CrawlerDatabase)
 
 
-def database() -> CrawlerDatabase:
-    """This process's connection for the handlers (one task runs at a time per worker)."""
-    global _db
-    with _db_lock:
-        if _db is None:
-            url = os.environ.get("DATABASE_URL") or default_database_url()
-            worker_id = os.environ.get("WORKER_ID", str(os.getpid()))
-            _db = CrawlerDatabase(
-                url, application_name=f"pyworker {worker_id} crawler", pooled=pooled_from_environment()
-            )
-        return _db
+def _running_task_database() -> CrawlerDatabase:
+    """The database of the attempt running in this context (the HTTP client's proxies ask it)."""
+    task = current_task.get()
+    if task is None:
+        raise ConfigurationError("the crawler's platform client asks the database only within a task's attempt")
+    return database(task)
 
 
 def _names(value: Any, what: str, normal: Callable[[str], str]) -> list[str]:
@@ -234,7 +233,7 @@ def await_turn(task: Task, platform: str) -> None:
 
     Snooze when its circuit is open; Aborted when the attempt is aborted while waiting.
     """
-    db = database()
+    db = database(task)
     while True:
         _check_abort(task)
         try:
@@ -250,9 +249,9 @@ def await_turn(task: Task, platform: str) -> None:
             raise Aborted(task.abort.reason)
 
 
-def report(platform: str, succeeded: bool, error: str | None = None) -> None:
+def report(task: Task, platform: str, succeeded: bool, error: str | None = None) -> None:
     """Tell the circuit breaker how a platform request went; log a failure that finds it open."""
-    circuit = database().record_platform_result(platform, succeeded, error)
+    circuit = database(task).record_platform_result(platform, succeeded, error)
     if not succeeded and circuit == "open":
         log.warning(
             "Platform %s: its circuit is open (claims of its tasks wait for the cooldown);"
@@ -262,14 +261,14 @@ def report(platform: str, succeeded: bool, error: str | None = None) -> None:
         )
 
 
-def report_error(platform: str, error: PlatformError) -> None:
+def report_error(task: Task, platform: str, error: PlatformError) -> None:
     """Tell the circuit breaker of a failed platform request: a platform that answered, even 404,
     is up, so only retryable errors count as failures; a request no proxy could carry never
     reached the platform, so the breaker is not told."""
     if isinstance(error, ProxyUnavailable):
         log.warning("Platform %s: %s", platform, error.message)
         return
-    report(platform, not error.retryable, error.message if error.retryable else None)
+    report(task, platform, not error.retryable, error.message if error.retryable else None)
 
 
 def platform_call(task: Task, platform: str, call: Callable[[], Any]) -> Any:
@@ -280,9 +279,9 @@ def platform_call(task: Task, platform: str, call: Callable[[], Any]) -> Any:
     try:
         value = call()
     except PlatformError as error:
-        report_error(platform, error)
+        report_error(task, platform, error)
         raise
-    report(platform, True)
+    report(task, platform, True)
     return value
 
 
@@ -301,7 +300,7 @@ def _store(task: Task) -> dict[str, Any]:
     if task.dispensary_id is None:
         raise PermanentError(f"role {task.role} needs a dispensary_id and the task has none")
     try:
-        return database().get_dispensary(task.dispensary_id)
+        return database(task).get_dispensary(task.dispensary_id)
     except NotFound as error:
         raise PermanentError(
             f"dispensary {task.dispensary_id} does not exist (deleted?)"
@@ -369,7 +368,7 @@ def store_discovery(task: Task) -> dict[str, Any]:
         listed[platform] = stores
     _check_abort(task)
 
-    db = database()
+    db = database(task)
     new_ids: list[int] = []
     summary: dict[str, Any] = {}
     with db.transaction():
@@ -419,7 +418,7 @@ def entry_point_discovery(task: Task) -> Any:
         raise
     if platform_id is None:
         raise PermanentError(f"{platform} knows no store with the menu URL {menu_url}")
-    database().set_store_platform_id(store["id"], platform_id)
+    database(task).set_store_platform_id(store["id"], platform_id)
     log.info("Task %s: dispensary %s is %s store %s", task.id, store["id"], platform, platform_id)
     result = {"platform": platform, "platform_dispensary_id": platform_id, "resolved": True}
     if store.get("last_crawled_at") is None and store.get("active", True):
@@ -455,7 +454,7 @@ def fetch_and_save(task: Task) -> dict[str, Any]:
     try:
         body = client.fetch_menu(platform_id)
     except PlatformError as error:
-        report_error(platform, error)
+        report_error(task, platform, error)
         _fail_for_good_unless_retryable(error, f"fetching the menu of {label}")
         raise
     fetched_at = datetime.now(timezone.utc)
@@ -465,13 +464,14 @@ def fetch_and_save(task: Task) -> dict[str, Any]:
     except CorruptMenu as corrupt:
         problem = corrupt
     report(
+        task,
         platform,
         problem is None,
         None if problem is None else f"corrupt menu of {label}: {problem}",
     )
 
     saved = storage.save_payload(body, store["id"], fetched_at)
-    db = database()
+    db = database(task)
     payload_id = db.record_crawl_payload(
         store["id"], fetched_at, saved.storage_path, saved.size_bytes, saved.sha256
     )
@@ -516,7 +516,7 @@ def product_refresh(task: Task) -> dict[str, Any]:
         raise PermanentError(
             f'product_refresh needs a payload {{"payload_id": N}}, not {task.payload!r}'
         )
-    db = database()
+    db = database(task)
     try:
         payload = db.get_crawl_payload(payload_id)
     except NotFound as error:
@@ -633,7 +633,7 @@ def image_download(task: Task) -> dict[str, Any]:
     if not task.platform:
         raise PermanentError(f"image_download of {url} needs the task's platform (whose rate limit it obeys)")
     client = client_for(task.platform)
-    db = database()
+    db = database(task)
     try:
         data, content_type = platform_call(
             task, task.platform, partial(client.fetch_image, url, MAX_IMAGE_BYTES)
@@ -674,7 +674,7 @@ def image_download(task: Task) -> dict[str, Any]:
 @handler("analytics_refresh")
 def analytics_refresh(task: Task) -> dict[str, Any]:
     """Refresh the analytics materialized views (concurrently, in SQL)."""
-    rows = database().refresh_analytics()
+    rows = database(task).refresh_analytics()
     log.info("Task %s: analytics refreshed: %s", task.id, rows)
     return rows
 
@@ -689,7 +689,7 @@ def payload_file_removal(task: Task) -> dict[str, Any]:
     first, then its outbox row. A crash in between leaves the row, and the next run removes a
     file that is gone already, which counts as removed. A path outside the storage directory is
     never touched, only forgotten (and counted as refused)."""
-    db = database()
+    db = database(task)
     counts = {"removed": 0, "missing": 0, "refused": 0}
     while True:
         _check_abort(task)
@@ -727,7 +727,7 @@ def payload_storage_sweep(task: Task) -> dict[str, Any]:
             f'payload_storage_sweep takes {{"older_than_seconds": N}}, N from 60 to {MAX_SWEEP_GRACE},'
             f" not {task.payload!r}"
         )
-    db = database()
+    db = database(task)
     # The database's clock, as retention's: an object's age is told against the same time.
     counts = storage.sweep_unrecorded_payloads(
         db.unrecorded_payload_paths, older_than=timedelta(seconds=seconds), now=db.now()

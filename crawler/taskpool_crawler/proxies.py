@@ -19,8 +19,8 @@ log = logging.getLogger("pyworker")
 
 
 class DatabaseProxies:
-    """A ProxyPool over take_proxy and report_proxy_result, on the connection `database()`
-    returns (the handlers' own)."""
+    """A ProxyPool over take_proxy and report_proxy_result, on the database `database()`
+    returns (in a worker, the running attempt's own connection)."""
 
     def __init__(self, database: Callable[[], CrawlerDatabase]) -> None:
         self.database = database

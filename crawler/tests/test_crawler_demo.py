@@ -19,12 +19,19 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from core_fixtures import COPY_PREFIX, admin_connect, database_url, drop_database, url_for_database
+from core_fixtures import (
+    COPY_PREFIX,
+    REPO_ROOT,
+    admin_connect,
+    database_url,
+    drop_database,
+    url_for_database,
+)
+from kustomize_build import build
 from psycopg import sql
 
-from taskpool_crawler.demo import WORKERS
-
-WORKER_PROCESSES = sum(WORKERS.values())
+from taskpool_crawler.demo import CRAWLER_ROLES, ROLE_CONCURRENCY, WORKER_COMMANDS, WORKER_PROCESSES
+KUBERNETES_CRAWLER = REPO_ROOT / "kubernetes" / "crawler"
 PROGRESS_LINE = re.compile(r"^ +\d+\.\ds  ")
 WAITING_LINE = re.compile(
     r"^ {10}waiting: (?:"
@@ -150,7 +157,7 @@ def test_the_demo_crawls_summarizes_and_stops_everything(demo: DemoRun) -> None:
     ), events
     assert registered == 0
     assert sorted(p.name for p in (demo.workdir / "logs").iterdir()) == sorted(
-        f"{name}.log" for name in (*WORKERS, "simulator", "object-store")
+        f"{name}.log" for name in (*(command.name for command in WORKER_COMMANDS), "simulator", "object-store")
     )
 
 
@@ -223,14 +230,51 @@ def test_the_payloads_went_to_the_bucket_and_its_figures_are_the_rows(demo: Demo
 
 def test_the_process_counts_agree(demo: DemoRun) -> None:
     """Started, registered, counted in the throughput and stopped: the same worker processes,
-    and one command per role."""
+    from the same commands."""
     assert demo.number(r"^workers: (\d+) worker processes, registered") == WORKER_PROCESSES
-    assert demo.number(r"from (\d+) commands `pyworker --role R --processes N`") == len(WORKERS)
+    assert demo.number(r"from (\d+) commands `pyworker --role R=N") == len(WORKER_COMMANDS)
     assert demo.number(r"per second with (\d+) worker processes$") == WORKER_PROCESSES
-    assert demo.number(r"^stopped the (\d+) `pyworker --role R") == len(WORKERS)
+    assert demo.number(r"^stopped the (\d+) `pyworker --role R=N") == len(WORKER_COMMANDS)
     assert demo.number(r"of their (\d+) worker processes") == WORKER_PROCESSES
     assert demo.number(r"worker processes, (\d+) deregistered$") == WORKER_PROCESSES
     assert demo.number(r"setting up: the simulator and (\d+) worker processes") == WORKER_PROCESSES
+
+
+def test_each_role_runs_at_its_kubernetes_manifest_s_concurrency() -> None:
+    """The demo's concurrency of each role is the WORKER_CONCURRENCY its manifest gives a pod."""
+    resources = build(KUBERNETES_CRAWLER)
+    manifests = {}
+    for deployment in (r for r in resources if r["kind"] == "Deployment"):
+        role = deployment["metadata"]["labels"].get("taskpool.dev/role")
+        if role in ROLE_CONCURRENCY:
+            (container,) = deployment["spec"]["template"]["spec"]["containers"]
+            (value,) = [e["value"] for e in container["env"] if e["name"] == "WORKER_CONCURRENCY"]
+            manifests[role] = int(value)
+    assert manifests == ROLE_CONCURRENCY
+    # Every role the demo crawls with is served, by one command only.
+    served = [role for command in WORKER_COMMANDS for role in command.roles]
+    assert sorted(served) == sorted(CRAWLER_ROLES)
+
+
+def test_every_worker_process_ran_at_the_concurrency_the_summary_says(demo: DemoRun) -> None:
+    """Several roles in one process, each at its manifest's concurrency: what the summary says of
+    each command is what its processes logged as they started."""
+    summary = "\n".join(demo.section("summary"))
+    assert any(len(command.roles) > 1 for command in WORKER_COMMANDS)
+    for command in WORKER_COMMANDS:
+        assert command.describe() in summary, summary
+        shares = ", ".join(f"{role}={ROLE_CONCURRENCY[role]}" for role in command.roles)
+        log = (demo.workdir / "logs" / f"{command.name}.log").read_text()
+        # One process runs under the command's id; several, under -1..P.
+        ids = [f"demo-{command.name}"] if command.processes == 1 else [
+            f"demo-{command.name}-{number}" for number in range(1, command.processes + 1)
+        ]
+        for worker_id in ids:
+            if len(command.roles) == 1:
+                started = f"Starting worker {worker_id} for role: {command.roles[0]}"
+            else:
+                started = f"Starting worker {worker_id} for roles: {shares} (up to {command.concurrency} tasks at once)"
+            assert started in log, log[:4000]
 
 
 def test_the_wall_time_adds_up_and_says_what_it_measures(demo: DemoRun) -> None:
@@ -279,9 +323,9 @@ def test_the_capacity_table_shows_work_in_flight(demo: DemoRun) -> None:
     lines = demo.lines()
     start = next(i for i, line in enumerate(lines) if "at the busiest progress line" in line)
     header = lines[start + 1].split()
-    rows = [line.split() for line in lines[start + 2 : start + 2 + len(WORKERS)]]
+    rows = [line.split() for line in lines[start + 2 : start + 2 + len(CRAWLER_ROLES)]]
     pending, running = header.index("pending"), header.index("running")
-    assert sorted(row[0] for row in rows) == sorted(WORKERS)
+    assert sorted(row[0] for row in rows) == sorted(CRAWLER_ROLES)
     assert sum(int(row[pending]) + int(row[running]) for row in rows) == in_flight
 
 
