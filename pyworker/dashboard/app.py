@@ -525,7 +525,7 @@ class Action:
 def cancelled(params: dict[str, Any], row: dict[str, Any]) -> str:
     if row["status"] == "cancelled":
         return f"task {params['task_id']} cancelled"
-    return f"task {params['task_id']} is {row['status']}: cancel requested; its worker stops it at its next heartbeat"
+    return f"task {params['task_id']} is {row['status']}: cancel requested; its worker is notified and stops it"
 
 
 def given_text(fields: dict[str, Any], name: str) -> str | None:
