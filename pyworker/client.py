@@ -4,7 +4,9 @@
 `enqueue_many` run in that connection's current transaction and never commit: a task is enqueued
 exactly when the application's own writes of that transaction commit, and vanishes with them on
 a rollback (on an autocommit connection each enqueue commits at once). `Client.connect(url)`
-opens an autocommit connection of its own, for scripts.
+opens an autocommit connection of its own, for scripts. A database away or read-only (a standby,
+a demoted primary: SQLSTATE 25006) raises DatabaseUnavailable (DatabaseReadOnly), from psycopg's
+error; other errors are psycopg's own.
 
 Everything goes through the SQL functions (enqueue_task, enqueue_tasks, cancel_task, retry_task,
 register_task_waits, task_chain, ...); the client never writes a task row itself.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,8 +94,11 @@ def test_a_worker_on_a_standby_waits_without_working_and_works_once_it_is_promot
     standby = psycopg.connect(standby_url, autocommit=True)
     wait_for(lambda: standby.execute("SELECT 1 FROM worker_tasks WHERE id = %s", (task_id,)).fetchone(), 10,
              "the task to reach the standby")
-    worker = start_gate_worker(workers, "on-standby", standby_url, extra_env={"PYWORKER_METRICS_PORT": str(free_port())})
+    probes = free_port()
+    worker = start_gate_worker(workers, "on-standby", standby_url, extra_env={"PYWORKER_METRICS_PORT": str(probes)})
     worker.wait_for_log(READ_ONLY_WARNING)
+    assert probe(probes, "/readyz")[0] == 503 and "is read-only" in probe(probes, "/readyz")[1]
+    assert probe(probes, "/healthz")[0] == 200
     # It keeps trying, quietly (debug), and neither exits nor claims.
     wait_for(lambda: worker.log().count("connect: the server at") >= 3 or None, 30, "three retries", also=worker.describe)
     assert worker.alive, worker.describe()
@@ -109,7 +114,17 @@ def test_a_worker_on_a_standby_waits_without_working_and_works_once_it_is_promot
     worker.wait_for_log("The database takes writes again")
     assert worker.alive, worker.describe()
     assert worker.log().count(READ_ONLY_WARNING) == 1, worker.describe()
+    assert probe(probes, "/readyz")[0] == 200
     standby.close()
+
+
+def probe(port: int, path: str) -> tuple[int, str]:
+    """The status and body of the worker's probe `path`."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
 
 
 def test_the_recorder_keeps_its_completions_while_the_server_is_read_only_and_records_them_after(
