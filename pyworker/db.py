@@ -595,8 +595,11 @@ def read_only_reason(state: Mapping[str, str | None]) -> str | None:
     return None
 
 
-def reported_state(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> dict[str, str | None] | None:
-    """The READ_ONLY_SETTINGS the server reported at connect; None when it reports them not."""
+AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+
+
+def reported_state(conn: AnyConnection) -> dict[str, str | None] | None:
+    """The READ_ONLY_SETTINGS the server reported at connect; None when it did not report them."""
     state = {name: conn.info.parameter_status(name) for name in READ_ONLY_SETTINGS}
     return None if None in state.values() else state
 
@@ -612,7 +615,7 @@ def require_writable(conn: psycopg.Connection[Any]) -> None:
     refuse_read_only(conn, state)
 
 
-def refuse_read_only(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], state: Mapping[str, str | None]) -> None:
+def refuse_read_only(conn: AnyConnection, state: Mapping[str, str | None]) -> None:
     """DatabaseReadOnly when `state` (READ_ONLY_SETTINGS) says the server takes no writes."""
     reason = read_only_reason(state)
     if reason is not None:

@@ -123,11 +123,11 @@ READ_ONLY_SQL_TRANSACTION = "25006"
 def translate(error: psycopg.Error) -> TaskpoolError:
     """The pyworker exception for a psycopg error."""
     sqlstate = error.sqlstate or ""
+    if sqlstate == READ_ONLY_SQL_TRANSACTION:
+        return DatabaseReadOnly(f"the server is read-only: {error.diag.message_primary or str(error).strip()}")
     kind = _BY_SQLSTATE.get(sqlstate)
     if kind is None and sqlstate.startswith("22"):
         kind = InvalidInput
-    if sqlstate == READ_ONLY_SQL_TRANSACTION:
-        return DatabaseReadOnly(f"the server is read-only: {error.diag.message_primary or str(error).strip()}")
     # The SQLSTATEs above come first: psycopg files 55000 and 54000 under OperationalError.
     if kind is None and (
         isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError))
