@@ -13,7 +13,7 @@ __version__ = "0.6.0"
 #   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout    (enqueueing and waiting)
 _EXPORTS = {
     "pyworker.handlers": ("handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry"),
-    "pyworker.errors": ("PermanentError", "Snooze", "TaskpoolError"),
+    "pyworker.errors": ("PermanentError", "Snooze", "TaskpoolError", "DatabaseUnavailable", "DatabaseReadOnly"),
     "pyworker.client": (
         "Client", "AsyncClient", "TaskInfo", "ChainMember", "ClientError", "TaskFailed", "TaskCancelled",
         "TaskNotFound", "WaitTimeout", "enqueue_hooks",

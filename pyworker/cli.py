@@ -56,6 +56,7 @@ from pyworker.errors import (
     SchemaMismatch,
     SchemaMissing,
     TaskpoolError,
+    WorkerFailed,
 )
 from pyworker.logs import LEVELS as LOG_LEVELS
 from pyworker.schema import schema as schema_commands
@@ -229,7 +230,10 @@ class TaskpoolGroup(SharedOptionsGroup):
             # stderr gets no line it cannot parse.
             worker = settings.worker
             logs.setup(worker["log_format"], worker["log_level"], worker["worker_id"], " ".join(worker["role"]))
-            logs.log.error(error.format_message(), extra=logs.event("worker_refused_to_start"))
+            failed = isinstance(error.__cause__, WorkerFailed)
+            logs.log.error(
+                error.format_message(), extra=logs.event("worker_failed" if failed else "worker_refused_to_start")
+            )
             ctx.exit(error.exit_code)
 
     def _invoke_with_exit_codes(self, ctx: click.Context) -> Any:

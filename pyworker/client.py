@@ -4,7 +4,9 @@
 `enqueue_many` run in that connection's current transaction and never commit: a task is enqueued
 exactly when the application's own writes of that transaction commit, and vanishes with them on
 a rollback (on an autocommit connection each enqueue commits at once). `Client.connect(url)`
-opens an autocommit connection of its own, for scripts.
+opens an autocommit connection of its own, for scripts. A database away or read-only (a standby,
+a demoted primary: SQLSTATE 25006) raises DatabaseUnavailable (DatabaseReadOnly), from psycopg's
+error; other errors are psycopg's own.
 
 Everything goes through the SQL functions (enqueue_task, enqueue_tasks, cancel_task, retry_task,
 register_task_waits, task_chain, ...); the client never writes a task row itself.
@@ -35,7 +37,8 @@ import asyncio
 import math
 import operator
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,8 +49,15 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pyworker.db import dump_json, pooled_connection_options
-from pyworker.errors import TaskpoolError
+from pyworker.db import (
+    READ_ONLY_STATE,
+    dump_json,
+    pooled_connection_options,
+    refuse_read_only,
+    reported_state,
+    require_writable,
+)
+from pyworker.errors import DatabaseUnavailable, TaskpoolError, translate
 
 __all__ = [
     "AsyncClient",
@@ -380,6 +390,20 @@ class _Waiting:
         return min(self.poll_interval if watched else RETRY_REGISTRATION_AFTER, remaining)
 
 
+@contextmanager
+def _unavailable_raised() -> Iterator[None]:
+    """psycopg's errors as they are, but DatabaseUnavailable (from the psycopg error) when the
+    database is away or read-only (a standby, or a primary a failover demoted): the application
+    can tell "try again later" from a call the database refuses."""
+    try:
+        yield
+    except psycopg.Error as error:
+        translated = translate(error)
+        if isinstance(translated, DatabaseUnavailable):
+            raise translated from error
+        raise
+
+
 class Client:
     """Enqueue, inspect and wait for tasks through the application's own psycopg connection."""
 
@@ -404,8 +428,14 @@ class Client:
     ) -> Client:
         """A client on a new autocommit connection (each enqueue commits at once), and one to
         `listen_url` for waits if given (see the module's docstring on `pooled`); close() it."""
-        conn = psycopg.connect(url, autocommit=True, **pooled_connection_options(pooled))
-        wait_conn = psycopg.connect(listen_url, autocommit=True) if listen_url else None
+        with _unavailable_raised():
+            conn = psycopg.connect(url, autocommit=True, **pooled_connection_options(pooled))
+            try:
+                require_writable(conn)
+                wait_conn = psycopg.connect(listen_url, autocommit=True) if listen_url else None
+            except BaseException:
+                conn.close()
+                raise
         client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
         client._owns_connection = True
         return client
@@ -426,7 +456,7 @@ class Client:
     def _rows(
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection | None = None
     ) -> list[dict[str, Any]]:
-        with (conn or self.conn).cursor(row_factory=dict_row) as cur:
+        with _unavailable_raised(), (conn or self.conn).cursor(row_factory=dict_row) as cur:
             cur.execute(query, params)
             return cur.fetchall()
 
@@ -587,8 +617,18 @@ class AsyncClient:
         cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
     ) -> AsyncClient:
         """As Client.connect."""
-        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, **pooled_connection_options(pooled))
-        wait_conn = await psycopg.AsyncConnection.connect(listen_url, autocommit=True) if listen_url else None
+        with _unavailable_raised():
+            conn = await psycopg.AsyncConnection.connect(url, autocommit=True, **pooled_connection_options(pooled))
+            try:
+                state = reported_state(conn)
+                if state is None:
+                    async with conn.cursor(row_factory=dict_row) as cur:
+                        state = await (await cur.execute(READ_ONLY_STATE)).fetchone()
+                refuse_read_only(conn, state)
+                wait_conn = await psycopg.AsyncConnection.connect(listen_url, autocommit=True) if listen_url else None
+            except BaseException:
+                await conn.close()
+                raise
         client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
         client._owns_connection = True
         return client
@@ -608,9 +648,10 @@ class AsyncClient:
     async def _rows(
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection | None = None
     ) -> list[dict[str, Any]]:
-        async with (conn or self.conn).cursor(row_factory=dict_row) as cur:
-            await cur.execute(query, params)
-            return await cur.fetchall()
+        with _unavailable_raised():
+            async with (conn or self.conn).cursor(row_factory=dict_row) as cur:
+                await cur.execute(query, params)
+                return await cur.fetchall()
 
     async def enqueue(
         self,

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from psycopg.conninfo import make_conninfo
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pyworker import logs
 
@@ -39,6 +40,28 @@ def database_url_for(url: str, dbname: str) -> str:
         query = f"?{urlencode(params, safe='/', quote_via=quote)}" if params else ""
         return f"{parts.scheme}://{parts.netloc}/{quote(dbname, safe='')}{query}"
     return make_conninfo(url, dbname=dbname)
+
+
+def hosts_without_session_attrs(url: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The hosts `url` names (with the libpq environment) when there are several and it sets no
+    target_session_attrs (nor PGTARGETSESSIONATTRS): libpq then takes the first that answers,
+    a standby included. None otherwise, or when `url` cannot be read (connecting will say why)."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return None
+    if params.get("target_session_attrs") or environ.get("PGTARGETSESSIONATTRS"):
+        return None
+    hosts = params.get("host") or params.get("hostaddr") or environ.get("PGHOST") or environ.get("PGHOSTADDR") or ""
+    return hosts if "," in str(hosts) else None
+
+
+def read_write_by_default(url: str, environ: Mapping[str, str] = os.environ) -> str:
+    """`url` with target_session_attrs=read-write when it names several hosts and sets none:
+    a worker's own connections must land on the primary (the user's own setting wins)."""
+    if hosts_without_session_attrs(url, environ) is None:
+        return url
+    return make_conninfo(url, target_session_attrs="read-write")
 
 
 # The environment variable of `--pooled`; a worker sets it ("1") for its handlers' own connections.

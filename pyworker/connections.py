@@ -27,7 +27,7 @@ from psycopg import pq
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from pyworker.db import configure_connection, pooled_connection_options
+from pyworker.db import configure_connection, pooled_connection_options, require_writable
 from pyworker.errors import TaskpoolError, translate
 from pyworker.logs import event
 
@@ -208,6 +208,8 @@ class AttemptConnection:
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    # A standby's connection is discarded (the pool connects again): handlers write too.
+    require_writable(conn)
     configure_connection(conn, exact_numbers=False)
 
 

@@ -15,7 +15,7 @@ import json
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -30,6 +30,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb, set_json_loads
 
 from pyworker.errors import (
+    DatabaseReadOnly,
     DatabaseUnavailable,
     NotFound,
     Refused,
@@ -576,6 +577,51 @@ def configure_connection(conn: psycopg.Connection[Any], *, exact_numbers: bool) 
         conn.adapters.register_loader(type_name, loader)
 
 
+# What a server reports at connect (from PostgreSQL 14 on) that says it takes no writes, and the
+# query that asks a server that does not report them.
+READ_ONLY_SETTINGS = ("in_hot_standby", "default_transaction_read_only")
+READ_ONLY_STATE = (
+    "SELECT CASE WHEN pg_is_in_recovery() THEN 'on' ELSE 'off' END AS in_hot_standby,"
+    " current_setting('transaction_read_only') AS default_transaction_read_only"
+)
+
+
+def read_only_reason(state: Mapping[str, str | None]) -> str | None:
+    """Why a server whose READ_ONLY_SETTINGS are `state` takes no writes; None when it does."""
+    if state["in_hot_standby"] == "on":
+        return "it is a standby (in recovery)"
+    if state["default_transaction_read_only"] == "on":
+        return "its transactions are read-only (default_transaction_read_only is on)"
+    return None
+
+
+AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+
+
+def reported_state(conn: AnyConnection) -> dict[str, str | None] | None:
+    """The READ_ONLY_SETTINGS the server reported at connect; None when it did not report them."""
+    state = {name: conn.info.parameter_status(name) for name in READ_ONLY_SETTINGS}
+    return None if None in state.values() else state
+
+
+def require_writable(conn: psycopg.Connection[Any]) -> None:
+    """DatabaseReadOnly when the connection reached a standby or a read-only server: nothing can
+    be written there (a multi-host URL without target_session_attrs=read-write, or a single host
+    a failover demoted). The caller closes it; a later connect may reach the new primary."""
+    state = reported_state(conn)
+    if state is None:
+        with conn.cursor(row_factory=dict_row) as cursor:
+            state = cursor.execute(READ_ONLY_STATE).fetchone()
+    refuse_read_only(conn, state)
+
+
+def refuse_read_only(conn: AnyConnection, state: Mapping[str, str | None]) -> None:
+    """DatabaseReadOnly when `state` (READ_ONLY_SETTINGS) says the server takes no writes."""
+    reason = read_only_reason(state)
+    if reason is not None:
+        raise DatabaseReadOnly(f"the server at {conn.info.host}:{conn.info.port} is read-only: {reason}")
+
+
 def storable_text(text: str) -> str:
     """`text` as PostgreSQL's text can hold it: NULs and lone surrogates as backslash escapes."""
     return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
@@ -633,6 +679,12 @@ class Database:
                 )
             except psycopg.Error as error:
                 raise translate(error) from error
+            try:
+                with self._translated():
+                    require_writable(self._conn)
+            except DatabaseUnavailable:
+                self.close()
+                raise
             configure_connection(self._conn, exact_numbers=self.exact_numbers)
             if self._connected_before and self.on_reconnect is not None:
                 self.on_reconnect()

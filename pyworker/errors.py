@@ -57,6 +57,22 @@ class DatabaseUnavailable(TaskpoolError):
     """The database connection failed or was lost."""
 
 
+class DatabaseReadOnly(DatabaseUnavailable):
+    """The server is read-only (a standby, or a primary set read-only): nothing can be written
+    there, so it counts as unavailable until a writable primary answers."""
+
+
+# What the worker logs, once, when it finds the server read-only: the fix for a failover.
+READ_ONLY_HINT = (
+    "behind a failover, name every node in a multi-host URL with target_session_attrs=read-write,"
+    " or connect through a proxy that follows the primary"
+)
+
+
+class WorkerFailed(TaskpoolError):
+    """A running worker stopped on an error (it had started: this is no refusal to start)."""
+
+
 class CronMissing(TaskpoolError):
     """pg_cron is not available on this server: run `pyworker scheduler` to tick the schedules."""
 
@@ -99,9 +115,16 @@ _BY_SQLSTATE: dict[str, type[TaskpoolError]] = {
 }
 
 
+# A write refused on a read-only server (a standby, default_transaction_read_only): unavailable
+# there, not bad input, whatever the statement.
+READ_ONLY_SQL_TRANSACTION = "25006"
+
+
 def translate(error: psycopg.Error) -> TaskpoolError:
     """The pyworker exception for a psycopg error."""
     sqlstate = error.sqlstate or ""
+    if sqlstate == READ_ONLY_SQL_TRANSACTION:
+        return DatabaseReadOnly(f"the server is read-only: {error.diag.message_primary or str(error).strip()}")
     kind = _BY_SQLSTATE.get(sqlstate)
     if kind is None and sqlstate.startswith("22"):
         kind = InvalidInput

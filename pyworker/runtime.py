@@ -1,6 +1,7 @@
 """What every long-running pyworker process shares (the worker, the supervisor of --processes, the
 scheduler): a doorbell to sleep on, stop signals that ring it, and calls retried with jittered
-backoff while the database is unreachable.
+backoff while the database is unreachable or read-only (a read-only server is logged once per
+process, each retry at debug level: every thread meets it).
 
 A pipe rather than an Event because a Python signal handler must not take a lock the interrupted
 code may hold; with signal.set_wakeup_fd the interpreter writes the byte itself, and the handlers
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from pyworker.errors import DatabaseUnavailable
+from pyworker.errors import READ_ONLY_HINT, DatabaseReadOnly, DatabaseUnavailable
 from pyworker.logs import event
 
 log = logging.getLogger("pyworker")
@@ -124,6 +125,78 @@ class Backoff:
         self._delay = self.first
 
 
+class ReadOnlyNotice:
+    """A process's one warning that its database is read-only, and its one line once it takes
+    writes again: every thread of a worker meets the read-only server, retries with backoff, and
+    logs each try at debug level only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._since: float | None = None
+
+    def seen(self, what: str, error: DatabaseReadOnly, pause: float) -> None:
+        """`what` met the read-only server and tries again in `pause` seconds."""
+        with self._lock:
+            first = self._since is None
+            if first:
+                self._since = time.monotonic()
+        if first:
+            log.warning(
+                "The database is read-only (%s): nothing is claimed or recorded until a writable primary"
+                " answers; reconnecting with backoff (%s)",
+                error,
+                READ_ONLY_HINT,
+                extra=event("database_read_only"),
+            )
+        log.debug("%s: %s; retrying in %.1f s", what, error, pause, extra=event("database_read_only"))
+
+    def cleared(self) -> None:
+        """A write went through: the database takes writes again."""
+        if self._since is None:
+            return
+        with self._lock:
+            since, self._since = self._since, None
+        if since is not None:
+            log.info(
+                "The database takes writes again (read-only for %.0f s)",
+                time.monotonic() - since,
+                extra=event("database_writable"),
+            )
+
+
+read_only_notice = ReadOnlyNotice()
+
+
+class Unavailability:
+    """One call site's retries while the database is away: a warning a try (a read-only server:
+    the process's one warning, then debug lines), jittered backoff, and a line once it answers."""
+
+    def __init__(self, what: str, *, most: float = BACKOFF_MAX) -> None:
+        self.what = what
+        self.backoff = Backoff(most=most)
+        self.failed = self.read_only = False
+
+    def met(self, error: DatabaseUnavailable) -> float:
+        """Say so; how long to wait before the next try."""
+        pause = self.backoff.pause()
+        if isinstance(error, DatabaseReadOnly):
+            self.read_only = True
+            read_only_notice.seen(self.what, error, pause)
+        else:
+            self.failed = True
+            log.warning("%s: %s; retrying in %.1f s", self.what, error, pause, extra=event("database_unavailable"))
+        return pause
+
+    def answered(self) -> None:
+        """The call went through."""
+        if self.read_only:
+            read_only_notice.cleared()
+        if self.failed:
+            log.info("%s: the database answers again", self.what, extra=event("database_available"))
+        self.failed = self.read_only = False
+        self.backoff.reset()
+
+
 def retry_while_unavailable(
     what: str,
     call: Callable[[], T],
@@ -135,19 +208,14 @@ def retry_while_unavailable(
     """`call()`, retried with jittered backoff while it raises DatabaseUnavailable; None once
     `stopping()` says so (never, without it). A retried call may repeat one whose answer was
     lost with the connection: the fenced SQL functions make that safe."""
-    backoff = Backoff(most=most)
-    failed = False
+    unavailability = Unavailability(what, most=most)
     while True:
         try:
             result = call()
         except DatabaseUnavailable as error:
             if stopping is not None and stopping():
                 return None
-            failed = True
-            pause = backoff.pause()
-            log.warning("%s: %s; retrying in %.1f s", what, error, pause, extra=event("database_unavailable"))
-            sleep(pause)
+            sleep(unavailability.met(error))
         else:
-            if failed:
-                log.info("%s: the database answers again", what, extra=event("database_available"))
+            unavailability.answered()
             return result

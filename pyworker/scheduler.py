@@ -6,7 +6,8 @@ schedulers, a scheduler and pg_cron, a person in psql): the tick locks the due s
 SKIP LOCKED and moves them on before it commits, so each due schedule runs once.
 
 The first tick is at once, then one every interval from the start of the last good tick. A lost
-connection is retried with jittered backoff (the next call connects again); any other error is
+connection or a read-only server (a standby) is retried with jittered backoff (the next call
+connects again, and may reach the new primary); any other error is
 logged and the tick tried again at the next interval. SIGTERM or SIGINT stop the loop at once,
 even mid-wait: the interpreter writes the signal to a self-pipe (signal.set_wakeup_fd) that the
 wait selects on, and the handler itself only sets a plain attribute, taking no lock.

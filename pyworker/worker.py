@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import os
 import queue
@@ -48,7 +49,13 @@ from typing import Any, TypeVar
 import psycopg
 
 from pyworker import command_protocol, handlers, logs
-from pyworker.config import POOLED_ENVVAR, WorkerConfig, default_worker_id
+from pyworker.config import (
+    POOLED_ENVVAR,
+    WorkerConfig,
+    default_worker_id,
+    hosts_without_session_attrs,
+    read_write_by_default,
+)
 from pyworker.connections import HandlerConnections
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
@@ -56,16 +63,22 @@ from pyworker.db import (
     Task,
     UnreadableJson,
     listen_query,
+    require_writable,
 )
 from pyworker.errors import (
     ConfigurationError,
+    DatabaseReadOnly,
+    DatabaseUnavailable,
     InvalidInput,
     NotFound,
     TaskpoolError,
+    WorkerFailed,
+    translate,
 )
 from pyworker.logs import event
 from pyworker.attempts import (
     ABORT_WIND_DOWN_SECONDS,
+    describe,
     EventLoopBlocked,
     EventLoopThread,
     HandlerPool,
@@ -77,7 +90,15 @@ from pyworker.attempts import (
 )
 from pyworker.metrics import ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
-from pyworker.runtime import Backoff, Doorbell, retry_while_unavailable, stop_signals, warn_if_pid_1
+from pyworker.runtime import (
+    Backoff,
+    Doorbell,
+    Unavailability,
+    read_only_notice,
+    retry_while_unavailable,
+    stop_signals,
+    warn_if_pid_1,
+)
 
 log = logging.getLogger("pyworker")
 
@@ -130,11 +151,20 @@ class Worker:
         """`until_empty`: drain mode (see drain()): return from run() once a claim made with
         nothing in flight finds nothing, instead of sleeping until a signal; no signal handlers
         and no listener, so it runs in any thread (a test's)."""
+        # A multi-host URL without target_session_attrs may land on a standby: the worker's own
+        # connections ask for the primary (warned about at start).
+        self._hosts_without_session_attrs = hosts_without_session_attrs(config.database_url)
+        config = dataclasses.replace(
+            config,
+            database_url=read_write_by_default(config.database_url),
+            listen_database_url=config.listen_database_url and read_write_by_default(config.listen_database_url),
+        )
         self.config = config
         self.registry = registry
         self.until_empty = until_empty
-        # How many tasks the worker claimed in all.
+        # How many tasks the worker claimed in all; whether it has registered and begun to claim.
         self.taken = 0
+        self.started = False
         self.metrics = WorkerMetrics(config.role_names)
         self.db = Database(
             config.database_url,
@@ -203,6 +233,9 @@ class Worker:
         # until this time (time.monotonic()) after a handler thread failed to start.
         self._saturated = False
         self._thread_retry_at: float | None = None
+        # While claims find the database away or read-only: when to claim again.
+        self._claims_unavailable = Unavailability("claim")
+        self._claim_retry_at: float | None = None
         self.metrics.event_loop_lag.set_function(self._event_loop_lag)
         self.metrics.abandoned_threads.set_function(self._abandoned_threads)
         # Per role: the last claim found nothing, so claim again on a notification for the role
@@ -250,6 +283,7 @@ class Worker:
             if probes is not None:
                 probes.stop()
             raise
+        self.started = started
         if not started:
             self.db.close()
             self._doorbell.close()
@@ -367,6 +401,15 @@ class Worker:
         taskpool_worker's grants: register_worker answers the role's settings (a worker login
         cannot read task_roles)."""
         config = self.config
+        if self._hosts_without_session_attrs is not None:
+            log.warning(
+                "The database URL names several hosts (%s) and no target_session_attrs: libpq takes the"
+                " first that answers, a standby included. The worker's own connections use"
+                " target_session_attrs=read-write; add target_session_attrs=read-write to the URL so"
+                " that everything else using it lands on the primary too",
+                self._hosts_without_session_attrs,
+                extra=event("multi_host_url_without_target_session_attrs"),
+            )
         self._retrying("connect", self.db.check_schema)
         if self.stopping:
             return False
@@ -496,7 +539,13 @@ class Worker:
             if self._recorder.buffered and self._running and self._doorbell.wait(COMPLETION_LINGER_SECONDS):
                 continue
             self._recorder.flush()
-            if self.until_empty and not self._held and not self.stopping and not self._claiming_paused:
+            if (
+                self.until_empty
+                and not self._held
+                and not self.stopping
+                and not self._claiming_paused
+                and not self._claims_deferred(time.monotonic())
+            ):
                 # Drained: nothing in flight, and a claim made with nothing in flight found
                 # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
                 # snooze due now) may have made tasks ready: claim again at once.
@@ -576,9 +625,13 @@ class Worker:
     def _claim_due(self, role: str, now: float) -> bool:
         """A free slot for the role, and its last claim found tasks, or a notification for it
         came, or it is time to poll."""
-        if self._free_slots(role) <= 0:
+        if self._free_slots(role) <= 0 or self._claims_deferred(now):
             return False
         return not self._idle[role] or self._notified[role] or now >= self._next_poll[role]
+
+    def _claims_deferred(self, now: float) -> bool:
+        """The last claim found the database away or read-only, and its backoff runs on."""
+        return self._claim_retry_at is not None and now < self._claim_retry_at
 
     def _claim_roles(self, now: float) -> bool:
         """Claim for each role that has room and may have tasks, each role first in turn; True
@@ -608,17 +661,27 @@ class Worker:
             self._unrecorded_room(),
         )
 
-        def claim() -> list[Task]:
-            tasks = self._retrying("claim", lambda: self.db.claim_and_start_tasks(role, config.worker_id, want)) or []
+        def claim() -> list[Task] | None:
+            try:
+                tasks = self.db.claim_and_start_tasks(role, config.worker_id, want)
+            except DatabaseUnavailable as error:
+                # Claim again after a backoff; the loop turns meanwhile, handing the outcomes
+                # of the running attempts to the recorder, which keeps them until they are written.
+                self._claim_retry_at = time.monotonic() + self._claims_unavailable.met(error)
+                return None
+            self._claim_retry_at = None
+            self._claims_unavailable.answered()
             self.metrics.claimed_tasks(role, len(tasks))
             return tasks
 
         tasks = claim()
+        if tasks is None:
+            return []
         # A worker that cannot listen is never marked waiting: it would take the wake-ups meant
         # for those that can.
         if not tasks and self._wakeable and self._mark_waiting(role):
             # A task committed just before the mark found no one waiting: look once more.
-            tasks = claim()
+            tasks = claim() or []
         self._idle[role] = not tasks
         if not tasks:
             self._next_poll[role] = time.monotonic() + config.poll_interval
@@ -884,6 +947,8 @@ class Worker:
         deadlines = [attempt.wind_down_until for attempt in self._winding_down.values()]
         if self._thread_retry_at is not None:
             deadlines.append(self._thread_retry_at)
+        if self._claims_deferred(now):
+            deadlines.append(self._claim_retry_at)
         for attempt in self._running.values():
             if not attempt.task.abort.fired:
                 deadlines.append(attempt.deadline)
@@ -953,14 +1018,22 @@ class Worker:
                     break
                 try:
                     self._beat(db)
+                except DatabaseReadOnly as error:
+                    self.metrics.heartbeat_failures.inc()
+                    read_only_notice.seen("heartbeat", error, self.config.heartbeat_interval)
+                    continue
                 except TaskpoolError as error:
                     self.metrics.heartbeat_failures.inc()
                     log.warning("Heartbeat failed: %s", error, extra=event("heartbeat_failed"))
+                else:
+                    read_only_notice.cleared()
                 # A drain (a test's worker) leaves stale tasks to the test, which recovers them
                 # when it means to.
                 if not self.until_empty:
                     try:
                         self._recover_stale(db)
+                    except DatabaseReadOnly as error:
+                        read_only_notice.seen("stale recovery", error, self.config.heartbeat_interval)
                     except TaskpoolError as error:
                         log.warning("Stale recovery failed: %s", error, extra=event("stale_recovery_failed"))
         finally:
@@ -1036,6 +1109,9 @@ class Worker:
                     if connected_before:
                         self.metrics.reconnects.labels("listener").inc()
                     connected_before = True
+                    # A standby takes no LISTEN, and no task is enqueued on a read-only server:
+                    # reconnect until the URL leads to the primary.
+                    require_writable(conn)
                     channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                     conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.
@@ -1049,16 +1125,20 @@ class Worker:
                             # The payload names the role whose tasks are ready.
                             role = notification.payload
                             self._notify((role,) if role in self._notified else self.roles)
-            except psycopg.Error as error:
+            except (psycopg.Error, DatabaseReadOnly) as error:
                 if self._exiting.is_set():
                     return
                 pause = backoff.pause()
-                log.warning(
-                    "Listener: %s; reconnecting in %.1f s",
-                    str(error).strip(),
-                    pause,
-                    extra=event("listener_reconnecting"),
-                )
+                translated = translate(error) if isinstance(error, psycopg.Error) else error
+                if isinstance(translated, DatabaseReadOnly):
+                    read_only_notice.seen("listener", translated, pause)
+                else:
+                    log.warning(
+                        "Listener: %s; reconnecting in %.1f s",
+                        str(error).strip(),
+                        pause,
+                        extra=event("listener_reconnecting"),
+                    )
                 self._exiting.wait(pause)
 
     def _notify(self, roles: tuple[str, ...]) -> None:
@@ -1081,7 +1161,14 @@ def run_worker(config: WorkerConfig) -> int:
     else:
         os.environ.pop(POOLED_ENVVAR, None)
     handlers.load(config.handler_modules)
-    return Worker(config).run()
+    worker = Worker(config)
+    try:
+        return worker.run()
+    except Exception as error:
+        if not worker.started:
+            raise
+        # Not a refusal to start: the CLI logs it as the failure of a running worker.
+        raise WorkerFailed(f"worker {config.worker_id} stopped on an error: {describe(error)}") from error
 
 
 class DrainTimeout(TimeoutError):

@@ -201,6 +201,21 @@ def test_a_worker_that_cannot_start_says_why_in_json_too(pool: psycopg.Connectio
     assert (refusal["level"], refusal["worker_id"], refusal["role"]) == ("error", "refused-json", "test_command")
 
 
+def test_a_running_worker_that_fails_says_so_and_not_that_it_refused_to_start(
+    pool: psycopg.Connection, workers: Workers
+) -> None:
+    worker = workers.start("test_outcome", "fails-json", log_format="json")
+    # The claim function vanishes under the running worker: no retry brings it back.
+    pool.execute("ALTER FUNCTION claim_and_start_tasks(text, text, integer) RENAME TO claim_and_start_tasks_gone")
+    assert worker.wait(15) == 1, worker.describe()
+    entries = [json.loads(line) for line in worker.log().splitlines()]
+    events = [entry["event"] for entry in entries]
+    assert "worker_refused_to_start" not in events, worker.describe()
+    (failure,) = [entry for entry in entries if entry["event"] == "worker_failed"]
+    assert "worker fails-json stopped on an error" in failure["message"], failure
+    assert "claim_and_start_tasks" in failure["message"], failure
+
+
 # Item 8: handler modules in the working directory
 
 

@@ -1,0 +1,238 @@
+"""A read-only server is "unavailable", never fatal (issue 30, item 1; item 4's multi-host URL).
+
+The short form of a failover, on loopback: a streaming replica of the test server made with
+`pg_basebackup -R` (testkit/replica.py), promoted with `pg_ctl promote`; and the test server
+itself made read-only (ALTER SYSTEM SET default_transaction_read_only = on, reloaded), which
+sessions already open meet as SQLSTATE 25006 on their next write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from pyworker import AsyncClient, Client, DatabaseReadOnly, DatabaseUnavailable
+from testkit.databases import insert_role
+from testkit.replica import Replica, free_port
+from worker_support import Workers, enqueue, task_row, wait_for, wait_for_status
+
+READ_ONLY_WARNING = "The database is read-only"
+
+
+@pytest.fixture
+def gate_pool(conn: psycopg.Connection) -> psycopg.Connection:
+    """The test database with the test_gate role (tests/failover_handlers.py)."""
+    insert_role(conn, "test_gate", max_retries=3)
+    return conn
+
+
+@pytest.fixture
+def replica(gate_pool: psycopg.Connection, db_url: str) -> Iterator[Replica]:
+    """A hot standby of the test server, copied once the test database has its role."""
+    with Replica(db_url) as made:
+        yield made
+
+
+@pytest.fixture
+def read_only_server(conn: psycopg.Connection) -> Iterator[callable]:
+    """`read_only_server(True)` makes the whole test server read-only for every session, open or
+    new (their next transaction); False makes it writable again, as the teardown does."""
+
+    def set_read_only(on: bool) -> None:
+        # This session's own setting wins over the server's: it can always undo it.
+        conn.execute("SET default_transaction_read_only = off")
+        if on:
+            conn.execute("ALTER SYSTEM SET default_transaction_read_only = on")
+        else:
+            conn.execute("ALTER SYSTEM RESET default_transaction_read_only")
+        conn.execute("SELECT pg_reload_conf()")
+        # The reload is asynchronous: wait until a new session sees it.
+        wanted = "on" if on else "off"
+        wait_for(
+            lambda: psycopg.connect(make_conninfo(db_url_of(conn))).execute("SHOW default_transaction_read_only").fetchone()[0]
+            == wanted,
+            10,
+            f"default_transaction_read_only to be {wanted}",
+        )
+
+    try:
+        yield set_read_only
+    finally:
+        set_read_only(False)
+
+
+def db_url_of(conn: psycopg.Connection) -> str:
+    info = conn.info
+    return make_conninfo(host=info.host, port=str(info.port), user=info.user, dbname=info.dbname)
+
+
+def start_gate_worker(workers: Workers, worker_id: str, url: str, **settings: object):
+    return workers.start(
+        "test_gate", worker_id, ready=False, handlers="failover_handlers", database_url=url,
+        log_level="debug", **settings,
+    )
+
+
+def gate_payload(tmp_path: Path, n: int = 0) -> dict[str, object]:
+    return {"gate": str(tmp_path / "gate"), "n": n}
+
+
+def test_a_worker_on_a_standby_waits_without_working_and_works_once_it_is_promoted(
+    gate_pool: psycopg.Connection, replica: Replica, db_url: str, workers: Workers, tmp_path: Path
+) -> None:
+    # Enqueued on the primary and streamed to the standby before the worker starts.
+    (tmp_path / "gate").touch()
+    task_id = enqueue(gate_pool, "test_gate", gate_payload(tmp_path))
+    standby_url = replica.url_for(db_url)
+    standby = psycopg.connect(standby_url, autocommit=True)
+    wait_for(lambda: standby.execute("SELECT 1 FROM worker_tasks WHERE id = %s", (task_id,)).fetchone(), 10,
+             "the task to reach the standby")
+    probes = free_port()
+    worker = start_gate_worker(workers, "on-standby", standby_url, extra_env={"PYWORKER_METRICS_PORT": str(probes)})
+    worker.wait_for_log(READ_ONLY_WARNING)
+    assert probe(probes, "/readyz")[0] == 503 and "is read-only" in probe(probes, "/readyz")[1]
+    assert probe(probes, "/healthz")[0] == 200
+    # It keeps trying, quietly (debug), and neither exits nor claims.
+    wait_for(lambda: worker.log().count("connect: the server at") >= 3 or None, 30, "three retries", also=worker.describe)
+    assert worker.alive, worker.describe()
+    assert task_row(standby, task_id)["status"] == "pending"
+    log = worker.log()
+    assert log.count(READ_ONLY_WARNING) == 1, worker.describe()
+    assert "it is a standby (in recovery)" in log and "target_session_attrs=read-write" in log, worker.describe()
+    assert "refused" not in log.lower() and "Starting worker" not in log, worker.describe()
+
+    replica.promote()
+    wait_for_status(standby, task_id, "completed", 30, also=worker.describe)
+    assert task_row(standby, task_id)["result"] == {"ok": True, "n": 0}
+    worker.wait_for_log("The database takes writes again")
+    assert worker.alive, worker.describe()
+    assert worker.log().count(READ_ONLY_WARNING) == 1, worker.describe()
+    assert probe(probes, "/readyz")[0] == 200
+    standby.close()
+
+
+def probe(port: int, path: str) -> tuple[int, str]:
+    """The status and body of the worker's probe `path`."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+
+
+def test_the_recorder_keeps_its_completions_while_the_server_is_read_only_and_records_them_after(
+    gate_pool: psycopg.Connection, db_url: str, workers: Workers, tmp_path: Path, read_only_server
+) -> None:
+    # A first completion, so that the recorder's connection is open when the server turns read-only.
+    (tmp_path / "open").touch()
+    first = enqueue(gate_pool, "test_gate", {"gate": str(tmp_path / "open")})
+    worker = start_gate_worker(workers, "read-only-recorder", db_url, concurrency=2)
+    wait_for_status(gate_pool, first, "completed", 10, also=worker.describe)
+    tasks = [enqueue(gate_pool, "test_gate", gate_payload(tmp_path, n)) for n in range(2)]
+    for task_id in tasks:
+        wait_for_status(gate_pool, task_id, "running", 10, also=worker.describe)
+    read_only_server(True)
+    # The handlers return now; their completions meet 25006 in the recorder.
+    (tmp_path / "gate").touch()
+    worker.wait_for_log("complete tasks: the server is read-only", timeout=20)
+    worker.wait_for_log(READ_ONLY_WARNING)
+    assert worker.alive, worker.describe()
+    assert [task_row(gate_pool, task_id)["status"] for task_id in tasks] == ["running", "running"]
+
+    read_only_server(False)
+    for n, task_id in enumerate(tasks):
+        row = wait_for_status(gate_pool, task_id, ("completed", "failed", "pending"), 30, also=worker.describe)
+        assert (row["status"], row["result"], row["retry_count"]) == ("completed", {"ok": True, "n": n}, 0)
+    log = worker.log()
+    assert "could not be stored" not in log and "refused" not in log.lower(), worker.describe()
+    assert log.count(READ_ONLY_WARNING) == 1, worker.describe()
+    worker.wait_for_log("The database takes writes again")
+    assert worker.alive, worker.describe()
+
+
+@pytest.mark.parametrize("first_host", ["standby", "dead port"])
+def test_a_multi_host_url_without_target_session_attrs_is_warned_about_and_reaches_the_primary(
+    first_host: str, gate_pool: psycopg.Connection, replica: Replica, db_url: str, workers: Workers, tmp_path: Path
+) -> None:
+    (tmp_path / "gate").touch()
+    task_id = enqueue(gate_pool, "test_gate", gate_payload(tmp_path))
+    primary = gate_pool.info
+    first_port = replica.port if first_host == "standby" else free_port()
+    url = make_conninfo(db_url, host="127.0.0.1,127.0.0.1", port=f"{first_port},{primary.port}")
+    worker = start_gate_worker(workers, f"multi-{first_port}", url)
+    wait_for_status(gate_pool, task_id, "completed", 20, also=worker.describe)
+    log = worker.log()
+    assert "names several hosts (127.0.0.1,127.0.0.1) and no target_session_attrs" in log, worker.describe()
+    assert log.count("add target_session_attrs=read-write to the URL") == 1, worker.describe()
+    assert READ_ONLY_WARNING not in log, worker.describe()
+
+
+def test_an_explicit_target_session_attrs_wins_and_gets_no_warning(
+    gate_pool: psycopg.Connection, replica: Replica, db_url: str, workers: Workers
+) -> None:
+    url = make_conninfo(
+        db_url, host="127.0.0.1,127.0.0.1", port=f"{replica.port},{gate_pool.info.port}", target_session_attrs="any"
+    )
+    worker = start_gate_worker(workers, "explicit-any", url)
+    # "any" takes the standby, which the worker waits out rather than work on or die of.
+    worker.wait_for_log(READ_ONLY_WARNING)
+    assert worker.alive, worker.describe()
+    assert "names several hosts" not in worker.log(), worker.describe()
+
+
+def test_the_client_says_unavailable_on_a_read_only_server(
+    gate_pool: psycopg.Connection, replica: Replica, db_url: str, read_only_server
+) -> None:
+    standby_url = replica.url_for(db_url)
+    with pytest.raises(DatabaseReadOnly, match="is read-only: it is a standby"):
+        Client.connect(standby_url)
+    with pytest.raises(DatabaseReadOnly, match="is read-only: it is a standby"):
+        asyncio.run(AsyncClient.connect(standby_url))
+    with Client.connect(db_url) as client:
+        read_only_server(True)
+        with pytest.raises(DatabaseUnavailable, match="the server is read-only"):
+            client.enqueue("test_gate", {"n": 1})
+        read_only_server(False)
+        assert client.enqueue("test_gate", {"n": 2}).status == "pending"
+
+
+def test_the_scheduler_waits_out_a_standby_and_its_tick_once_says_unavailable(
+    gate_pool: psycopg.Connection, replica: Replica, db_url: str, workers: Workers
+) -> None:
+    standby_url = replica.url_for(db_url)
+    once = workers.start(
+        "unused", "tick-once", ready=False, args=("scheduler", "--once"), handlers=None, database_url=standby_url
+    )
+    assert once.wait(20) == 1, once.describe()
+    assert f"the server at 127.0.0.1:{replica.port} is read-only: it is a standby" in once.log(), once.describe()
+
+    looping = workers.start(
+        "unused", "tick-loop", ready=False, args=("scheduler", "--interval-seconds", "1"), handlers=None,
+        database_url=standby_url,
+    )
+    looping.wait_for_log(READ_ONLY_WARNING)
+    assert looping.alive, looping.describe()
+    replica.promote()
+    looping.wait_for_log("Starting scheduler tick-loop", timeout=30)
+    assert looping.log().count(READ_ONLY_WARNING) == 1, looping.describe()
+    assert looping.alive, looping.describe()
+
+
+def test_the_dashboard_answers_503_on_a_standby(
+    gate_pool: psycopg.Connection, replica: Replica, db_url: str
+) -> None:
+    from starlette.testclient import TestClient
+
+    from pyworker.dashboard.app import create_app
+
+    with TestClient(create_app(replica.url_for(db_url))) as browser:
+        answer = browser.get("/api/tasks/counts")
+    assert answer.status_code == 503, answer.text
+    assert "is read-only: it is a standby" in json.dumps(answer.json())
