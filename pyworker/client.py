@@ -27,6 +27,12 @@ seconds, registering nothing.
 Hooks: every function in `enqueue_hooks` (module-wide) and in a client's `hooks` is called with
 each task spec before it is enqueued (a dict with "role", "payload", "headers", ...) and may add
 to its "headers" dict: how a tracing module puts a traceparent on every task.
+
+Deadlines: every call the client makes must end within `call_timeout` seconds (None:
+PYWORKER_CALL_TIMEOUT_SECONDS, else 20 s; 0: no deadline), or its connection is cut (its socket
+shut down: pyworker/deadlines.py) and the call raises DatabaseUnavailable; a frozen server costs
+no more. The connection is then broken: connect again (a pool does). Client.connect's connections
+also get libpq's connect_timeout, TCP keepalives and tcp_user_timeout, unless the URL sets them.
 """
 
 from __future__ import annotations
@@ -47,7 +53,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pyworker.db import dump_json, pooled_connection_options
-from pyworker.errors import TaskpoolError
+from pyworker.deadlines import CallDeadline, connection_options, default_call_timeout
+from pyworker.errors import DatabaseUnavailable, TaskpoolError
 
 __all__ = [
     "AsyncClient",
@@ -339,6 +346,25 @@ def _wait_connection(conn: Any, pooled: bool, wait_conn: Any) -> Any:
     return conn
 
 
+def _deadlines(call_timeout: float | None, *conns: Any) -> dict[int, CallDeadline]:
+    """The deadline of each connection the client calls on, by id(); none with a timeout of 0."""
+    seconds = default_call_timeout() if call_timeout is None else call_timeout
+    if not seconds:
+        return {}
+    return {id(conn): CallDeadline(conn, seconds) for conn in conns if conn is not None}
+
+
+def _past_deadline(deadline: CallDeadline | None, error: psycopg.Error) -> DatabaseUnavailable | None:
+    """DatabaseUnavailable when `error` is the deadline cutting the call's connection."""
+    if deadline is None or not deadline.passed:
+        return None
+    unavailable = DatabaseUnavailable(
+        f"the database did not answer within {deadline.seconds:g} s (the call's deadline): its connection was cut"
+    )
+    unavailable.__cause__ = error
+    return unavailable
+
+
 def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:
     """The root's result, or the first failed or cancelled member's exception."""
     by_id = {task.id: task for task in tasks}
@@ -390,23 +416,38 @@ class Client:
         hooks: Iterable[EnqueueHook] = (),
         pooled: bool = False,
         wait_conn: psycopg.Connection | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         """`pooled`: `conn` goes through a transaction pooler, so waits need `wait_conn` (an
-        autocommit connection to the server itself) to LISTEN on, or poll without it."""
+        autocommit connection to the server itself) to LISTEN on, or poll without it.
+        `call_timeout`: each call's deadline (see the module's docstring)."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
         self.wait_conn = _wait_connection(conn, pooled, wait_conn)
+        self._deadlines = _deadlines(call_timeout, conn, self.wait_conn)
         self._owns_connection = False
 
     @classmethod
     def connect(
-        cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
+        cls,
+        url: str,
+        *,
+        hooks: Iterable[EnqueueHook] = (),
+        pooled: bool = False,
+        listen_url: str | None = None,
+        call_timeout: float | None = None,
     ) -> Client:
         """A client on a new autocommit connection (each enqueue commits at once), and one to
-        `listen_url` for waits if given (see the module's docstring on `pooled`); close() it."""
-        conn = psycopg.connect(url, autocommit=True, **pooled_connection_options(pooled))
-        wait_conn = psycopg.connect(listen_url, autocommit=True) if listen_url else None
-        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
+        `listen_url` for waits if given (see the module's docstring on `pooled`); close() it.
+        DatabaseUnavailable when the server cannot be reached."""
+        try:
+            conn = psycopg.connect(url, autocommit=True, **connection_options(url), **pooled_connection_options(pooled))
+            wait_conn = (
+                psycopg.connect(listen_url, autocommit=True, **connection_options(listen_url)) if listen_url else None
+            )
+        except psycopg.OperationalError as error:
+            raise DatabaseUnavailable(f"database connection failed: {str(error).strip()}") from error
+        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn, call_timeout=call_timeout)
         client._owns_connection = True
         return client
 
@@ -426,9 +467,19 @@ class Client:
     def _rows(
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection | None = None
     ) -> list[dict[str, Any]]:
-        with (conn or self.conn).cursor(row_factory=dict_row) as cur:
-            cur.execute(query, params)
-            return cur.fetchall()
+        conn = conn or self.conn
+        deadline = self._deadlines.get(id(conn))
+        if deadline is not None:
+            deadline.arm()
+        try:
+            with conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(query, params)
+                return cur.fetchall()
+        except psycopg.Error as error:
+            raise _past_deadline(deadline, error) or error
+        finally:
+            if deadline is not None:
+                deadline.disarm()
 
     # Enqueue: in the caller's transaction
 
@@ -575,21 +626,38 @@ class AsyncClient:
         hooks: Iterable[EnqueueHook] = (),
         pooled: bool = False,
         wait_conn: psycopg.AsyncConnection | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         """As Client."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
         self.wait_conn = _wait_connection(conn, pooled, wait_conn)
+        self._deadlines = _deadlines(call_timeout, conn, self.wait_conn)
         self._owns_connection = False
 
     @classmethod
     async def connect(
-        cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
+        cls,
+        url: str,
+        *,
+        hooks: Iterable[EnqueueHook] = (),
+        pooled: bool = False,
+        listen_url: str | None = None,
+        call_timeout: float | None = None,
     ) -> AsyncClient:
         """As Client.connect."""
-        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, **pooled_connection_options(pooled))
-        wait_conn = await psycopg.AsyncConnection.connect(listen_url, autocommit=True) if listen_url else None
-        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                url, autocommit=True, **connection_options(url), **pooled_connection_options(pooled)
+            )
+            wait_conn = (
+                await psycopg.AsyncConnection.connect(listen_url, autocommit=True, **connection_options(listen_url))
+                if listen_url
+                else None
+            )
+        except psycopg.OperationalError as error:
+            raise DatabaseUnavailable(f"database connection failed: {str(error).strip()}") from error
+        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn, call_timeout=call_timeout)
         client._owns_connection = True
         return client
 
@@ -608,9 +676,19 @@ class AsyncClient:
     async def _rows(
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection | None = None
     ) -> list[dict[str, Any]]:
-        async with (conn or self.conn).cursor(row_factory=dict_row) as cur:
-            await cur.execute(query, params)
-            return await cur.fetchall()
+        conn = conn or self.conn
+        deadline = self._deadlines.get(id(conn))
+        if deadline is not None:
+            deadline.arm()
+        try:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(query, params)
+                return await cur.fetchall()
+        except psycopg.Error as error:
+            raise _past_deadline(deadline, error) or error
+        finally:
+            if deadline is not None:
+                deadline.disarm()
 
     async def enqueue(
         self,

@@ -47,6 +47,7 @@ from pyworker.dashboard.sessions import (
     new_cookie_key,
 )
 from pyworker.db import SCHEDULE_FIELDS, Database
+from pyworker.deadlines import PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS
 from pyworker.metrics import database_metrics
 from pyworker.errors import (
     DatabaseUnavailable,
@@ -435,8 +436,17 @@ def ready(request: Request) -> Response:
     """/readyz: 200 while the database answers with the schema the dashboard needs (a probe's
     path: it shows nothing, so it needs no log-in)."""
     check_params(request)
-    with open_database(request) as db:
+    db = Database(
+        request.app.state.database_url,
+        application_name="pyworker-dashboard",
+        pooled=request.app.state.pooled,
+        call_timeout=PROBE_TIMEOUT_SECONDS,
+        connect_timeout=PROBE_CONNECT_TIMEOUT,
+    )
+    try:
         db.check_schema()
+    finally:
+        db.close()
     return Response("ready\n", media_type="text/plain")
 
 
