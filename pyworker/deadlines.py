@@ -24,12 +24,14 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+
+from pyworker.errors import DatabaseUnavailable
 
 # The environment variable of a call's deadline, in seconds (the worker's --call-timeout-seconds).
 CALL_TIMEOUT_ENVVAR = "PYWORKER_CALL_TIMEOUT_SECONDS"
@@ -54,6 +56,9 @@ PROBE_CONNECT_TIMEOUT = 2
 WATCHDOG_TICK_SECONDS = 0.25
 # How long the watchdog waits for the server to take the cancel of a call past its deadline.
 CANCEL_TIMEOUT_SECONDS = 2.0
+
+
+T = TypeVar("T")
 
 
 def default_call_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
@@ -186,3 +191,27 @@ def shut_down_socket(conn: psycopg.Connection | psycopg.AsyncConnection) -> None
         pass
     finally:
         dup.close()
+
+
+def call_within(seconds: float, call: Callable[[], T]) -> T:
+    """`call()` in a thread of its own: what it returns or raises, or DatabaseUnavailable once
+    `seconds` pass (the thread goes on, bounded by its own deadlines). For a probe, which must
+    answer before its own timeout, whatever connecting takes."""
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="call-within", daemon=True).start()
+    if not done.wait(seconds):
+        raise DatabaseUnavailable(f"the database did not answer within {seconds:g} s")
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value

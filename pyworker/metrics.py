@@ -24,7 +24,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 
 from pyworker.db import Database
-from pyworker.deadlines import PROBE_TIMEOUT_SECONDS
+from pyworker.deadlines import PROBE_TIMEOUT_SECONDS, call_within
+from pyworker.errors import DatabaseUnavailable
 from pyworker.logs import event
 
 log = logging.getLogger("pyworker")
@@ -194,19 +195,10 @@ class ProbeServer:
     def ready_in_time(self) -> str | None:
         """ready()'s answer, or once `ready_timeout` passes, why not: a probe that times out
         tells Kubernetes nothing, a 503 says the pod is not ready."""
-        answer: list[str | None] = []
-        done = threading.Event()
-
-        def check() -> None:
-            try:
-                answer.append(self.ready())
-            finally:
-                done.set()
-
-        threading.Thread(target=check, name="readiness", daemon=True).start()
-        if not done.wait(self.ready_timeout) or not answer:
-            return f"the database did not answer within {self.ready_timeout:g} s"
-        return answer[0]
+        try:
+            return call_within(self.ready_timeout, self.ready)
+        except DatabaseUnavailable as error:
+            return str(error)
 
 
 class _ProbeHandler(BaseHTTPRequestHandler):

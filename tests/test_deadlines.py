@@ -22,6 +22,7 @@ from pyworker.client import AsyncClient, Client
 from pyworker.db import Database
 from pyworker.deadlines import connection_options
 from pyworker.errors import DatabaseUnavailable
+from dashboard_support import dashboard_server, http
 from testkit.relay import Relay
 from worker_support import Workers, enqueue, wait_for, wait_for_status
 
@@ -188,3 +189,19 @@ def test_the_listener_reconnects_after_a_frozen_peer(
     second = enqueue(pool, "test_outcome", {"raise": "nothing"})
     wait_for_status(pool, second, "completed", GENEROUS, also=worker.describe)
     assert worker.alive
+
+
+def test_the_dashboards_readyz_answers_503_within_its_timeout_while_the_server_is_frozen(
+    db_url: str, relay: Relay
+) -> None:
+    with dashboard_server(through(db_url, relay), None) as dashboard:
+        assert http(f"{dashboard.url}/readyz").status == 200
+        relay.freeze()
+        try:
+            began = time.monotonic()
+            answer = http(f"{dashboard.url}/readyz")
+            assert time.monotonic() - began < 10
+            assert answer.status == 503, answer.body
+        finally:
+            relay.thaw()
+        wait_for(lambda: http(f"{dashboard.url}/readyz").status == 200, GENEROUS, "/readyz to answer ok again")
