@@ -41,7 +41,8 @@ import asyncio
 import math
 import operator
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,7 +54,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pyworker.db import dump_json, pooled_connection_options
-from pyworker.deadlines import CallDeadline, connection_options, default_call_timeout
+from pyworker.deadlines import CallDeadline, bounded, connection_options, default_call_timeout
 from pyworker.errors import DatabaseUnavailable, TaskpoolError
 
 __all__ = [
@@ -354,15 +355,20 @@ def _deadlines(call_timeout: float | None, *conns: Any) -> dict[int, CallDeadlin
     return {id(conn): CallDeadline(conn, seconds) for conn in conns if conn is not None}
 
 
-def _past_deadline(deadline: CallDeadline | None, error: psycopg.Error) -> DatabaseUnavailable | None:
-    """DatabaseUnavailable when `error` is the deadline cutting the call's connection."""
-    if deadline is None or not deadline.passed:
-        return None
-    unavailable = DatabaseUnavailable(
-        f"the database did not answer within {deadline.seconds:g} s (the call's deadline): its connection was cut"
-    )
-    unavailable.__cause__ = error
-    return unavailable
+@contextmanager
+def _within_deadline(deadlines: dict[int, CallDeadline], conn: Any) -> Iterator[None]:
+    """The block's calls on `conn` (sync or async), all together, within its deadline;
+    DatabaseUnavailable when the deadline cut them."""
+    deadline = deadlines.get(id(conn))
+    try:
+        with bounded(deadline):
+            yield
+    except psycopg.Error as error:
+        if deadline is None or not deadline.passed:
+            raise
+        raise DatabaseUnavailable(
+            f"the database did not answer within {deadline.seconds:g} s (the call's deadline): its connection was cut"
+        ) from error
 
 
 def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:
@@ -468,18 +474,9 @@ class Client:
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection | None = None
     ) -> list[dict[str, Any]]:
         conn = conn or self.conn
-        deadline = self._deadlines.get(id(conn))
-        if deadline is not None:
-            deadline.arm()
-        try:
-            with conn.cursor(row_factory=dict_row) as cur:
-                cur.execute(query, params)
-                return cur.fetchall()
-        except psycopg.Error as error:
-            raise _past_deadline(deadline, error) or error
-        finally:
-            if deadline is not None:
-                deadline.disarm()
+        with _within_deadline(self._deadlines, conn), conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(query, params)
+            return cur.fetchall()
 
     # Enqueue: in the caller's transaction
 
@@ -586,12 +583,12 @@ class Client:
         if conn is None:
             return self._poll(state)
         _check_idle(conn)
-        with conn.transaction():
+        with _within_deadline(self._deadlines, conn), conn.transaction():
             channel = self._rows(WAIT_CHANNEL, conn=conn)[0]["channel"]
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         try:
             while True:
-                with conn.transaction():
+                with _within_deadline(self._deadlines, conn), conn.transaction():
                     rows = self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
                 sleep = state.take(rows)
                 if sleep is None:
@@ -601,11 +598,11 @@ class Client:
                         break
         finally:
             if conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed:
-                with conn.transaction():
+                with _within_deadline(self._deadlines, conn), conn.transaction():
                     if state.registered:
                         conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
                     conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
-        with conn.transaction():
+        with _within_deadline(self._deadlines, conn), conn.transaction():
             rows = self._rows(GET_TASKS, {"ids": state.ids}, conn)
         return [TaskInfo.from_row(row) for row in rows]
 
@@ -677,18 +674,10 @@ class AsyncClient:
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection | None = None
     ) -> list[dict[str, Any]]:
         conn = conn or self.conn
-        deadline = self._deadlines.get(id(conn))
-        if deadline is not None:
-            deadline.arm()
-        try:
+        with _within_deadline(self._deadlines, conn):
             async with conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(query, params)
                 return await cur.fetchall()
-        except psycopg.Error as error:
-            raise _past_deadline(deadline, error) or error
-        finally:
-            if deadline is not None:
-                deadline.disarm()
 
     async def enqueue(
         self,
@@ -772,13 +761,15 @@ class AsyncClient:
         if conn is None:
             return await self._poll(state)
         _check_idle(conn)
-        async with conn.transaction():
-            channel = (await self._rows(WAIT_CHANNEL, conn=conn))[0]["channel"]
-            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        with _within_deadline(self._deadlines, conn):
+            async with conn.transaction():
+                channel = (await self._rows(WAIT_CHANNEL, conn=conn))[0]["channel"]
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         try:
             while True:
-                async with conn.transaction():
-                    rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
+                with _within_deadline(self._deadlines, conn):
+                    async with conn.transaction():
+                        rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
                 sleep = state.take(rows)
                 if sleep is None:
                     break
@@ -787,12 +778,14 @@ class AsyncClient:
                         break
         finally:
             if conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed:
-                async with conn.transaction():
-                    if state.registered:
-                        await conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
-                    await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
-        async with conn.transaction():
-            rows = await self._rows(GET_TASKS, {"ids": state.ids}, conn)
+                with _within_deadline(self._deadlines, conn):
+                    async with conn.transaction():
+                        if state.registered:
+                            await conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
+                        await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
+        with _within_deadline(self._deadlines, conn):
+            async with conn.transaction():
+                rows = await self._rows(GET_TASKS, {"ids": state.ids}, conn)
         return [TaskInfo.from_row(row) for row in rows]
 
     async def _poll(self, state: _Waiting) -> list[TaskInfo]:

@@ -2,8 +2,9 @@
 
 Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
 A `Database` owns one autocommit connection (every call is its own short transaction, so a
-transaction-mode pooler works, given pooled=True) and is used by one thread. A lost connection raises
-DatabaseUnavailable; the next call connects again. A handler's Database (`task.database()`) is on
+transaction-mode pooler works, given pooled=True) and is used by one thread. A lost connection, or
+a call past its deadline (pyworker/deadlines.py), raises DatabaseUnavailable; the next call
+connects again. A handler's Database (`task.database()`) is on
 its attempt's own connection instead, borrowed from its worker's pool (pyworker/connections.py).
 The crawler's SQL is in its own package (taskpool_crawler.db), pg_cron's in pyworker.cron.
 """
@@ -29,7 +30,13 @@ from psycopg.adapt import Loader
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb, set_json_loads
 
-from pyworker.deadlines import DEFAULT_CONNECT_TIMEOUT, CallDeadline, connection_options, default_call_timeout
+from pyworker.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT,
+    CallDeadline,
+    bounded,
+    connection_options,
+    default_call_timeout,
+)
 from pyworker.errors import (
     DatabaseUnavailable,
     NotFound,
@@ -680,11 +687,11 @@ class Database:
         with self._translated():
             if deadline is None:
                 return conn.execute(query, params).fetchall()
-            deadline.arm()
+            enclosing = deadline.arm()
             try:
                 return conn.execute(query, params).fetchall()
             finally:
-                deadline.disarm()
+                deadline.disarm(enclosing)
 
     def _one(
         self, query: str | sql.Composable, params: dict[str, Any] | None = None, *, bounded: bool = True
@@ -1069,9 +1076,10 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Run the calls made inside the block in one transaction: all of them or none."""
+        """Run the calls made inside the block in one transaction: all of them or none; on the
+        Database's own connection, the block and its commit within the call deadline."""
         conn = self.connect()
-        with self._translated(), conn.transaction():
+        with self._translated(), bounded(self._deadline), conn.transaction():
             yield
 
     def check_store(self, store_id: int) -> None:

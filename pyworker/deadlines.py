@@ -108,12 +108,15 @@ class CallDeadline:
         self.passed = False
         _watchdog.watch(self)
 
-    def arm(self, seconds: float | None = None) -> None:
-        """A call begins: it must end within `seconds` (default: this deadline's)."""
-        self._until = time.monotonic() + (self.seconds if seconds is None else seconds)
+    def arm(self) -> float | None:
+        """A call begins: it must end within this deadline's seconds. Returns what disarm() takes:
+        the deadline of an enclosing block (a transaction), if any, which holds again after."""
+        enclosing = self._until
+        self._until = time.monotonic() + self.seconds
+        return enclosing
 
-    def disarm(self) -> None:
-        self._until = None
+    def disarm(self, enclosing: float | None = None) -> None:
+        self._until = enclosing
 
     def _expired(self, now: float) -> bool:
         until = self._until
@@ -167,15 +170,15 @@ _watchdog = _Watchdog()
 
 @contextmanager
 def bounded(deadline: CallDeadline | None) -> Iterator[None]:
-    """The calls of the block end within `deadline` (None: no deadline)."""
+    """The calls of the block, all together, end within `deadline` (None: no deadline)."""
     if deadline is None:
         yield
         return
-    deadline.arm()
+    enclosing = deadline.arm()
     try:
         yield
     finally:
-        deadline.disarm()
+        deadline.disarm(enclosing)
 
 
 def shut_down_socket(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from pyworker.client import AsyncClient, Client
+from pyworker.client import AsyncClient, Client, WaitTimeout
 from pyworker.db import Database
 from pyworker.deadlines import connection_options
 from pyworker.errors import DatabaseUnavailable
@@ -95,6 +95,24 @@ def test_the_clients_call_fails_with_database_unavailable_at_its_deadline(db_url
         began = time.monotonic()
         with pytest.raises(DatabaseUnavailable, match="did not answer within 2 s"):
             client.get(task_id)
+        assert time.monotonic() - began < GENEROUS
+    finally:
+        relay.thaw()
+        client.close()
+
+
+def test_a_clients_wait_fails_with_database_unavailable_at_its_deadline(
+    db_url: str, relay: Relay, pool: psycopg.Connection
+) -> None:
+    task_id = enqueue(pool, "test_outcome", {"raise": "nothing"})
+    client = Client.connect(through(db_url, relay), call_timeout=2)
+    try:
+        with pytest.raises(WaitTimeout):
+            client.wait(task_id, timeout=0.5, poll_interval=0.1)
+        relay.freeze()
+        began = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match="did not answer within 2 s"):
+            client.wait(task_id, timeout=120, poll_interval=0.5)
         assert time.monotonic() - began < GENEROUS
     finally:
         relay.thaw()
