@@ -54,8 +54,9 @@ PROBE_TIMEOUT_SECONDS = 3.0
 PROBE_CONNECT_TIMEOUT = 2
 # How often the watchdog looks at the armed deadlines.
 WATCHDOG_TICK_SECONDS = 0.25
-# How long the watchdog waits for the server to take the cancel of a call past its deadline.
-CANCEL_TIMEOUT_SECONDS = 2.0
+# How long the watchdog waits for the server to take the cancel of a call past its deadline: a
+# live server takes it in a few milliseconds, a frozen one never (and delays the cut this long).
+CANCEL_TIMEOUT_SECONDS = 0.5
 
 
 T = TypeVar("T")
@@ -123,19 +124,21 @@ class CallDeadline:
         return until is not None and now >= until and not self.passed
 
     def _cut(self) -> None:
-        """Past the deadline: shut the socket down (the blocked call fails at once), then ask the
-        server to cancel the statement (it may be alive and merely slow). The caller's error
-        says so (DatabaseUnavailable naming the deadline), and is what gets logged."""
-        conn = self._conn()
+        """Past the deadline: ask the server to cancel the statement (it may be alive and merely
+        slow, and would run it on; a frozen one costs the cancel's short timeout), then shut the
+        socket down: the blocked call fails at once. The caller's error says so
+        (DatabaseUnavailable naming the deadline), and is what gets logged."""
+        # Before the cancel: the caller may wake on the cancel's error first.
         self.passed = True
+        conn = self._conn()
         if conn is None or conn.closed:
             return
-        shut_down_socket(conn)
         if isinstance(conn, psycopg.Connection):
             try:
                 conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
             except (psycopg.Error, OSError):
                 pass
+        shut_down_socket(conn)
 
 
 class _Watchdog:

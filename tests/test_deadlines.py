@@ -86,6 +86,25 @@ def test_a_call_on_a_frozen_server_fails_at_its_deadline_and_the_next_connects_a
         db.close()
 
 
+def test_a_slow_call_is_cut_at_its_deadline_and_its_statement_cancelled(db_url: str, conn: psycopg.Connection) -> None:
+    db = Database(db_url, call_timeout=1, application_name="slow-call")
+    try:
+        began = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match="did not answer within 1 s"):
+            db.query("SELECT pg_sleep(120)")
+        assert time.monotonic() - began < GENEROUS
+        wait_for(
+            lambda: conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slow-call' AND state = 'active'"
+            ).fetchone()[0]
+            == 0,
+            GENEROUS,
+            "the cut statement to end",
+        )
+    finally:
+        db.close()
+
+
 def test_the_clients_call_fails_with_database_unavailable_at_its_deadline(db_url: str, relay: Relay, pool: psycopg.Connection) -> None:
     task_id = enqueue(pool, "test_outcome", {"raise": "nothing"})
     client = Client.connect(through(db_url, relay), call_timeout=2)
