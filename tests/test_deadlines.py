@@ -242,3 +242,23 @@ def test_the_dashboards_readyz_answers_503_within_its_timeout_while_the_server_i
         finally:
             relay.thaw()
         wait_for(lambda: http(f"{dashboard.url}/readyz").status == 200, GENEROUS, "/readyz to answer ok again")
+
+
+def test_the_scheduler_outlives_a_frozen_server(db_url: str, relay: Relay, workers: Workers) -> None:
+    scheduler = workers.start(
+        "unused",
+        "frozen-scheduler",
+        ready=False,
+        args=("scheduler", "--interval-seconds", "1"),
+        handlers=None,
+        database_url=through(db_url, relay),
+        extra_env={"PYWORKER_CALL_TIMEOUT_SECONDS": "2"},
+    )
+    scheduler.wait_for_log("Starting scheduler frozen-scheduler", timeout=GENEROUS)
+    relay.freeze()
+    try:
+        scheduler.wait_for_log("tick: the database did not answer within 2 s", timeout=GENEROUS)
+    finally:
+        relay.thaw()
+    scheduler.wait_for_log("tick: the database answers again", timeout=GENEROUS)
+    assert scheduler.alive
