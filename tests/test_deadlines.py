@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,6 +20,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pyworker.client import AsyncClient, Client, WaitTimeout
+from pyworker.connections import HandlerConnections
 from pyworker.db import Database
 from pyworker.deadlines import connection_options
 from pyworker.errors import DatabaseUnavailable
@@ -262,3 +264,30 @@ def test_the_scheduler_outlives_a_frozen_server(db_url: str, relay: Relay, worke
         relay.thaw()
     scheduler.wait_for_log("tick: the database answers again", timeout=GENEROUS)
     assert scheduler.alive
+
+
+def test_an_abandoned_attempt_on_a_frozen_server_has_its_connection_cut(db_url: str, relay: Relay) -> None:
+    connections = HandlerConnections(through(db_url, relay), size=1, application_name="frozen-handler")
+    lease = connections.lease()
+    failed = threading.Event()
+
+    def handler() -> None:
+        try:
+            lease.get().execute("SELECT pg_sleep(120)")
+        except psycopg.Error:
+            failed.set()
+        finally:
+            lease.end(1)
+
+    try:
+        lease.get()
+        thread = threading.Thread(target=handler, daemon=True)
+        thread.start()
+        relay.freeze()
+        time.sleep(0.5)
+        # The server takes no cancel: the attempt's connection is cut, and its call fails.
+        lease.abandon()
+        assert failed.wait(GENEROUS)
+    finally:
+        relay.thaw()
+        connections.close()
