@@ -47,8 +47,8 @@ from pyworker.config import (
     default_worker_id,
     parse_roles,
 )
-from pyworker.deadlines import CALL_TIMEOUT_ENVVAR, DEFAULT_CALL_TIMEOUT
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
+from pyworker.deadlines import CALL_TIMEOUT_ENVVAR, DEFAULT_CALL_TIMEOUT
 from pyworker.errors import (
     ConfigurationError,
     DatabaseUnavailable,

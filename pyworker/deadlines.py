@@ -6,14 +6,14 @@ it: statement_timeout, TCP keepalives and tcp_user_timeout do not end a call blo
 
 - every connection pyworker opens gets libpq's `connect_timeout`, TCP keepalives and
   `tcp_user_timeout` (connection_options), unless its URL sets them: a peer that vanished (a lost
-  node, a cut network) is noticed by the kernel within about `keepalive_seconds`;
+  node, a cut network) is noticed by the kernel within about 25 s;
 - every call on it has a client-side deadline (CallDeadline): a process-wide watchdog thread
-  looks at the armed deadlines a few times a second and, past one, shuts the call's socket down
-  from outside (the blocked call fails at once, as on a lost connection) and asks the server to
-  cancel the statement. The caller turns that into DatabaseUnavailable and connects again with
+  looks at the armed deadlines a few times a second and, past one, asks the server to cancel
+  the statement (briefly: a frozen server never answers) and shuts the call's socket down from
+  outside (the blocked call fails at once, as on a lost connection). The caller turns that into DatabaseUnavailable and connects again with
   backoff, as for any lost connection.
 
-Arming a deadline costs two attribute writes and a clock read per call, no round trip and no
+Arming a deadline costs a clock read and a few attribute accesses per call, no round trip and no
 lock: the watchdog, not the caller, does the looking.
 """
 

@@ -50,6 +50,13 @@ import psycopg
 from pyworker import command_protocol, handlers, logs
 from pyworker.config import POOLED_ENVVAR, WorkerConfig, default_worker_id
 from pyworker.connections import HandlerConnections
+from pyworker.db import (
+    WORKER_WAKE_CHANNEL,
+    Database,
+    Task,
+    UnreadableJson,
+    listen_query,
+)
 from pyworker.deadlines import (
     DEFAULT_CONNECT_TIMEOUT,
     PROBE_CONNECT_TIMEOUT,
@@ -57,13 +64,6 @@ from pyworker.deadlines import (
     CallDeadline,
     bounded,
     connection_options,
-)
-from pyworker.db import (
-    WORKER_WAKE_CHANNEL,
-    Database,
-    Task,
-    UnreadableJson,
-    listen_query,
 )
 from pyworker.errors import (
     ConfigurationError,
