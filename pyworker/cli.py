@@ -48,6 +48,7 @@ from pyworker.config import (
     parse_roles,
 )
 from pyworker.db import REQUIRED_SCHEMA_VERSION, Database, NotJson, dump_json, load_exact_json
+from pyworker.deadlines import CALL_TIMEOUT_ENVVAR, DEFAULT_CALL_TIMEOUT
 from pyworker.errors import (
     ConfigurationError,
     DatabaseUnavailable,
@@ -326,6 +327,7 @@ class Settings:
                 metrics_port=worker["metrics_port"],
                 loop_block_limit=worker["loop_block_limit_seconds"],
                 max_abandoned_threads=worker["max_abandoned_threads"],
+                call_timeout=worker["call_timeout_seconds"],
             )
         except ValueError as error:
             raise click.UsageError(str(error))
@@ -504,6 +506,16 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     show_default=True,
     help="With this many handler threads left behind past their run timeout, stop claiming (and"
     " fail /healthz) until one returns; the tasks not begun are handed back.",
+)
+@click.option(
+    "--call-timeout-seconds",
+    envvar=CALL_TIMEOUT_ENVVAR,
+    show_envvar=True,
+    type=click.FloatRange(min=0),
+    default=DEFAULT_CALL_TIMEOUT,
+    show_default=True,
+    help="Cut a database call (and its connection) that has not answered within this many seconds,"
+    " and retry it on a new connection: a frozen server costs no more (0: no deadline).",
 )
 @click.pass_context
 def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wide: bool, **worker: Any) -> None:

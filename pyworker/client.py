@@ -29,6 +29,12 @@ seconds, registering nothing.
 Hooks: every function in `enqueue_hooks` (module-wide) and in a client's `hooks` is called with
 each task spec before it is enqueued (a dict with "role", "payload", "headers", ...) and may add
 to its "headers" dict: how a tracing module puts a traceparent on every task.
+
+Deadlines: every call the client makes must end within `call_timeout` seconds (None:
+PYWORKER_CALL_TIMEOUT_SECONDS, else 20 s; 0: no deadline), or its connection is cut (its socket
+shut down: pyworker/deadlines.py) and the call raises DatabaseUnavailable; a frozen server costs
+no more. The connection is then broken: connect again (a pool does). Client.connect's connections
+also get libpq's connect_timeout, TCP keepalives and tcp_user_timeout, unless the URL sets them.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from pyworker.db import (
     reported_state,
     require_writable,
 )
+from pyworker.deadlines import CallDeadline, bounded, connection_options, default_call_timeout
 from pyworker.errors import DatabaseUnavailable, TaskpoolError, translate
 
 __all__ = [
@@ -349,6 +356,30 @@ def _wait_connection(conn: Any, pooled: bool, wait_conn: Any) -> Any:
     return conn
 
 
+def _deadlines(call_timeout: float | None, *conns: Any) -> dict[int, CallDeadline]:
+    """The deadline of each connection the client calls on, by id(); none with a timeout of 0."""
+    seconds = default_call_timeout() if call_timeout is None else call_timeout
+    if not seconds:
+        return {}
+    return {id(conn): CallDeadline(conn, seconds) for conn in conns if conn is not None}
+
+
+@contextmanager
+def _within_deadline(deadlines: dict[int, CallDeadline], conn: Any) -> Iterator[None]:
+    """The block's calls on `conn` (sync or async), all together, within its deadline;
+    DatabaseUnavailable when the deadline cut them."""
+    deadline = deadlines.get(id(conn))
+    try:
+        with bounded(deadline):
+            yield
+    except psycopg.Error as error:
+        if deadline is None or not deadline.passed:
+            raise
+        raise DatabaseUnavailable(
+            f"the database did not answer within {deadline.seconds:g} s (the call's deadline): its connection was cut"
+        ) from error
+
+
 def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:
     """The root's result, or the first failed or cancelled member's exception."""
     by_id = {task.id: task for task in tasks}
@@ -414,29 +445,41 @@ class Client:
         hooks: Iterable[EnqueueHook] = (),
         pooled: bool = False,
         wait_conn: psycopg.Connection | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         """`pooled`: `conn` goes through a transaction pooler, so waits need `wait_conn` (an
-        autocommit connection to the server itself) to LISTEN on, or poll without it."""
+        autocommit connection to the server itself) to LISTEN on, or poll without it.
+        `call_timeout`: each call's deadline (see the module's docstring)."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
         self.wait_conn = _wait_connection(conn, pooled, wait_conn)
+        self._deadlines = _deadlines(call_timeout, conn, self.wait_conn)
         self._owns_connection = False
 
     @classmethod
     def connect(
-        cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
+        cls,
+        url: str,
+        *,
+        hooks: Iterable[EnqueueHook] = (),
+        pooled: bool = False,
+        listen_url: str | None = None,
+        call_timeout: float | None = None,
     ) -> Client:
         """A client on a new autocommit connection (each enqueue commits at once), and one to
-        `listen_url` for waits if given (see the module's docstring on `pooled`); close() it."""
+        `listen_url` for waits if given (see the module's docstring on `pooled`); close() it.
+        DatabaseUnavailable when the server cannot be reached (DatabaseReadOnly: it takes no writes)."""
         with _unavailable_raised():
-            conn = psycopg.connect(url, autocommit=True, **pooled_connection_options(pooled))
+            conn = psycopg.connect(url, autocommit=True, **connection_options(url), **pooled_connection_options(pooled))
             try:
                 require_writable(conn)
-                wait_conn = psycopg.connect(listen_url, autocommit=True) if listen_url else None
+                wait_conn = (
+                    psycopg.connect(listen_url, autocommit=True, **connection_options(listen_url)) if listen_url else None
+                )
             except BaseException:
                 conn.close()
                 raise
-        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
+        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn, call_timeout=call_timeout)
         client._owns_connection = True
         return client
 
@@ -456,7 +499,8 @@ class Client:
     def _rows(
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection | None = None
     ) -> list[dict[str, Any]]:
-        with _unavailable_raised(), (conn or self.conn).cursor(row_factory=dict_row) as cur:
+        conn = conn or self.conn
+        with _unavailable_raised(), _within_deadline(self._deadlines, conn), conn.cursor(row_factory=dict_row) as cur:
             cur.execute(query, params)
             return cur.fetchall()
 
@@ -565,12 +609,12 @@ class Client:
         if conn is None:
             return self._poll(state)
         _check_idle(conn)
-        with conn.transaction():
+        with _within_deadline(self._deadlines, conn), conn.transaction():
             channel = self._rows(WAIT_CHANNEL, conn=conn)[0]["channel"]
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         try:
             while True:
-                with conn.transaction():
+                with _within_deadline(self._deadlines, conn), conn.transaction():
                     rows = self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
                 sleep = state.take(rows)
                 if sleep is None:
@@ -580,11 +624,11 @@ class Client:
                         break
         finally:
             if conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed:
-                with conn.transaction():
+                with _within_deadline(self._deadlines, conn), conn.transaction():
                     if state.registered:
                         conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
                     conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
-        with conn.transaction():
+        with _within_deadline(self._deadlines, conn), conn.transaction():
             rows = self._rows(GET_TASKS, {"ids": state.ids}, conn)
         return [TaskInfo.from_row(row) for row in rows]
 
@@ -605,31 +649,45 @@ class AsyncClient:
         hooks: Iterable[EnqueueHook] = (),
         pooled: bool = False,
         wait_conn: psycopg.AsyncConnection | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         """As Client."""
         self.conn = conn
         self.hooks: list[EnqueueHook] = list(hooks)
         self.wait_conn = _wait_connection(conn, pooled, wait_conn)
+        self._deadlines = _deadlines(call_timeout, conn, self.wait_conn)
         self._owns_connection = False
 
     @classmethod
     async def connect(
-        cls, url: str, *, hooks: Iterable[EnqueueHook] = (), pooled: bool = False, listen_url: str | None = None
+        cls,
+        url: str,
+        *,
+        hooks: Iterable[EnqueueHook] = (),
+        pooled: bool = False,
+        listen_url: str | None = None,
+        call_timeout: float | None = None,
     ) -> AsyncClient:
         """As Client.connect."""
         with _unavailable_raised():
-            conn = await psycopg.AsyncConnection.connect(url, autocommit=True, **pooled_connection_options(pooled))
+            conn = await psycopg.AsyncConnection.connect(
+                url, autocommit=True, **connection_options(url), **pooled_connection_options(pooled)
+            )
             try:
                 state = reported_state(conn)
                 if state is None:
                     async with conn.cursor(row_factory=dict_row) as cur:
                         state = await (await cur.execute(READ_ONLY_STATE)).fetchone()
                 refuse_read_only(conn, state)
-                wait_conn = await psycopg.AsyncConnection.connect(listen_url, autocommit=True) if listen_url else None
+                wait_conn = (
+                    await psycopg.AsyncConnection.connect(listen_url, autocommit=True, **connection_options(listen_url))
+                    if listen_url
+                    else None
+                )
             except BaseException:
                 await conn.close()
                 raise
-        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn)
+        client = cls(conn, hooks=hooks, pooled=pooled, wait_conn=wait_conn, call_timeout=call_timeout)
         client._owns_connection = True
         return client
 
@@ -648,8 +706,9 @@ class AsyncClient:
     async def _rows(
         self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection | None = None
     ) -> list[dict[str, Any]]:
-        with _unavailable_raised():
-            async with (conn or self.conn).cursor(row_factory=dict_row) as cur:
+        conn = conn or self.conn
+        with _unavailable_raised(), _within_deadline(self._deadlines, conn):
+            async with conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(query, params)
                 return await cur.fetchall()
 
@@ -735,13 +794,15 @@ class AsyncClient:
         if conn is None:
             return await self._poll(state)
         _check_idle(conn)
-        async with conn.transaction():
-            channel = (await self._rows(WAIT_CHANNEL, conn=conn))[0]["channel"]
-            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        with _within_deadline(self._deadlines, conn):
+            async with conn.transaction():
+                channel = (await self._rows(WAIT_CHANNEL, conn=conn))[0]["channel"]
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         try:
             while True:
-                async with conn.transaction():
-                    rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
+                with _within_deadline(self._deadlines, conn):
+                    async with conn.transaction():
+                        rows = await self._rows(REGISTER_WAITS, {"ids": [task_id], "descendants": chain}, conn)
                 sleep = state.take(rows)
                 if sleep is None:
                     break
@@ -750,12 +811,14 @@ class AsyncClient:
                         break
         finally:
             if conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed:
-                async with conn.transaction():
-                    if state.registered:
-                        await conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
-                    await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
-        async with conn.transaction():
-            rows = await self._rows(GET_TASKS, {"ids": state.ids}, conn)
+                with _within_deadline(self._deadlines, conn):
+                    async with conn.transaction():
+                        if state.registered:
+                            await conn.execute(UNREGISTER_WAITS, {"ids": sorted(state.registered)})
+                        await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(channel)))
+        with _within_deadline(self._deadlines, conn):
+            async with conn.transaction():
+                rows = await self._rows(GET_TASKS, {"ids": state.ids}, conn)
         return [TaskInfo.from_row(row) for row in rows]
 
     async def _poll(self, state: _Waiting) -> list[TaskInfo]:

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pyworker import logs
+from pyworker.deadlines import DEFAULT_CALL_TIMEOUT
 
 
 def default_database_url(environ: Mapping[str, str] = os.environ) -> str:
@@ -160,6 +161,9 @@ class WorkerConfig:
     # Once this many handler threads are left behind still running, the worker stops claiming
     # and hands back the tasks it has not begun, until one of them returns.
     max_abandoned_threads: int = DEFAULT_MAX_ABANDONED_THREADS
+    # Each call of the worker's own connections must end within this many seconds, or its
+    # connection is cut and the call retried on a new one (pyworker/deadlines.py); 0: no deadline.
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
 
     def __post_init__(self) -> None:
         roles = self.roles
@@ -192,6 +196,8 @@ class WorkerConfig:
             raise ValueError(f"the event loop's block limit must be positive, not {self.loop_block_limit} s")
         if self.max_abandoned_threads < 1:
             raise ValueError(f"the most abandoned threads must be 1 or more, not {self.max_abandoned_threads}")
+        if not 0 <= self.call_timeout < float("inf"):
+            raise ValueError(f"the call timeout must be 0 (none) or more seconds, not {self.call_timeout}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"the metrics port must be 0 to 65535, not {self.metrics_port}")
         if self.log_format not in logs.FORMATS:

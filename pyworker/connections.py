@@ -5,7 +5,7 @@ attempt borrows a connection from its worker's pool at first use and keeps it fo
 attempt, and gives it back when the attempt ends, rolled back if the handler left a transaction
 open. No two attempts ever hold one connection at once, so a transaction holds the statements of
 one handler only, whatever else runs in the process. The pool is psycopg's own (psycopg_pool):
-it checks a connection before lending it, discards one that broke (never lending it again), and
+it checks a connection before lending it (within BORROW_TIMEOUT_SECONDS: pyworker/deadlines.py), discards one that broke (never lending it again), and
 opens the replacements; it holds as many connections as the worker runs tasks at once
 (--concurrency), opened when first needed. What a handler leaves in its session (settings,
 advisory locks, temporary tables) is discarded as its connection comes back (as DISCARD ALL
@@ -28,6 +28,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from pyworker.db import configure_connection, pooled_connection_options, require_writable
+from pyworker.deadlines import CallDeadline, bounded, connection_options, shut_down_socket
 from pyworker.errors import TaskpoolError, translate
 from pyworker.logs import event
 
@@ -67,7 +68,7 @@ class HandlerConnections:
             open=False,
             name=application_name,
             timeout=BORROW_TIMEOUT_SECONDS,
-            check=ConnectionPool.check_connection,
+            check=_check,
             configure=_configure,
             # Through a transaction pooler a session is not the connection's: nothing to reset.
             reset=None if pooled else _reset,
@@ -75,7 +76,7 @@ class HandlerConnections:
                 "autocommit": True,
                 "row_factory": dict_row,
                 "application_name": application_name,
-                "connect_timeout": 10,
+                **connection_options(url),
                 **pooled_connection_options(pooled),
             },
         )
@@ -203,8 +204,16 @@ class AttemptConnection:
             try:
                 self._conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
             except psycopg.Error:
-                # Nothing to cancel, or a server out of reach: the pool discards it later.
-                pass
+                # A server out of reach (frozen, gone): the handler's call would wait for it as
+                # long as it lasts. Cut, the connection is broken: the pool discards it later.
+                shut_down_socket(self._conn)
+
+
+def _check(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection it lends, within the borrow's time: one that does not
+    answer is cut, and the pool discards it."""
+    with bounded(CallDeadline(conn, BORROW_TIMEOUT_SECONDS)):
+        ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

@@ -2,8 +2,9 @@
 
 Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
 A `Database` owns one autocommit connection (every call is its own short transaction, so a
-transaction-mode pooler works, given pooled=True) and is used by one thread. A lost connection raises
-DatabaseUnavailable; the next call connects again. A handler's Database (`task.database()`) is on
+transaction-mode pooler works, given pooled=True) and is used by one thread. A lost connection, or
+a call past its deadline (pyworker/deadlines.py), raises DatabaseUnavailable; the next call
+connects again. A handler's Database (`task.database()`) is on
 its attempt's own connection instead, borrowed from its worker's pool (pyworker/connections.py).
 The crawler's SQL is in its own package (taskpool_crawler.db), pg_cron's in pyworker.cron.
 """
@@ -29,6 +30,13 @@ from psycopg.adapt import Loader
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb, set_json_loads
 
+from pyworker.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT,
+    CallDeadline,
+    bounded,
+    connection_options,
+    default_call_timeout,
+)
 from pyworker.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
@@ -639,6 +647,8 @@ class Database:
         pooled: bool = False,
         on_reconnect: Callable[[], object] | None = None,
         connection: Callable[[], psycopg.Connection] | None = None,
+        call_timeout: float | None = None,
+        connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         """`exact_numbers`: load JSON numbers as Decimal (every digit kept, as the CLI prints
         them) rather than int and float (what handlers get). `pooled`: `url` goes through a
@@ -647,26 +657,35 @@ class Database:
         does not carry prepared statements over to the others (docs/pgbouncer.md).
         `on_reconnect`: called each time a connection is opened after the first (a worker counts
         them in its metrics). `connection`: where each call takes its connection instead of
-        opening its own (a handler's attempt: Task.database()); close() then leaves it be."""
+        opening its own (a handler's attempt: Task.database()); close() then leaves it be.
+        `call_timeout`: each call's deadline in seconds (pyworker/deadlines.py), past which its
+        connection is cut and the call raises DatabaseUnavailable; None: PYWORKER_CALL_TIMEOUT_SECONDS
+        or 20 s; 0: none. A borrowed connection's calls have none here: the attempt's run timeout
+        bounds them. `connect_timeout`: libpq's, in seconds (per host)."""
         self.url = url
         self.application_name = application_name
         self.exact_numbers = exact_numbers
         self.pooled = pooled
         self.on_reconnect = on_reconnect
         self._borrowed = connection
+        self.call_timeout = default_call_timeout() if call_timeout is None else call_timeout
+        self.connect_timeout = connect_timeout
         self._conn: psycopg.Connection | None = None
+        self._deadline: CallDeadline | None = None
         self._connected_before = False
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+            self._deadline = None
 
     def connect(self) -> psycopg.Connection:
         """The open connection, opened now if there is none or the last one broke."""
         if self._borrowed is not None:
             return self._borrowed()
-        if self._conn is None or self._conn.closed or self._conn.broken:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken or (self._deadline is not None and self._deadline.passed):
             self.close()
             try:
                 self._conn = psycopg.connect(
@@ -674,7 +693,7 @@ class Database:
                     autocommit=True,
                     row_factory=dict_row,
                     application_name=self.application_name,
-                    connect_timeout=10,
+                    **connection_options(self.url, connect_timeout=self.connect_timeout),
                     **pooled_connection_options(self.pooled),
                 )
             except psycopg.Error as error:
@@ -686,6 +705,8 @@ class Database:
                 self.close()
                 raise
             configure_connection(self._conn, exact_numbers=self.exact_numbers)
+            if self.call_timeout:
+                self._deadline = CallDeadline(self._conn, self.call_timeout)
             if self._connected_before and self.on_reconnect is not None:
                 self.on_reconnect()
             self._connected_before = True
@@ -696,18 +717,38 @@ class Database:
         try:
             yield
         except psycopg.Error as error:
+            deadline = self._deadline
+            if deadline is not None and deadline.passed:
+                self.close()
+                raise DatabaseUnavailable(
+                    f"the database did not answer within {deadline.seconds:g} s (the call's deadline):"
+                    " its connection was cut"
+                ) from error
             translated = translate(error)
             if isinstance(translated, DatabaseUnavailable):
                 self.close()
             raise translated from error
 
-    def _rows(self, query: str | sql.Composable, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _rows(
+        self, query: str | sql.Composable, params: dict[str, Any] | None = None, *, bounded: bool = True
+    ) -> list[dict[str, Any]]:
+        """The rows of one call, within the call's deadline unless not `bounded` (an operator's
+        long procedure: pruning, retention)."""
         conn = self.connect()
+        deadline = self._deadline if bounded else None
         with self._translated():
-            return conn.execute(query, params).fetchall()
+            if deadline is None:
+                return conn.execute(query, params).fetchall()
+            enclosing = deadline.arm()
+            try:
+                return conn.execute(query, params).fetchall()
+            finally:
+                deadline.disarm(enclosing)
 
-    def _one(self, query: str | sql.Composable, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        rows = self._rows(query, params)
+    def _one(
+        self, query: str | sql.Composable, params: dict[str, Any] | None = None, *, bounded: bool = True
+    ) -> dict[str, Any] | None:
+        rows = self._rows(query, params, bounded=bounded)
         return rows[0] if rows else None
 
     # For packages built on taskpool (the crawler, pyworker.cron): their own SQL on this
@@ -942,28 +983,31 @@ class Database:
         self, older_than: str, batch_size: int, max_tasks: int | None = None
     ) -> int:
         """How many tasks it pruned, a transaction a batch (the connection is autocommit, as the
-        procedure's commits need)."""
+        procedure's commits need); no call deadline: it runs as long as it has to."""
         return self._one(
             PRUNE_TASKS_IN_BATCHES,
             {"older_than": older_than, "batch_size": batch_size, "max_tasks": max_tasks},
+            bounded=False,
         )["pruned"]
 
     def count_prunable_tasks(self, older_than: str) -> int:
-        return self._one(COUNT_PRUNABLE_TASKS, {"older_than": older_than})["tasks"]
+        return self._one(COUNT_PRUNABLE_TASKS, {"older_than": older_than}, bounded=False)["tasks"]
 
     def apply_retention_in_batches(
         self, max_batches: int | None = None, max_seconds: float | None = None, pause_ratio: float = 3
     ) -> dict[str, dict[str, Any]]:
         """Every enabled retention policy applied, a transaction a round (the connection is
-        autocommit, as the procedure's commits need): {policy: {"pruned": N, "error": ...}}."""
+        autocommit, as the procedure's commits need): {policy: {"pruned": N, "error": ...}}; no
+        call deadline: it runs as long as it has to."""
         return self._one(
             APPLY_RETENTION_IN_BATCHES,
             {"max_batches": max_batches, "max_seconds": max_seconds, "pause_ratio": pause_ratio},
+            bounded=False,
         )["pruned"]
 
     def count_retention(self) -> list[dict[str, Any]]:
         """What each policy would delete now (count_retention()), deleting nothing."""
-        return self._rows(COUNT_RETENTION)
+        return self._rows(COUNT_RETENTION, bounded=False)
 
     def retention_policies(self) -> list[dict[str, Any]]:
         return self._rows(RETENTION_POLICIES)
@@ -1084,9 +1128,10 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Run the calls made inside the block in one transaction: all of them or none."""
+        """Run the calls made inside the block in one transaction: all of them or none; on the
+        Database's own connection, the block and its commit within the call deadline."""
         conn = self.connect()
-        with self._translated(), conn.transaction():
+        with self._translated(), bounded(self._deadline), conn.transaction():
             yield
 
     def check_store(self, store_id: int) -> None:

@@ -24,6 +24,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 
 from pyworker.db import Database
+from pyworker.deadlines import PROBE_TIMEOUT_SECONDS, call_within
+from pyworker.errors import DatabaseUnavailable
 from pyworker.logs import event
 
 log = logging.getLogger("pyworker")
@@ -154,7 +156,8 @@ class WorkerMetrics:
 class ProbeServer:
     """`/metrics`, `/healthz` and `/readyz` on a small threaded HTTP server of the standard
     library, in a daemon thread. `alive()` and `ready()` answer None when all is well, else the
-    reason, which the 503 answer carries."""
+    reason, which the 503 answer carries. `ready()` runs in a thread of its own and answers within
+    `ready_timeout` seconds, or /readyz says 503 then, whatever the database does."""
 
     def __init__(
         self,
@@ -163,10 +166,12 @@ class ProbeServer:
         alive: Callable[[], str | None],
         ready: Callable[[], str | None],
         host: str = "0.0.0.0",
+        ready_timeout: float = PROBE_TIMEOUT_SECONDS,
     ) -> None:
         self.registry = registry
         self.alive = alive
         self.ready = ready
+        self.ready_timeout = ready_timeout
         self._server = ThreadingHTTPServer((host, port), _ProbeHandler)
         self._server.daemon_threads = True
         self._server.probes = self  # type: ignore[attr-defined]
@@ -187,6 +192,14 @@ class ProbeServer:
         self._server.shutdown()
         self._server.server_close()
 
+    def ready_in_time(self) -> str | None:
+        """ready()'s answer, or once `ready_timeout` passes, why not: a probe that times out
+        tells Kubernetes nothing, a 503 says the pod is not ready."""
+        try:
+            return call_within(self.ready_timeout, self.ready)
+        except DatabaseUnavailable as error:
+            return str(error)
+
 
 class _ProbeHandler(BaseHTTPRequestHandler):
     server: ThreadingHTTPServer
@@ -198,7 +211,7 @@ class _ProbeHandler(BaseHTTPRequestHandler):
             encoder, content_type = choose_encoder(self.headers.get("Accept"))
             self._answer(200, encoder(probes.registry), content_type)
         elif path in ("/healthz", "/readyz"):
-            problem = probes.alive() if path == "/healthz" else probes.ready()
+            problem = probes.alive() if path == "/healthz" else probes.ready_in_time()
             text = "ok\n" if problem is None else f"{problem}\n"
             self._answer(200 if problem is None else 503, text.encode(), "text/plain; charset=utf-8")
         else:

@@ -195,6 +195,7 @@ class OutcomeRecorder:
             application_name=f"pyworker {self.config.worker_id} recorder",
             pooled=self.config.pooled,
             on_reconnect=self.metrics.reconnected("recorder"),
+            call_timeout=self.config.call_timeout,
         )
         try:
             done = False

@@ -41,6 +41,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from pyworker.config import default_database_url
+from pyworker.deadlines import connection_options
 from pyworker.errors import ConfigurationError, DatabaseUnavailable, Refused
 from pyworker.output import Shown, prints
 
@@ -376,8 +377,14 @@ class Deployer:
     @contextmanager
     def connect(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
         try:
+            # Connection parameters that notice a dead peer, and no call deadline: applying a
+            # schema takes as long as it takes.
             conn = psycopg.connect(
-                self.url, autocommit=True, row_factory=dict_row, application_name="pyworker-schema"
+                self.url,
+                autocommit=True,
+                row_factory=dict_row,
+                application_name="pyworker-schema",
+                **connection_options(self.url),
             )
         except psycopg.OperationalError as error:
             raise DatabaseUnavailable(f"cannot connect to the database: {str(error).strip()}") from error

@@ -65,6 +65,14 @@ from pyworker.db import (
     listen_query,
     require_writable,
 )
+from pyworker.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT,
+    PROBE_CONNECT_TIMEOUT,
+    PROBE_TIMEOUT_SECONDS,
+    CallDeadline,
+    bounded,
+    connection_options,
+)
 from pyworker.errors import (
     ConfigurationError,
     DatabaseReadOnly,
@@ -91,6 +99,7 @@ from pyworker.attempts import (
 from pyworker.metrics import ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.runtime import (
+    BACKOFF_MAX,
     Backoff,
     Doorbell,
     Unavailability,
@@ -121,9 +130,12 @@ HEARTBEAT_BATCH_MAX = 1000
 # that hangs; a wake-up with nothing to do costs no query.
 LOOP_TURN_MAX_SECONDS = 10.0
 # /healthz answers 503 once the dispatcher has not turned for this long: longer than its longest
-# sleep, and than a database call retried while the database is away (a connect timeout of 10 s
-# and a backoff of at most 10 s between tries), so that an outage alone never fails liveness.
+# sleep, and than a database call retried while the database is away or frozen (a call's deadline,
+# a connect timeout and a backoff between tries), so that an outage alone never fails liveness.
 LOOP_STALLED_AFTER_SECONDS = 60.0
+# The listener checks its idle connection this often (a query within the call's deadline): a
+# frozen server sends no notification and no error, and its host's kernel still answers keepalives.
+LISTENER_CHECK_SECONDS = 10.0
 
 
 @dataclass(eq=False)
@@ -171,6 +183,7 @@ class Worker:
             application_name=f"pyworker {config.worker_id}",
             pooled=config.pooled,
             on_reconnect=self.metrics.reconnected("dispatcher"),
+            call_timeout=config.call_timeout,
         )
         self.host = socket.gethostname()
         self.roles = config.role_names
@@ -253,6 +266,10 @@ class Worker:
         # does it ask to be woken.
         self._wakeable = config.listen_url is not None
         self._grace_over = False
+        # A call may take its deadline, then a connect its timeout, then the backoff its pause.
+        self._stalled_after = max(
+            LOOP_STALLED_AFTER_SECONDS, config.call_timeout + DEFAULT_CONNECT_TIMEOUT + BACKOFF_MAX + 10
+        )
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -345,7 +362,7 @@ class Worker:
         and the worker may claim, else why not (read from the probe's thread)."""
         now = time.monotonic()
         stalled = now - self._last_turn
-        if stalled > LOOP_STALLED_AFTER_SECONDS:
+        if stalled > self._stalled_after:
             return f"the worker's loop has not turned for {stalled:.0f} s"
         for loop in self._event_loops():
             blocked_for = loop.blocked_for
@@ -386,7 +403,12 @@ class Worker:
         not; on a connection of its own, each probe."""
         if self.stopping:
             return "the worker is stopping"
-        probe = Database(self.config.database_url, application_name=f"pyworker {self.config.worker_id} probe")
+        probe = Database(
+            self.config.database_url,
+            application_name=f"pyworker {self.config.worker_id} probe",
+            call_timeout=PROBE_TIMEOUT_SECONDS,
+            connect_timeout=PROBE_CONNECT_TIMEOUT,
+        )
         try:
             probe.check_schema()
         except TaskpoolError as error:
@@ -1009,6 +1031,7 @@ class Worker:
             application_name=f"pyworker {self.config.worker_id} heartbeat",
             pooled=self.config.pooled,
             on_reconnect=self.metrics.reconnected("heartbeat"),
+            call_timeout=self.config.call_timeout,
         )
         try:
             while True:
@@ -1098,25 +1121,31 @@ class Worker:
     def _listen_loop(self) -> None:
         backoff = Backoff()
         connected_before = False
+        url = self.config.listen_url
         while not self._exiting.is_set():
+            deadline: CallDeadline | None = None
             try:
                 with psycopg.connect(
-                    self.config.listen_url,
+                    url,
                     autocommit=True,
                     application_name=f"pyworker {self.config.worker_id} listener",
-                    connect_timeout=10,
+                    **connection_options(url),
                 ) as conn:
+                    if self.config.call_timeout:
+                        deadline = CallDeadline(conn, self.config.call_timeout)
                     if connected_before:
                         self.metrics.reconnects.labels("listener").inc()
                     connected_before = True
-                    # A standby takes no LISTEN, and no task is enqueued on a read-only server:
-                    # reconnect until the URL leads to the primary.
-                    require_writable(conn)
-                    channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
-                    conn.execute(listen_query(channel))
+                    with bounded(deadline):
+                        # A standby takes no LISTEN, and no task is enqueued on a read-only server:
+                        # reconnect until the URL leads to the primary.
+                        require_writable(conn)
+                        channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
+                        conn.execute(listen_query(channel))
                     # Whatever was enqueued while nobody listened: look once.
                     self._notify(self.roles)
                     backoff.reset()
+                    checked = time.monotonic()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
                             if notification.payload.startswith(TASK_TAKEN_PREFIX):
@@ -1125,6 +1154,10 @@ class Worker:
                             # The payload names the role whose tasks are ready.
                             role = notification.payload
                             self._notify((role,) if role in self._notified else self.roles)
+                        if time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
+                            with bounded(deadline):
+                                conn.execute("SELECT 1")
+                            checked = time.monotonic()
             except (psycopg.Error, DatabaseReadOnly) as error:
                 if self._exiting.is_set():
                     return
@@ -1133,9 +1166,14 @@ class Worker:
                 if isinstance(translated, DatabaseReadOnly):
                     read_only_notice.seen("listener", translated, pause)
                 else:
+                    reason = (
+                        f"the database did not answer within {deadline.seconds:g} s (the call's deadline)"
+                        if deadline is not None and deadline.passed
+                        else str(error).strip()
+                    )
                     log.warning(
                         "Listener: %s; reconnecting in %.1f s",
-                        str(error).strip(),
+                        reason,
                         pause,
                         extra=event("listener_reconnecting"),
                     )

@@ -47,6 +47,7 @@ from pyworker.dashboard.sessions import (
     new_cookie_key,
 )
 from pyworker.db import SCHEDULE_FIELDS, Database
+from pyworker.deadlines import PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS, call_within
 from pyworker.metrics import database_metrics
 from pyworker.errors import (
     DatabaseUnavailable,
@@ -433,10 +434,25 @@ def capacity(request: Request) -> Response:
 
 def ready(request: Request) -> Response:
     """/readyz: 200 while the database answers with the schema the dashboard needs (a probe's
-    path: it shows nothing, so it needs no log-in)."""
+    path: it shows nothing, so it needs no log-in), 503 once it has not within 3 s."""
     check_params(request)
-    with open_database(request) as db:
-        db.check_schema()
+    database_url, pooled = request.app.state.database_url, request.app.state.pooled
+
+    def check_schema() -> None:
+        # The connection is the probe thread's own, opened and closed there.
+        db = Database(
+            database_url,
+            application_name="pyworker-dashboard",
+            pooled=pooled,
+            call_timeout=PROBE_TIMEOUT_SECONDS,
+            connect_timeout=PROBE_CONNECT_TIMEOUT,
+        )
+        try:
+            db.check_schema()
+        finally:
+            db.close()
+
+    call_within(PROBE_TIMEOUT_SECONDS, check_schema)
     return Response("ready\n", media_type="text/plain")
 
 

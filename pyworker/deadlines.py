@@ -1,0 +1,223 @@
+"""Deadlines: no connect and no call waits on the database longer than it should.
+
+A server that is frozen (SIGSTOP, a hung host, a network that drops everything) answers neither
+a query nor a cancel, and the kernel of a frozen server's host still acknowledges what is sent to
+it: statement_timeout, TCP keepalives and tcp_user_timeout do not end a call blocked on it. So:
+
+- every connection pyworker opens gets libpq's `connect_timeout`, TCP keepalives and
+  `tcp_user_timeout` (connection_options), unless its URL sets them: a peer that vanished (a lost
+  node, a cut network) is noticed by the kernel within about 25 s;
+- every call on it has a client-side deadline (CallDeadline): a process-wide watchdog thread
+  looks at the armed deadlines a few times a second and, past one, asks the server to cancel
+  the statement (briefly: a frozen server never answers) and shuts the call's socket down from
+  outside (the blocked call fails at once, as on a lost connection). The caller turns that into DatabaseUnavailable and connects again with
+  backoff, as for any lost connection.
+
+Arming a deadline costs a clock read and a few attribute accesses per call, no round trip and no
+lock: the watchdog, not the caller, does the looking.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from pyworker.errors import DatabaseUnavailable
+
+# The environment variable of a call's deadline, in seconds (the worker's --call-timeout-seconds).
+CALL_TIMEOUT_ENVVAR = "PYWORKER_CALL_TIMEOUT_SECONDS"
+# A call's deadline: longer than any call the worker, the scheduler, the dashboard or the client
+# makes on a healthy server, short enough that a frozen primary costs the fleet the HA manager's
+# failover time plus this (Patroni's default TTL is 30 s; a promotion takes about 20 s).
+DEFAULT_CALL_TIMEOUT = 20.0
+# libpq's connect_timeout (per host of a multi-host URL; libpq takes 2 s at least).
+DEFAULT_CONNECT_TIMEOUT = 10
+# TCP keepalives on an idle connection: the first probe after 10 s of silence, then one every 5 s,
+# the peer declared dead after 3 unanswered; tcp_user_timeout bounds how long data sent may stay
+# unacknowledged before the kernel drops the connection.
+KEEPALIVES_IDLE = 10
+KEEPALIVES_INTERVAL = 5
+KEEPALIVES_COUNT = 3
+TCP_USER_TIMEOUT_MS = 20_000
+# A readiness probe's check (/readyz of a worker, of the dashboard) answers within this many
+# seconds, connecting with libpq's shortest connect_timeout: Kubernetes' probes here time out at 5 s.
+PROBE_TIMEOUT_SECONDS = 3.0
+PROBE_CONNECT_TIMEOUT = 2
+# How often the watchdog looks at the armed deadlines.
+WATCHDOG_TICK_SECONDS = 0.25
+# How long the watchdog waits for the server to take the cancel of a call past its deadline: a
+# live server takes it in a few milliseconds, a frozen one never (and delays the cut this long).
+CANCEL_TIMEOUT_SECONDS = 0.5
+
+
+T = TypeVar("T")
+
+
+def default_call_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
+    """A call's deadline in seconds: PYWORKER_CALL_TIMEOUT_SECONDS, else DEFAULT_CALL_TIMEOUT; 0
+    there means none. ValueError naming the variable for a value that is no number of seconds."""
+    text = environ.get(CALL_TIMEOUT_ENVVAR, "").strip()
+    if not text:
+        return DEFAULT_CALL_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"{CALL_TIMEOUT_ENVVAR} must be a number of seconds, not {text!r}") from None
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"{CALL_TIMEOUT_ENVVAR} must be 0 (no deadline) or more seconds, not {text!r}")
+    return seconds or None
+
+
+def connection_options(url: str, *, connect_timeout: int = DEFAULT_CONNECT_TIMEOUT) -> dict[str, Any]:
+    """psycopg.connect's keyword arguments for connect_timeout, TCP keepalives and
+    tcp_user_timeout, leaving out each that `url` (a URL or key=value string) sets itself, and
+    connect_timeout when PGCONNECT_TIMEOUT does: the user's word wins."""
+    given = conninfo_to_dict(url)
+    options: dict[str, Any] = {
+        "connect_timeout": max(2, connect_timeout),
+        "keepalives": 1,
+        "keepalives_idle": KEEPALIVES_IDLE,
+        "keepalives_interval": KEEPALIVES_INTERVAL,
+        "keepalives_count": KEEPALIVES_COUNT,
+        "tcp_user_timeout": TCP_USER_TIMEOUT_MS,
+    }
+    if os.environ.get("PGCONNECT_TIMEOUT"):
+        options.pop("connect_timeout")
+    return {name: value for name, value in options.items() if name not in given}
+
+
+class CallDeadline:
+    """The deadline of the calls on one connection (sync or async): arm() before a call, disarm()
+    after it. Past the deadline the watchdog cuts the connection (shuts its socket down, asks the
+    server to cancel): the call fails, and `passed` says why."""
+
+    def __init__(self, conn: psycopg.Connection | psycopg.AsyncConnection, seconds: float) -> None:
+        self.seconds = seconds
+        self._conn = weakref.ref(conn)
+        # time.monotonic() of the armed call's deadline, None between calls: written by the
+        # caller, read by the watchdog, each a single atomic attribute access.
+        self._until: float | None = None
+        self.passed = False
+        _watchdog.watch(self)
+
+    def arm(self) -> float | None:
+        """A call begins: it must end within this deadline's seconds. Returns what disarm() takes:
+        the deadline of an enclosing block (a transaction), if any, which holds again after."""
+        enclosing = self._until
+        self._until = time.monotonic() + self.seconds
+        return enclosing
+
+    def disarm(self, enclosing: float | None = None) -> None:
+        self._until = enclosing
+
+    def _expired(self, now: float) -> bool:
+        until = self._until
+        return until is not None and now >= until and not self.passed
+
+    def _cut(self) -> None:
+        """Past the deadline: ask the server to cancel the statement (it may be alive and merely
+        slow, and would run it on; a frozen one costs the cancel's short timeout), then shut the
+        socket down: the blocked call fails at once. The caller's error says so
+        (DatabaseUnavailable naming the deadline), and is what gets logged."""
+        # Before the cancel: the caller may wake on the cancel's error first.
+        self.passed = True
+        conn = self._conn()
+        if conn is None or conn.closed:
+            return
+        if isinstance(conn, psycopg.Connection):
+            try:
+                conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
+            except (psycopg.Error, OSError):
+                pass
+        shut_down_socket(conn)
+
+
+class _Watchdog:
+    """One daemon thread per process that cuts the calls past their deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._deadlines: weakref.WeakSet[CallDeadline] = weakref.WeakSet()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: CallDeadline) -> None:
+        with self._lock:
+            self._deadlines.add(deadline)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="deadline-watchdog", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(WATCHDOG_TICK_SECONDS)
+            with self._lock:
+                deadlines = list(self._deadlines)
+            now = time.monotonic()
+            for deadline in deadlines:
+                if deadline._expired(now):
+                    deadline._cut()
+            del deadlines
+
+
+_watchdog = _Watchdog()
+
+
+@contextmanager
+def bounded(deadline: CallDeadline | None) -> Iterator[None]:
+    """The calls of the block, all together, end within `deadline` (None: no deadline)."""
+    if deadline is None:
+        yield
+        return
+    enclosing = deadline.arm()
+    try:
+        yield
+    finally:
+        deadline.disarm(enclosing)
+
+
+def shut_down_socket(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
+    """Shut the connection's socket down from outside: whatever call blocks on it fails at once,
+    as on a lost connection, and the connection is broken for good."""
+    try:
+        dup = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except (psycopg.Error, OSError):
+        return
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        dup.close()
+
+
+def call_within(seconds: float, call: Callable[[], T]) -> T:
+    """`call()` in a thread of its own: what it returns or raises, or DatabaseUnavailable once
+    `seconds` pass (the thread goes on, bounded by its own deadlines). For a probe, which must
+    answer before its own timeout, whatever connecting takes."""
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="call-within", daemon=True).start()
+    if not done.wait(seconds):
+        raise DatabaseUnavailable(f"the database did not answer within {seconds:g} s")
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value
