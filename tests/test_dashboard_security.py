@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import psycopg
 import pytest
@@ -235,9 +235,16 @@ def test_names_are_quoted_in_links_and_the_routes_take_them_back(
         assert trigger in schedules
         operator.post(f"/schedules/{quote(SCHEDULE, safe='')}/trigger", data={"csrf": csrf_of(schedules)})
         platforms = operator.get("/platforms").text
-        assert f'action="/platforms/{quote(PLATFORM, safe="")}/disable"' in platforms
-        done = operator.post(f"/platforms/{quote(PLATFORM, safe='')}/disable", data={"csrf": csrf_of(platforms)})
+        assert f'href="/platforms/{quote(PLATFORM, safe="")}/disable"' in platforms
+        # Its confirmation's form posts to the quoted name too, never the path it decodes to.
+        asked = operator.get(f"/platforms/{quote(PLATFORM, safe='')}/disable").text
+        assert f'action="/platforms/{quote(PLATFORM, safe="")}/disable"' in asked
+        done = operator.post(f"/platforms/{quote(PLATFORM, safe='')}/disable", data={"csrf": csrf_of(asked)})
         assert done.status_code == 303
+        asked = operator.get(f"/schedules/{quote(SCHEDULE, safe='')}/delete").text
+        assert f'action="/schedules/{quote(SCHEDULE, safe="")}/delete"' in asked
+        anonymous = client(seeded).get(f"/platforms/{quote(PLATFORM, safe='')}/disable")
+        assert anonymous.headers["location"] == "/login?" + urlencode({"next": f"/platforms/{quote(PLATFORM, safe='')}/disable"})
         api = operator.post(f"/api/schedules/{quote(SCHEDULE, safe='')}/disable",
                             headers={"Authorization": f"Bearer {TOKEN}"})
         assert api.status_code == 200 and api.json()["name"] == SCHEDULE

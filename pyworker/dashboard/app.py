@@ -1033,18 +1033,18 @@ async def operator_form(request: Request) -> dict[str, str]:
     return {key: value for key, value in form.items() if key != "csrf"}
 
 
-def operator_page(request: Request) -> Response | None:
-    """For a page only an operator sees (a confirmation, a form): None when this is one; a browser
-    that has not logged in is sent to log in, and back."""
+def operator_page(request: Request, path: str) -> Response | None:
+    """For a page only an operator sees (a confirmation, a form) at `path` (its names quoted):
+    None when this is one; a browser that has not logged in is sent to log in, and back."""
     if request.app.state.token is None:
         raise HTTPException(403, ACTIONS_OFF)
     if is_operator(request):
         return None
-    wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    wanted = path + (f"?{request.url.query}" if request.url.query else "")
     return RedirectResponse(f"/login?{urlencode({'next': wanted})}", status_code=303)
 
 
-def confirmation_endpoint(action: Action) -> Callable[[Request], Any]:
+def confirmation_endpoint(route_path: str, action: Action) -> Callable[[Request], Any]:
     """GET on a destructive action's path: the page that asks (how many, which), whose form POSTs
     to the same path. Works without JavaScript; changes nothing."""
     assert action.confirm is not None
@@ -1052,13 +1052,16 @@ def confirmation_endpoint(action: Action) -> Callable[[Request], Any]:
 
     def confirmation_page(request: Request) -> Response:
         fields = action_fields(request, action, dict(request.query_params))
-        login = operator_page(request)
+        # Rebuilt with each name quoted: the request's path is decoded, and a name holding `/`
+        # or `..` would make it another action's.
+        path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: path_segment(request.path_params[m.group(1)]), route_path)
+        login = operator_page(request, path)
         if login is not None:
             return login
         with open_database(request) as db:
             confirmation = confirm(db, fields)
         return render(request, "confirm.html", {
-            "confirmation": confirmation, "action_path": request.url.path, "back": action.back(fields), "live": False,
+            "confirmation": confirmation, "action_path": path, "back": action.back(fields), "live": False,
         })
 
     return confirmation_page
@@ -1075,7 +1078,7 @@ def new_task_page(request: Request, values: dict[str, Any], error: str | None = 
 def new_task_form(request: Request) -> Response:
     check_params(request, "role")
     role = text_param(request, "role")
-    return operator_page(request) or new_task_page(request, {"role": role})
+    return operator_page(request, "/tasks/new") or new_task_page(request, {"role": role})
 
 
 async def create_task(request: Request) -> Response:
@@ -1175,7 +1178,7 @@ class VersionedFiles(StaticFiles):
 def core_routes() -> list[Route]:
     # Confirmations and the New task form first: /tasks/{task_id} would take their paths.
     routes = [
-        *(Route(path, confirmation_endpoint(action), methods=["GET"]) for path, action in ACTIONS.items() if action.confirm),
+        *(Route(path, confirmation_endpoint(path, action), methods=["GET"]) for path, action in ACTIONS.items() if action.confirm),
         Route("/tasks/new", new_task_form, methods=["GET"]),
         Route("/tasks/create", create_task, methods=["POST"]),
         Route("/api/tasks/create", api_action_endpoint(CREATE_TASK), methods=["POST"]),

@@ -10,7 +10,11 @@ function liveRefreshAllowed() {
 }
 
 function edited(field) {
-  if (field.tagName === "SELECT") return Array.from(field.options).some((o) => o.selected !== o.defaultSelected);
+  if (field.tagName === "SELECT") {
+    // With no option marked selected, a select starts on its first.
+    const start = Array.from(field.options).findIndex((option) => option.defaultSelected);
+    return field.selectedIndex !== Math.max(start, 0);
+  }
   if (field.type === "checkbox" || field.type === "radio") return field.checked !== field.defaultChecked;
   return field.value !== field.defaultValue;
 }
