@@ -234,9 +234,13 @@ def test_the_new_task_form_enqueues_through_enqueue_tasks(db_url: str, conn: psy
     # The same dedupe key while that task is active: no second task, the first one shown.
     again = browser.post("/tasks/create", data={"csrf": csrf_of(form.text), "role": "analytics_refresh", "dedupe_key": "console-daily"})
     assert again.status_code == 303 and again.headers["location"] == f"/tasks/{task_id}"
+    said = messages(browser.get(again.headers["location"]).text)
+    assert f"nothing enqueued: task {task_id} (pending) holds dedupe key console-daily" in said
+    assert conn.execute("SELECT count(*) FROM worker_tasks").fetchone() == (1,)
 
     by_api = browser.post("/api/tasks/create", json={"role": "store_discovery", "payload": {"from": "api"}, "priority": -5}, headers=BEARER)
-    assert by_api.status_code == 200 and (by_api.json()["payload"], by_api.json()["priority"]) == ({"from": "api"}, -5)
+    assert by_api.status_code == 200
+    assert (by_api.json()["payload"], by_api.json()["priority"], by_api.json()["deduplicated"]) == ({"from": "api"}, -5, False)
     assert browser.post("/api/tasks/create", json={"role": "store_discovery"}).status_code == 401
 
 

@@ -896,11 +896,14 @@ def created_task(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
             value = int(value)
         spec["dispensary_id" if name == "store" else name] = value
     try:
-        (task,) = db.enqueue_tasks([spec])
+        with db.transaction():
+            (task,) = db.enqueue_tasks([spec])
+            # A task made now has the transaction's time; one that a dedupe key matched is older.
+            clock = db.query_one("SELECT taskpool_now() AS now")
     except TaskpoolError as error:
         message = error.args[0] if error.args else str(error)
         raise type(error)(SPEC_INDEX.sub("", message), hint=error.hint) from error
-    return task
+    return {**task, "deduplicated": clock is not None and task["created_at"] < clock["now"]}
 
 
 CREATE_TASK = Action(
@@ -1092,7 +1095,10 @@ async def create_task(request: Request) -> Response:
         status_code = http_status(error) if isinstance(error, TaskpoolError) else error.status_code
         message = str(error) if isinstance(error, TaskpoolError) else error.detail
         return await run_in_threadpool(new_task_page, request, values, message, status_code)
-    flash(request, "ok", f"task {task['id']} enqueued: {task['role']}, {task['status']}")
+    if task["deduplicated"]:
+        flash(request, "ok", f"nothing enqueued: task {task['id']} ({task['status']}) holds dedupe key {task['dedupe_key']}")
+    else:
+        flash(request, "ok", f"task {task['id']} enqueued: {task['role']}, {task['status']}")
     return RedirectResponse(f"/tasks/{task['id']}", status_code=303)
 
 
