@@ -791,7 +791,7 @@ def described_filters(fields: dict[str, Any]) -> str:
 
 def bulk_filters(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
     """tasks_matching's filters from the task list's (an unknown role named, as the list does)."""
-    given = {name: given_text(fields, name) if isinstance(fields.get(name), str) else fields.get(name) for name in BULK_FILTERS}
+    given = {name: given_text(fields, name) for name in BULK_FILTERS}
     checked_role(given["role"], db.roles())
     return {
         "role": given["role"],
@@ -805,7 +805,7 @@ def bulk_filters(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def bulk_confirmation(action: str) -> Callable[[Database, dict[str, Any]], Confirmation]:
-    verb, _past, consequence = BULK_WORDS[action]
+    verb, past, consequence = BULK_WORDS[action]
 
     def confirm(db: Database, fields: dict[str, Any]) -> Confirmation:
         count, sample = db.tasks_matching(action, bulk_filters(db, fields))
@@ -814,7 +814,7 @@ def bulk_confirmation(action: str) -> Callable[[Database, dict[str, Any]], Confi
         rows = [{**task, "at": task["created_at"]} for task in sample]
         if not count:
             return Confirmation(
-                f"No task matching {described} can be {BULK_WORDS[action][1]}",
+                f"No task matching {described} can be {past}",
                 f"{verb} takes {' or '.join(BULK_ACTION_STATUSES[action])} tasks only.",
                 verb, possible=False,
             )
@@ -865,11 +865,8 @@ def confirm_recover_stale(db: Database, fields: dict[str, Any]) -> Confirmation:
 
 
 def recovered(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
-    threshold = fields.get("threshold_minutes")
-    if isinstance(threshold, str):
-        threshold = whole_number("threshold_minutes", threshold, minimum=1, maximum=MAX_INTEGER) if threshold.strip() else None
-    elif threshold is not None and threshold < 1:
-        raise HTTPException(400, f"threshold_minutes must be from 1 to {MAX_INTEGER}, not {threshold}")
+    given = given_text(fields, "threshold_minutes")
+    threshold = None if given is None else whole_number("threshold_minutes", str(given), minimum=1, maximum=MAX_INTEGER)
     return {"recovered": db.recover_stale_tasks(threshold)}
 
 
