@@ -820,7 +820,7 @@ def bulk_confirmation(action: str) -> Callable[[Database, dict[str, Any]], Confi
             )
         return Confirmation(
             f"{verb} {count:,} {'task' if count == 1 else 'tasks'} matching {described}?",
-            f"{consequence} Done {BULK_BATCH_SIZE:,} tasks a transaction, as `pyworker {action}` with these filters does.",
+            f"{consequence} Done {BULK_BATCH_SIZE:,} tasks a transaction, as pyworker {action} with these filters does.",
             f"{verb} {count:,} {'task' if count == 1 else 'tasks'}",
             count=count, sample=rows, hidden=hidden,
         )
@@ -856,7 +856,7 @@ def confirm_recover_stale(db: Database, fields: dict[str, Any]) -> Confirmation:
         f"Recover {counted(len(stuck), 'stale task')}?" if stuck else "Recover stale tasks?",
         "A claimed or running task whose worker stopped heartbeating goes back to pending while it has"
         " retries left, else to failed (cancelled if a cancel was asked), as the tick and"
-        " `pyworker recover-stale` do."
+        " pyworker recover-stale do."
         + ("" if stuck else " None is silent past its role's stale threshold now; a shorter threshold below may find some."),
         "Recover them",
         count=len(stuck), sample=rows, sample_time="last heartbeat",
