@@ -117,6 +117,15 @@ def test_pages_refresh_themselves_with_the_vendored_htmx_and_work_without_it(db_
     assert browser.get("/static/live.js").status_code == 200
 
 
+def test_a_refresh_after_the_log_in_ended_sends_the_whole_page_to_log_in(db_url: str) -> None:
+    behind_login = TestClient(create_app(db_url, TOKEN, require_login=True), follow_redirects=False)
+    refreshed = behind_login.get("/tasks?status=failed", headers={"HX-Request": "true"})
+    assert refreshed.status_code == 200 and refreshed.text == ""
+    assert refreshed.headers["hx-redirect"] == "/login?next=%2Ftasks%3Fstatus%3Dfailed"
+    # A browser's own request is redirected as before.
+    assert behind_login.get("/tasks?status=failed").status_code == 303
+
+
 # Bulk actions
 
 
