@@ -1,6 +1,6 @@
 """The dashboard in Debian's chromium (selenium, as tests/test_dashboard.py drives it): no page
-scrolls sideways at 1280 px (or 1920), every action button is on screen, and a page refreshes
-itself in place when the pool changes.
+scrolls sideways at 1280 px (or 1920), every action button is on screen, a page refreshes
+itself in place when the pool changes, and with JavaScript off a bulk cancel still asks and acts.
 
 The database holds what widens a page: a long role name, a long error with no space in it, a
 long schedule name, a paused role (its Resume) and a disabled platform beside an enabled one (its
@@ -152,6 +152,8 @@ def test_a_page_refreshes_itself_in_place_when_the_pool_changes(
     WebDriverWait(browser, 60).until(lambda b: b.find_element(By.CSS_SELECTOR, "#task-status").text == "cancelled")
     assert browser.execute_script("return window.taskpoolSamePage") is True
     assert browser.current_url == dashboard.url + f"/tasks/{task_id}"
+    # htmx runs the region (the mark the JavaScript-off test looks for).
+    assert browser.execute_script("return document.getElementById('live')['htmx-internal-data'] !== undefined")
 
 
 def test_a_refresh_waits_while_the_operator_is_typing(
@@ -172,3 +174,28 @@ def test_a_refresh_waits_while_the_operator_is_typing(
     assert browser.execute_script("return liveRefreshAllowed()")
     WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, f"#tasks tr[data-id='{newest}']"))
     assert browser.execute_script("return window.taskpoolSamePage") is True
+
+
+def test_with_javascript_off_a_bulk_cancel_asks_then_acts(
+    dashboard: Dashboard, seeded: tuple[str, dict[str, Any]]
+) -> None:
+    url, _ids = seeded
+    with psycopg.connect(url, autocommit=True) as conn:
+        chosen = [row[0] for row in conn.execute(
+            "SELECT id FROM enqueue_tasks((SELECT jsonb_agg(jsonb_build_object('role', 'image_download'))"
+            " FROM generate_series(1, 3)))"
+        )]
+        with chromium(javascript=False) as browser:
+            log_in(browser, dashboard)
+            browser.get(dashboard.url + "/tasks?role=image_download&status=pending")
+            # htmx did not run: it marks each element it takes over.
+            assert browser.execute_script("return document.getElementById('live')['htmx-internal-data'] === undefined")
+            browser.find_element(By.CSS_SELECTOR, "#bulk-cancel").click()
+            question = browser.find_element(By.CSS_SELECTOR, "#question").text
+            assert question == "Cancel 3 tasks matching role=image_download status=pending?"
+            assert conn.execute("SELECT count(*) FROM worker_tasks WHERE id = ANY(%s) AND status = 'pending'", (chosen,)).fetchone() == (3,)
+            browser.find_element(By.CSS_SELECTOR, "#confirm").click()
+            WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".message.ok"))
+            said = browser.find_element(By.CSS_SELECTOR, ".message.ok").text
+            assert said == "cancelled 3 tasks matching role=image_download status=pending"
+        assert conn.execute("SELECT count(*) FROM worker_tasks WHERE id = ANY(%s) AND status = 'cancelled'", (chosen,)).fetchone() == (3,)
