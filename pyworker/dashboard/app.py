@@ -7,6 +7,10 @@ Input is checked before it reaches the database: an unknown or malformed query p
 segment or action field is a 400 that names it, never a 500. Names in paths are quoted
 (`path_segment`), so a name holding `/`, `?` or `#` stays one segment. Whatever is shown, page or
 JSON, passes through `masked`: no URL's credentials reach a browser.
+
+A destructive action (ACTIONS with a `confirm`) answers a GET on its own path with a page that
+asks (the count and the first tasks of a bulk action), whose form POSTs to that path: it works
+without JavaScript. The New task form re-renders with what was typed when it is refused.
 """
 
 from __future__ import annotations
