@@ -1220,7 +1220,9 @@ class Worker:
                             # The payload names the role whose tasks are ready.
                             role = notification.payload
                             self._notify((role,) if role in self._notified else self.roles)
-                        if time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
+                        # At once when a call of another connection to the server was cut.
+                        suspect = deadline is not None and deadline.suspect
+                        if suspect or time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
                             with bounded(deadline):
                                 conn.execute("SELECT 1")
                             self._listener.heard()

@@ -226,7 +226,9 @@ def test_a_lost_listener_is_a_metric_and_past_30_s_fails_readiness_but_never_liv
             "test_work", "listener-probe", args=("--metrics-port", "0"),
             extra_env={
                 "PYWORKER_CALL_TIMEOUT_SECONDS": "2",
-                "PYWORKER_LISTEN_DATABASE_URL": make_conninfo(db_url, host="127.0.0.1", hostaddr="", port=str(relay.port)),
+                "PYWORKER_LISTEN_DATABASE_URL": make_conninfo(
+                    db_url, host="127.0.0.1", hostaddr="", port=str(relay.port)
+                ),
             },
         )
         port = int(SERVING.search(worker.wait_for_log("Serving /metrics")).group(1))
