@@ -89,11 +89,13 @@ class Replica:
         primary = conninfo_to_dict(self.primary_url)
         self._run(
             "pg_basebackup", "-D", str(self.data), *(["-R"] if self.standby else []), "-X", "stream",
-            "--checkpoint=fast", "-h", primary.get("host") or "127.0.0.1", "-p", str(primary.get("port") or 5432),
+            "--checkpoint=fast", "--no-sync", "--no-manifest", "-h", primary.get("host") or "127.0.0.1", "-p", str(primary.get("port") or 5432),
             "-U", primary.get("user") or "postgres",
         )
         # The copied settings name the source's port and socket directory: the copy's own win.
-        settings = {"port": str(self.port), "unix_socket_directories": f"'{self.directory}'"}
+        # A copy lives for one test: no fsync (what its processes wrote survives their being
+        # killed all the same, in the system's page cache; only a crash of the host loses it).
+        settings = {"port": str(self.port), "unix_socket_directories": f"'{self.directory}'", "fsync": "off"}
         if not self.standby:
             settings.update(PRIMARY_SETTINGS)
         with open(self.data / "postgresql.auto.conf", "a") as conf:
