@@ -5,7 +5,7 @@
 - `WorkerMetrics` and `ProbeServer`: what `pyworker --metrics-port N` serves: `/metrics` (the
   worker's own counters, on a registry of its own, not prometheus_client's global one),
   `/healthz` (the dispatcher loop turns) and `/readyz` (the database answers with the schema
-  version this worker needs).
+  version this worker needs, and the worker's listener is not down for long).
 
 docs/metrics.md lists every metric, its labels and what to alert on.
 """
@@ -129,7 +129,8 @@ class WorkerMetrics:
         )
         self.listener_state = Gauge(
             "pyworker_listener_state",
-            "1 for the state the listener's LISTEN connection is in (connected, reconnecting, disabled), 0 for the others.",
+            "1 for the state the listener's LISTEN connection is in (connected, reconnecting, disabled),"
+            " 0 for the others.",
             ["state"], registry=registry,
         )
         self.listener_state_since = Gauge(

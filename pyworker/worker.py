@@ -16,7 +16,8 @@ concurrency, one connection per attempt that asks, pyworker/connections.py):
 - a listener thread LISTENs on the worker's own wake channel (on --listen-database-url when given;
   none when the database URL is pooled and no listen URL is given: the worker polls): a role's
   name there means its tasks are ready; 'abort:<task id>', that a task the worker holds was
-  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler.
+  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. Its
+  state is a metric, and /readyz fails once it has been down for LISTENER_UNREADY_AFTER_SECONDS.
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
