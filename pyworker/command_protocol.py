@@ -99,14 +99,6 @@ class CommandFailed(Exception):
         self.error_data = error_data
 
 
-def error_data_of(error: BaseException) -> dict[str, Any]:
-    """The structured error kept with a failed attempt: a CommandFailed's own, else the exception's
-    type ({"type": "KeyError"})."""
-    if isinstance(error, CommandFailed) and isinstance(error.error_data, dict):
-        return error.error_data
-    return {"type": type(error).__name__}
-
-
 def bounded_error_data(data: dict[str, Any]) -> dict[str, Any]:
     """`data` with its *_tail strings cut (oldest text first) until it fits ERROR_DATA_MAX_BYTES."""
     data = {key: storable_text(value) if isinstance(value, str) else value for key, value in data.items()}
