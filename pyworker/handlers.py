@@ -66,6 +66,23 @@ def command_handler_factory() -> CommandHandlerFactory:
     return factory
 
 
+# What must not outlive a worker that exits at once (a second signal, then os._exit): each hook
+# kills what a plugin started outside the process. The command protocol's children, for one.
+_exit_now_hooks: list[Callable[[], None]] = []
+
+
+def on_exit_now(hook: Callable[[], None]) -> Callable[[], None]:
+    """Decorator: call `hook` when the worker exits at once."""
+    _exit_now_hooks.append(hook)
+    return hook
+
+
+def exiting_now() -> None:
+    """Call every exit-now hook (the worker does, right before os._exit)."""
+    for hook in list(_exit_now_hooks):
+        hook()
+
+
 @dataclass
 class Completion:
     """A handler's return value when the task should also enqueue follow-up tasks.
