@@ -17,10 +17,17 @@ from core_fixtures import REPO_ROOT
 PGENV = REPO_ROOT / "scripts" / "pgenv"
 
 
-def pgenv(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def pgenv(url: str, *args: str, password: str | None = None) -> subprocess.CompletedProcess[str]:
+    """pgenv run with DATABASE_URL `url` and no PG* variable inherited (but PGPASSWORD, if given)."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PG")}
+    if password is not None:
+        environment["PGPASSWORD"] = password
     return subprocess.run(
-        [str(PGENV), *args], env={**environment, "DATABASE_URL": url}, capture_output=True, text=True, timeout=60
+        [str(PGENV), *args],
+        env={**environment, "DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -81,7 +88,7 @@ def test_query_options_become_their_libpq_variables() -> None:
     assert variables["PGOPTIONS"] == "-c statement_timeout=5s"
 
 
-def test_the_command_reaches_the_server_through_a_dead_first_host_with_the_url_s_options(db_url: str) -> None:
+def test_the_command_reaches_the_server_past_a_dead_first_host_with_the_url_s_options(db_url: str) -> None:
     params = conninfo_to_dict(db_url)
     host, port = params.get("host", "127.0.0.1"), params.get("port", "5432")
     authority = f"{params['user']}@" if params.get("user") else ""
@@ -89,14 +96,8 @@ def test_the_command_reaches_the_server_through_a_dead_first_host_with_the_url_s
         f"postgresql://{authority}127.0.0.1:{free_port()},{host}:{port}/{params['dbname']}"
         "?options=-c%20statement_timeout%3D4321&connect_timeout=5"
     )
-    environment = {"PGPASSWORD": params["password"]} if params.get("password") else {}
-    result = subprocess.run(
-        [str(PGENV), "psql", "-XAtc", "SELECT current_database() || ' ' || current_setting('statement_timeout')"],
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("PG")}, **environment, "DATABASE_URL": url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    query = "SELECT current_database() || ' ' || current_setting('statement_timeout')"
+    result = pgenv(url, "psql", "-XAtc", query, password=params.get("password"))
     assert (result.returncode, result.stdout.strip()) == (0, f"{params['dbname']} 4321ms"), result.stderr
 
 
@@ -107,7 +108,7 @@ def test_d_names_another_database_everywhere() -> None:
     assert variables["SQITCH_TARGET"] == "db:pg://u@h:5/other%20db?sslmode=prefer"
 
 
-def test_a_url_libpq_refuses_runs_nothing_and_keeps_the_password_out_of_the_message(tmp_path: Path) -> None:
+def test_a_url_libpq_refuses_runs_nothing_and_keeps_the_password_out_of_its_message(tmp_path: Path) -> None:
     ran = tmp_path / "ran"
     for url, problem in (
         ("postgresql://u:s3cr%zzet@h/app", "invalid percent-encoded token"),

@@ -158,8 +158,8 @@ class PlatformClient(Protocol):
 
 class HttpPlatformClient:
     """PlatformClient over the simulator's HTTP API (httpx, over connections pooled for the
-    whole process), through the proxies of `proxies` when given. `timeout`: the seconds each try of a request
-    may take, all of it; `max_menu_bytes`: the most a JSON answer may be."""
+    whole process), through the proxies of `proxies` when given. `timeout`: the seconds each
+    try of a request may take, all of it; `max_menu_bytes`: the most a JSON answer may be."""
 
     def __init__(
         self,
