@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -35,6 +36,22 @@ class Script:
         self.answer = (status, data, headers or {}, delay)
 
 
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], stop: threading.Event) -> Iterator[str]:
+    """A threaded server of `handler` on a free loopback port, its URL (no trailing slash);
+    `stop` is set before it shuts down, for handlers that wait on it."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
     script = Script()
@@ -59,18 +76,8 @@ def server() -> Iterator[tuple[str, Script]]:
             except OSError:
                 pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/", script
-    finally:
-        stop.set()
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler, stop) as url:
+        yield f"{url}/", script
 
 
 def test_list_stores_asks_the_state_and_returns_the_store_objects(
@@ -253,16 +260,8 @@ def streamer() -> Iterator[tuple[str, Streamer]]:
             except OSError:
                 pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/", stream
-    finally:
-        stream.stop.set()
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler, stream.stop) as url:
+        yield f"{url}/", stream
 
 
 MIB = 1024 * 1024
@@ -372,16 +371,8 @@ def keep_alive() -> Iterator[tuple[str, list[int]]]:
             self.end_headers()
             self.wfile.write(b"{}")
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", ports
-    finally:
-        stop.set()
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler, stop) as url:
+        yield url, ports
 
 
 def test_requests_one_after_the_other_share_one_pooled_connection(keep_alive: tuple[str, list[int]]) -> None:
