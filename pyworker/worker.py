@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import command_protocol, handlers, logs
+from pyworker import handlers, logs
 from pyworker.config import (
     POOLED_ENVVAR,
     WorkerConfig,
@@ -579,7 +579,7 @@ class Worker:
             )
             return
         log.warning("Received %s again: exiting now", signal.Signals(signum).name, extra=event("worker_exiting"))
-        command_protocol.kill_running_children()
+        handlers.exiting_now()
         os._exit(1)
 
     def request_stop(self) -> None:
