@@ -222,7 +222,15 @@ class TaskpoolGroup(SharedOptionsGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return self._invoke_with_exit_codes(ctx)
+            result = self._invoke_with_exit_codes(ctx)
+            # Flushed here, not at exit: a reader that stopped early (`| head`) is noticed below.
+            sys.stdout.flush()
+            return result
+        except BrokenPipeError:
+            # The reader took what it wanted (`pyworker list | head -1`): done, quietly, status 0
+            # as click 8.2+ has it (8.1 says 1), so a `set -o pipefail` script goes on.
+            _discard_stdout()
+            ctx.exit(0)
         except click.ClickException as error:
             settings = ctx.find_object(Settings)
             if not (_runs_a_worker(ctx, settings) and settings.worker["log_format"] == "json"):
@@ -240,7 +248,7 @@ class TaskpoolGroup(SharedOptionsGroup):
     def _invoke_with_exit_codes(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise
         except (InvalidInput, NotFound, ConfigurationError, NotJson) as error:
             # NotFound: a name or id the user gave names nothing, which is bad input too.
@@ -256,6 +264,17 @@ class TaskpoolGroup(SharedOptionsGroup):
             raise click.ClickException(
                 f"unexpected {type(error).__name__}: {error} (run with -v for the traceback)"
             ) from error
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is left in its buffer is flushed at exit without a second
+    BrokenPipeError ("Exception ignored ... BrokenPipeError" on stderr)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # not a file descriptor (CliRunner's stdout): nothing flushes it to a pipe
 
 
 def _runs_a_worker(ctx: click.Context, settings: Settings | None) -> bool:
