@@ -93,8 +93,7 @@ GLOBAL_OPTIONS: list[click.Option] = [
         ["--database-url"],
         envvar="DATABASE_URL",
         default=default_database_url,
-        show_default="the project cluster, postgresql://postgres@127.0.0.1:55432/taskpool,"
-        " each part overridden by PGUSER, PGHOST, PGPORT, PGDATABASE",
+        show_default="libpq's: PGHOST, PGPORT, PGUSER, PGDATABASE, ..., else the local socket",
         show_envvar=True,
         metavar="URL",
         help="PostgreSQL URL of the taskpool database.",

@@ -17,18 +17,11 @@ from pyworker import logs
 from pyworker.deadlines import DEFAULT_CALL_TIMEOUT
 
 
-def default_database_url(environ: Mapping[str, str] = os.environ) -> str:
-    """The database to use when no DATABASE_URL is given: the project cluster's
-    (postgresql://postgres@127.0.0.1:55432/taskpool), less each part that the libpq environment
-    sets (PGUSER, PGHOST or PGHOSTADDR, PGPORT, PGDATABASE; PGSERVICE sets them all), so that
-    libpq takes that part from the environment as every PostgreSQL tool does."""
-    if environ.get("PGSERVICE"):
-        return "postgresql://"
-    user = "" if environ.get("PGUSER") else "postgres@"
-    host = "" if environ.get("PGHOST") or environ.get("PGHOSTADDR") else "127.0.0.1"
-    port = "" if environ.get("PGPORT") else ":55432"
-    dbname = "" if environ.get("PGDATABASE") else "/taskpool"
-    return f"postgresql://{user}{host}{port}{dbname}"
+def default_database_url() -> str:
+    """The database to use when no DATABASE_URL is given: libpq's own choice, as psql makes it
+    (PGHOST, PGPORT, PGUSER, PGDATABASE, PGSERVICE, ..., else the local socket and the login
+    name). An empty URL: the environment is read when connecting, never here."""
+    return "postgresql://"
 
 
 def database_url_for(url: str, dbname: str) -> str:
