@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 from pyworker.db import configure_connection, pooled_connection_options, require_writable
@@ -85,7 +85,7 @@ class HandlerConnections:
         """A new attempt's lease: nothing is borrowed until the handler asks."""
         return AttemptConnection(self)
 
-    def borrow(self) -> psycopg.Connection:
+    def borrow(self) -> psycopg.Connection[DictRow]:
         with self._lock:
             if self._closed:
                 raise AttemptEnded("the worker is stopping: its handlers' connection pool is closed")
@@ -139,7 +139,7 @@ class AttemptConnection:
         self._abandoned = False
         self._ended = False
 
-    def get(self) -> psycopg.Connection:
+    def get(self) -> psycopg.Connection[DictRow]:
         with self._lock:
             self._refuse_when_over()
             conn, broken = self._conn, None
