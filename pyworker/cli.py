@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 import click
 from click.core import ParameterSource
 
-from pyworker import __version__, logs
+from pyworker import __version__, environment, logs
 from pyworker import cron as cron_jobs
 from pyworker.config import (
     DEFAULT_LOOP_BLOCK_LIMIT,
@@ -86,6 +86,17 @@ class InputRefused(click.ClickException):
     exit_code = 2
 
 
+class RenamedVariableOption(click.Option):
+    """An option whose variable (envvar, its TASKPOOL_ name) is also read under the name it had
+    before, deprecated (pyworker.environment)."""
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        value = super().resolve_envvar_value(ctx)
+        if value is None and isinstance(self.envvar, str):
+            return environment.lookup(self.envvar)
+        return value
+
+
 # The options of the main group that every command takes too, after its name (`pyworker list
 # -v`), and lists in its --help. Given there, a value wins over the one given before the name.
 GLOBAL_OPTIONS: list[click.Option] = [
@@ -98,7 +109,7 @@ GLOBAL_OPTIONS: list[click.Option] = [
         metavar="URL",
         help="PostgreSQL URL of the taskpool database.",
     ),
-    click.Option(
+    RenamedVariableOption(
         ["--pooled"],
         envvar=POOLED_ENVVAR,
         show_envvar=True,
@@ -325,7 +336,7 @@ class Settings:
         try:
             command = tuple(shlex.split(worker["command"])) if worker["command"] else ()
         except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="'--command' / PYWORKER_COMMAND")
+            raise click.BadParameter(str(error), param_hint="'--command' / TASKPOOL_COMMAND")
         try:
             return WorkerConfig(
                 database_url=self.database_url,
@@ -386,7 +397,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.version_option(__version__, prog_name="pyworker", message="%(prog)s %(version)s")
 @click.option(
     "--role",
-    envvar="WORKER_ROLE",
+    envvar="TASKPOOL_ROLE",
+    cls=RenamedVariableOption,
     show_envvar=True,
     multiple=True,
     metavar="ROLE[=N]",
@@ -396,7 +408,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--worker-id",
-    envvar="WORKER_ID",
+    envvar="TASKPOOL_WORKER_ID",
+    cls=RenamedVariableOption,
     show_envvar=True,
     show_default="host-pid-random",
     metavar="ID",
@@ -404,7 +417,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--poll-interval-ms",
-    envvar="POLL_INTERVAL_MS",
+    envvar="TASKPOOL_POLL_INTERVAL_MS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1),
     default=5000,
@@ -413,7 +427,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--heartbeat-interval-ms",
-    envvar="HEARTBEAT_INTERVAL_MS",
+    envvar="TASKPOOL_HEARTBEAT_INTERVAL_MS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1),
     default=30000,
@@ -422,7 +437,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--handlers",
-    envvar="PYWORKER_HANDLERS",
+    envvar="TASKPOOL_HANDLERS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     multiple=True,
     metavar="MODULE",
@@ -430,14 +446,16 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--command",
-    envvar="PYWORKER_COMMAND",
+    envvar="TASKPOOL_COMMAND",
+    cls=RenamedVariableOption,
     show_envvar=True,
     metavar="COMMAND",
     help="Run each task with this external command (split like a shell line).",
 )
 @click.option(
     "--log-format",
-    envvar="LOG_FORMAT",
+    envvar="TASKPOOL_LOG_FORMAT",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.Choice(["text", "json"]),
     default="text",
@@ -446,7 +464,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--log-level",
-    envvar="LOG_LEVEL",
+    envvar="TASKPOOL_LOG_LEVEL",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     show_default="info; debug with -v",
@@ -454,7 +473,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--shutdown-grace-seconds",
-    envvar="SHUTDOWN_GRACE_SECONDS",
+    envvar="TASKPOOL_SHUTDOWN_GRACE_SECONDS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.FloatRange(min=0),
     default=30.0,
@@ -463,7 +483,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--concurrency",
-    envvar="WORKER_CONCURRENCY",
+    envvar="TASKPOOL_CONCURRENCY",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1, max=1000),
     show_default="1 a role; with ROLE=N shares, their sum",
@@ -479,7 +500,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--prefetch",
-    envvar="WORKER_PREFETCH",
+    envvar="TASKPOOL_PREFETCH",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1, max=1000),
     default=1,
@@ -489,7 +511,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--listen-database-url",
-    envvar="PYWORKER_LISTEN_DATABASE_URL",
+    envvar="TASKPOOL_LISTEN_DATABASE_URL",
+    cls=RenamedVariableOption,
     show_envvar=True,
     metavar="URL",
     show_default="--database-url, unless --pooled: then the worker polls",
@@ -498,7 +521,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--metrics-port",
-    envvar="PYWORKER_METRICS_PORT",
+    envvar="TASKPOOL_METRICS_PORT",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=0, max=65535),
     metavar="PORT",
@@ -507,7 +531,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--loop-block-limit-seconds",
-    envvar="PYWORKER_LOOP_BLOCK_LIMIT_SECONDS",
+    envvar="TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_LOOP_BLOCK_LIMIT,
@@ -517,7 +542,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--max-abandoned-threads",
-    envvar="PYWORKER_MAX_ABANDONED_THREADS",
+    envvar="TASKPOOL_MAX_ABANDONED_THREADS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_ABANDONED_THREADS,
@@ -528,6 +554,7 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--call-timeout-seconds",
     envvar=CALL_TIMEOUT_ENVVAR,
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.FloatRange(min=0),
     default=DEFAULT_CALL_TIMEOUT,

@@ -31,7 +31,7 @@ each task spec before it is enqueued (a dict with "role", "payload", "headers", 
 to its "headers" dict: how a tracing module puts a traceparent on every task.
 
 Deadlines: every call the client makes must end within `call_timeout` seconds (None:
-PYWORKER_CALL_TIMEOUT_SECONDS, else 20 s; 0: no deadline), or its connection is cut (its socket
+TASKPOOL_CALL_TIMEOUT_SECONDS, else 20 s; 0: no deadline), or its connection is cut (its socket
 shut down: pyworker/deadlines.py) and the call raises DatabaseUnavailable; a frozen server costs
 no more. The connection is then broken: connect again (a pool does). Client.connect's connections
 also get libpq's connect_timeout, TCP keepalives and tcp_user_timeout, unless the URL sets them.

@@ -15,6 +15,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pyworker import logs
 from pyworker.deadlines import DEFAULT_CALL_TIMEOUT
+from pyworker.environment import lookup
 
 
 def default_database_url() -> str:
@@ -59,13 +60,18 @@ def read_write_by_default(url: str, environ: Mapping[str, str] = os.environ) -> 
 
 
 # The environment variable of `--pooled`; a worker sets it ("1") for its handlers' own connections.
-POOLED_ENVVAR = "PYWORKER_POOLED"
+POOLED_ENVVAR = "TASKPOOL_POOLED"
 
 
 def pooled_from_environment(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether PYWORKER_POOLED says DATABASE_URL goes through a transaction pooler (a true value
+    """Whether TASKPOOL_POOLED says DATABASE_URL goes through a transaction pooler (a true value
     as click reads one: 1, true, yes, on)."""
-    return environ.get(POOLED_ENVVAR, "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
+    return (lookup(POOLED_ENVVAR, environ) or "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
+
+
+# The worker's id, which a worker also sets for its handlers (and, for those written before 0.7,
+# under the old name, WORKER_ID).
+WORKER_ID_ENVVAR = "TASKPOOL_WORKER_ID"
 
 
 def default_worker_id() -> str:

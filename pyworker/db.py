@@ -659,7 +659,7 @@ class Database:
         them in its metrics). `connection`: where each call takes its connection instead of
         opening its own (a handler's attempt: Task.database()); close() then leaves it be.
         `call_timeout`: each call's deadline in seconds (pyworker/deadlines.py), past which its
-        connection is cut and the call raises DatabaseUnavailable; None: PYWORKER_CALL_TIMEOUT_SECONDS
+        connection is cut and the call raises DatabaseUnavailable; None: TASKPOOL_CALL_TIMEOUT_SECONDS
         or 20 s; 0: none. A borrowed connection's calls have none here: the attempt's run timeout
         bounds them. `connect_timeout`: libpq's, in seconds (per host)."""
         self.url = url

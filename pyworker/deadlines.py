@@ -31,10 +31,11 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from pyworker.environment import lookup
 from pyworker.errors import DatabaseUnavailable
 
 # The environment variable of a call's deadline, in seconds (the worker's --call-timeout-seconds).
-CALL_TIMEOUT_ENVVAR = "PYWORKER_CALL_TIMEOUT_SECONDS"
+CALL_TIMEOUT_ENVVAR = "TASKPOOL_CALL_TIMEOUT_SECONDS"
 # A call's deadline: longer than any call the worker, the scheduler, the dashboard or the client
 # makes on a healthy server, short enough that a frozen primary costs the fleet the HA manager's
 # failover time plus this (Patroni's default TTL is 30 s; a promotion takes about 20 s).
@@ -63,9 +64,9 @@ T = TypeVar("T")
 
 
 def default_call_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
-    """A call's deadline in seconds: PYWORKER_CALL_TIMEOUT_SECONDS, else DEFAULT_CALL_TIMEOUT; 0
+    """A call's deadline in seconds: TASKPOOL_CALL_TIMEOUT_SECONDS, else DEFAULT_CALL_TIMEOUT; 0
     there means none. ValueError naming the variable for a value that is no number of seconds."""
-    text = environ.get(CALL_TIMEOUT_ENVVAR, "").strip()
+    text = (lookup(CALL_TIMEOUT_ENVVAR, environ) or "").strip()
     if not text:
         return DEFAULT_CALL_TIMEOUT
     try:
