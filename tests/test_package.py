@@ -65,13 +65,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in SOURCE_DIRS:
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(REPO_ROOT / name, source / name, ignore=ignore)
+    return build_wheel(source, root / "dist")
+
+
+def build_wheel(source: Path, dist: Path) -> Path:
+    """The wheel of the project in `source` (pip wheel), built into `dist`."""
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-         "--wheel-dir", str(root / "dist"), str(source)],
+         "--wheel-dir", str(dist), str(source)],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    (built,) = (root / "dist").glob("*.whl")
+    (built,) = dist.glob("*.whl")
     return built
 
 
@@ -458,7 +463,7 @@ def wheel_metadata(wheel: Path) -> str:
         return archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
 
 
-def test_the_wheel_carries_the_license_file_and_names_the_license_in_its_metadata(wheel: Path) -> None:
+def assert_carries_the_license(wheel: Path) -> None:
     metadata = wheel_metadata(wheel).splitlines()
     assert "License-Expression: MIT" in metadata
     assert "License-File: LICENSE" in metadata
@@ -467,21 +472,15 @@ def test_the_wheel_carries_the_license_file_and_names_the_license_in_its_metadat
         assert archive.read(license_path) == (REPO_ROOT / "LICENSE").read_bytes()
 
 
+def test_the_wheel_carries_the_license_file_and_names_the_license_in_its_metadata(wheel: Path) -> None:
+    assert_carries_the_license(wheel)
+
+
 def test_the_crawler_wheel_carries_the_same_license(tmp_path: Path) -> None:
     source = tmp_path / "crawler"
     shutil.copytree(REPO_ROOT / "crawler", source, ignore=shutil.ignore_patterns(
         "__pycache__", "*.pyc", "*.egg-info", "tests", "sql_tests", "sqitch"))
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-         "--wheel-dir", str(tmp_path / "dist"), str(source)],
-        capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    (built,) = (tmp_path / "dist").glob("*.whl")
-    assert "License-Expression: MIT" in wheel_metadata(built).splitlines()
-    with zipfile.ZipFile(built) as archive:
-        (license_path,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
-        assert archive.read(license_path) == (REPO_ROOT / "LICENSE").read_bytes()
+    assert_carries_the_license(build_wheel(source, tmp_path / "dist"))
 
 
 # A user's module on the public surface: a handler, an enqueue through Client, a Task's fields.
