@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import pq
@@ -93,11 +93,12 @@ class HandlerConnections:
                 self._pool.open(wait=False)
                 self._opened = True
         try:
-            return self._pool.getconn()
+            # Rows as dicts: the pool's kwargs give every connection dict_row.
+            return cast("psycopg.Connection[DictRow]", self._pool.getconn())
         except psycopg.Error as error:
             raise translate(error) from error
 
-    def give_back(self, conn: psycopg.Connection, *, abandoned: bool = False) -> None:
+    def give_back(self, conn: psycopg.Connection[Any], *, abandoned: bool = False) -> None:
         """Return a connection to the pool (which discards it if it broke); `abandoned`: it comes
         from an abandoned attempt, so the pool shrinks back by one."""
         with self._lock:
@@ -135,7 +136,7 @@ class AttemptConnection:
         self.connections = connections
         # Held briefly, never while borrowing: the dispatcher takes it to abandon the attempt.
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection | None = None
+        self._conn: psycopg.Connection[DictRow] | None = None
         self._abandoned = False
         self._ended = False
 

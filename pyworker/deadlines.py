@@ -185,7 +185,7 @@ def bounded(deadline: CallDeadline | None) -> Iterator[None]:
         deadline.disarm(enclosing)
 
 
-def shut_down_socket(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
+def shut_down_socket(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     """Shut the connection's socket down from outside: whatever call blocks on it fails at once,
     as on a lost connection, and the connection is broken for good."""
     try:
