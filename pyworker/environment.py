@@ -56,7 +56,6 @@ def lookup(name: str, environ: Mapping[str, str] = os.environ) -> str | None:
     return value
 
 
-
 def export(name: str, value: str | None, environ: MutableMapping[str, str] = os.environ) -> None:
     """Set variable `name` (None: remove it), and its old name too, for what reads the old one:
     what a worker tells its handlers (and the commands they run) in its environment."""
