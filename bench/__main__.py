@@ -25,8 +25,8 @@ from bench.figures import FULL, QUICK, Plan, progress
 from bench.report import Row, Stat, Target, notes, text_table, write_results
 from bench.server import BenchError, Server
 from testkit.pgbouncer import PgBouncer, PgBouncerError
+from testkit.env import server_url
 from testkit.pgbouncer import version as pgbouncer_version
-from pyworker.config import default_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GROUPS = ("ceilings", "cycle", "drain", "drain-batched", "wakeup", "enqueue", "depth", "history", "io-bound",
@@ -291,7 +291,7 @@ def git_revision(checkout: Path) -> str:
 @click.option("--checkout", type=click.Path(file_okay=False, exists=True, path_type=Path),
               default=REPO_ROOT, show_default=True,
               help="The taskpool source to measure: its Sqitch plan is deployed, its pyworker runs.")
-@click.option("--database-url", envvar="DATABASE_URL", default=default_database_url, show_envvar=True,
+@click.option("--database-url", envvar="DATABASE_URL", default=server_url, show_envvar=True,
               metavar="URL", help="The server; the bench makes its own databases there.")
 @click.option("--worker-arg", "worker_args", multiple=True, metavar="ARG",
               help="Add ARG to every worker's command line (repeatable): --worker-arg=--metrics-port=0.")

@@ -58,8 +58,8 @@ class Server:
             return {}
         return {
             "DATABASE_URL": self.pgbouncer.url_for(url),
-            "PYWORKER_POOLED": "1",
-            "PYWORKER_LISTEN_DATABASE_URL": url,
+            "TASKPOOL_POOLED": "1",
+            "TASKPOOL_LISTEN_DATABASE_URL": url,
         }
 
     def admin(self) -> psycopg.Connection:

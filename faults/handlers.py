@@ -1,4 +1,4 @@
-"""Handlers for the fault suite, loaded by its worker processes (PYWORKER_HANDLERS=faults.handlers).
+"""Handlers for the fault suite, loaded by its worker processes (TASKPOOL_HANDLERS=faults.handlers).
 
 Every execution is recorded in fault_executions (harness.FIXTURE) through this process's own
 connection (a testkit.recorder Recorder), not the worker's: a fault aimed at the worker's sessions

@@ -260,13 +260,13 @@ class Context:
             name = f"{prefix}{number}"
             env = worker_env(
                 worker_url(url or self.url),
-                WORKER_ROLE=ROLE,
-                WORKER_ID=name,
-                POLL_INTERVAL_MS=poll_ms,
-                HEARTBEAT_INTERVAL_MS=heartbeat_ms,
-                SHUTDOWN_GRACE_SECONDS=grace,
-                WORKER_CONCURRENCY=concurrency,
-                PYWORKER_HANDLERS="faults.handlers",
+                TASKPOOL_ROLE=ROLE,
+                TASKPOOL_WORKER_ID=name,
+                TASKPOOL_POLL_INTERVAL_MS=poll_ms,
+                TASKPOOL_HEARTBEAT_INTERVAL_MS=heartbeat_ms,
+                TASKPOOL_SHUTDOWN_GRACE_SECONDS=grace,
+                TASKPOOL_CONCURRENCY=concurrency,
+                TASKPOOL_HANDLERS="faults.handlers",
             )
             fleet.processes[name] = self._process(name, pyworker_argv(*self.worker_args), env)
         for worker in fleet.processes.values():

@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 import click
 from click.core import ParameterSource
 
-from pyworker import __version__, logs
+from pyworker import __version__, environment, logs
 from pyworker import cron as cron_jobs
 from pyworker.config import (
     DEFAULT_LOOP_BLOCK_LIMIT,
@@ -86,6 +86,17 @@ class InputRefused(click.ClickException):
     exit_code = 2
 
 
+class RenamedVariableOption(click.Option):
+    """An option whose variable (envvar, its TASKPOOL_ name) is also read under the name it had
+    before, deprecated (pyworker.environment)."""
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        value = super().resolve_envvar_value(ctx)
+        if value is None and isinstance(self.envvar, str):
+            return environment.lookup(self.envvar)
+        return value
+
+
 # The options of the main group that every command takes too, after its name (`pyworker list
 # -v`), and lists in its --help. Given there, a value wins over the one given before the name.
 GLOBAL_OPTIONS: list[click.Option] = [
@@ -93,13 +104,12 @@ GLOBAL_OPTIONS: list[click.Option] = [
         ["--database-url"],
         envvar="DATABASE_URL",
         default=default_database_url,
-        show_default="the project cluster, postgresql://postgres@127.0.0.1:55432/taskpool,"
-        " each part overridden by PGUSER, PGHOST, PGPORT, PGDATABASE",
+        show_default="libpq's: PGHOST, PGPORT, PGUSER, PGDATABASE, ..., else the local socket",
         show_envvar=True,
         metavar="URL",
         help="PostgreSQL URL of the taskpool database.",
     ),
-    click.Option(
+    RenamedVariableOption(
         ["--pooled"],
         envvar=POOLED_ENVVAR,
         show_envvar=True,
@@ -222,7 +232,15 @@ class TaskpoolGroup(SharedOptionsGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return self._invoke_with_exit_codes(ctx)
+            result = self._invoke_with_exit_codes(ctx)
+            # Flushed here, not at exit: a reader that stopped early (`| head`) is noticed below.
+            sys.stdout.flush()
+            return result
+        except BrokenPipeError:
+            # The reader took what it wanted (`pyworker list | head -1`): done, quietly, status 0
+            # as click 8.2+ has it (8.1 says 1), so a `set -o pipefail` script goes on.
+            _discard_stdout()
+            ctx.exit(0)
         except click.ClickException as error:
             settings = ctx.find_object(Settings)
             if not (_runs_a_worker(ctx, settings) and settings.worker["log_format"] == "json"):
@@ -240,7 +258,7 @@ class TaskpoolGroup(SharedOptionsGroup):
     def _invoke_with_exit_codes(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise
         except (InvalidInput, NotFound, ConfigurationError, NotJson) as error:
             # NotFound: a name or id the user gave names nothing, which is bad input too.
@@ -256,6 +274,17 @@ class TaskpoolGroup(SharedOptionsGroup):
             raise click.ClickException(
                 f"unexpected {type(error).__name__}: {error} (run with -v for the traceback)"
             ) from error
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is left in its buffer is flushed at exit without a second
+    BrokenPipeError ("Exception ignored ... BrokenPipeError" on stderr)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # not a file descriptor (CliRunner's stdout): nothing flushes it to a pipe
 
 
 def _runs_a_worker(ctx: click.Context, settings: Settings | None) -> bool:
@@ -307,7 +336,7 @@ class Settings:
         try:
             command = tuple(shlex.split(worker["command"])) if worker["command"] else ()
         except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="'--command' / PYWORKER_COMMAND")
+            raise click.BadParameter(str(error), param_hint="'--command' / TASKPOOL_COMMAND")
         try:
             return WorkerConfig(
                 database_url=self.database_url,
@@ -368,7 +397,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.version_option(__version__, prog_name="pyworker", message="%(prog)s %(version)s")
 @click.option(
     "--role",
-    envvar="WORKER_ROLE",
+    envvar="TASKPOOL_ROLE",
+    cls=RenamedVariableOption,
     show_envvar=True,
     multiple=True,
     metavar="ROLE[=N]",
@@ -378,7 +408,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--worker-id",
-    envvar="WORKER_ID",
+    envvar="TASKPOOL_WORKER_ID",
+    cls=RenamedVariableOption,
     show_envvar=True,
     show_default="host-pid-random",
     metavar="ID",
@@ -386,7 +417,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--poll-interval-ms",
-    envvar="POLL_INTERVAL_MS",
+    envvar="TASKPOOL_POLL_INTERVAL_MS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1),
     default=5000,
@@ -395,7 +427,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--heartbeat-interval-ms",
-    envvar="HEARTBEAT_INTERVAL_MS",
+    envvar="TASKPOOL_HEARTBEAT_INTERVAL_MS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1),
     default=30000,
@@ -404,7 +437,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--handlers",
-    envvar="PYWORKER_HANDLERS",
+    envvar="TASKPOOL_HANDLERS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     multiple=True,
     metavar="MODULE",
@@ -412,14 +446,16 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--command",
-    envvar="PYWORKER_COMMAND",
+    envvar="TASKPOOL_COMMAND",
+    cls=RenamedVariableOption,
     show_envvar=True,
     metavar="COMMAND",
     help="Run each task with this external command (split like a shell line).",
 )
 @click.option(
     "--log-format",
-    envvar="LOG_FORMAT",
+    envvar="TASKPOOL_LOG_FORMAT",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.Choice(["text", "json"]),
     default="text",
@@ -428,7 +464,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--log-level",
-    envvar="LOG_LEVEL",
+    envvar="TASKPOOL_LOG_LEVEL",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     show_default="info; debug with -v",
@@ -436,7 +473,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--shutdown-grace-seconds",
-    envvar="SHUTDOWN_GRACE_SECONDS",
+    envvar="TASKPOOL_SHUTDOWN_GRACE_SECONDS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.FloatRange(min=0),
     default=30.0,
@@ -445,7 +483,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--concurrency",
-    envvar="WORKER_CONCURRENCY",
+    envvar="TASKPOOL_CONCURRENCY",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1, max=1000),
     show_default="1 a role; with ROLE=N shares, their sum",
@@ -461,7 +500,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--prefetch",
-    envvar="WORKER_PREFETCH",
+    envvar="TASKPOOL_PREFETCH",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1, max=1000),
     default=1,
@@ -471,7 +511,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--listen-database-url",
-    envvar="PYWORKER_LISTEN_DATABASE_URL",
+    envvar="TASKPOOL_LISTEN_DATABASE_URL",
+    cls=RenamedVariableOption,
     show_envvar=True,
     metavar="URL",
     show_default="--database-url, unless --pooled: then the worker polls",
@@ -480,7 +521,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--metrics-port",
-    envvar="PYWORKER_METRICS_PORT",
+    envvar="TASKPOOL_METRICS_PORT",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=0, max=65535),
     metavar="PORT",
@@ -489,7 +531,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--loop-block-limit-seconds",
-    envvar="PYWORKER_LOOP_BLOCK_LIMIT_SECONDS",
+    envvar="TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_LOOP_BLOCK_LIMIT,
@@ -499,7 +542,8 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option(
     "--max-abandoned-threads",
-    envvar="PYWORKER_MAX_ABANDONED_THREADS",
+    envvar="TASKPOOL_MAX_ABANDONED_THREADS",
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_ABANDONED_THREADS,
@@ -510,6 +554,7 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--call-timeout-seconds",
     envvar=CALL_TIMEOUT_ENVVAR,
+    cls=RenamedVariableOption,
     show_envvar=True,
     type=click.FloatRange(min=0),
     default=DEFAULT_CALL_TIMEOUT,

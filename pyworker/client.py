@@ -31,7 +31,7 @@ each task spec before it is enqueued (a dict with "role", "payload", "headers", 
 to its "headers" dict: how a tracing module puts a traceparent on every task.
 
 Deadlines: every call the client makes must end within `call_timeout` seconds (None:
-PYWORKER_CALL_TIMEOUT_SECONDS, else 20 s; 0: no deadline), or its connection is cut (its socket
+TASKPOOL_CALL_TIMEOUT_SECONDS, else 20 s; 0: no deadline), or its connection is cut (its socket
 shut down: pyworker/deadlines.py) and the call raises DatabaseUnavailable; a frozen server costs
 no more. The connection is then broken: connect again (a pool does). Client.connect's connections
 also get libpq's connect_timeout, TCP keepalives and tcp_user_timeout, unless the URL sets them.
@@ -341,7 +341,7 @@ def _check_wait_args(timeout: float | None, poll_interval: float) -> float | Non
     return timeout
 
 
-def _check_idle(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
+def _check_idle(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     if conn.info.transaction_status != TransactionStatus.IDLE:
         raise ClientError(
             "waiting needs the connection outside a transaction: commit first"
@@ -440,11 +440,11 @@ class Client:
 
     def __init__(
         self,
-        conn: psycopg.Connection,
+        conn: psycopg.Connection[Any],
         *,
         hooks: Iterable[EnqueueHook] = (),
         pooled: bool = False,
-        wait_conn: psycopg.Connection | None = None,
+        wait_conn: psycopg.Connection[Any] | None = None,
         call_timeout: float | None = None,
     ) -> None:
         """`pooled`: `conn` goes through a transaction pooler, so waits need `wait_conn` (an
@@ -497,7 +497,7 @@ class Client:
         self.close()
 
     def _rows(
-        self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection | None = None
+        self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.Connection[Any] | None = None
     ) -> list[dict[str, Any]]:
         conn = conn or self.conn
         with _unavailable_raised(), _within_deadline(self._deadlines, conn), conn.cursor(row_factory=dict_row) as cur:
@@ -644,11 +644,11 @@ class AsyncClient:
 
     def __init__(
         self,
-        conn: psycopg.AsyncConnection,
+        conn: psycopg.AsyncConnection[Any],
         *,
         hooks: Iterable[EnqueueHook] = (),
         pooled: bool = False,
-        wait_conn: psycopg.AsyncConnection | None = None,
+        wait_conn: psycopg.AsyncConnection[Any] | None = None,
         call_timeout: float | None = None,
     ) -> None:
         """As Client."""
@@ -704,7 +704,7 @@ class AsyncClient:
         await self.close()
 
     async def _rows(
-        self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection | None = None
+        self, query: Any, params: Mapping[str, Any] | None = None, conn: psycopg.AsyncConnection[Any] | None = None
     ) -> list[dict[str, Any]]:
         conn = conn or self.conn
         with _unavailable_raised(), _within_deadline(self._deadlines, conn):

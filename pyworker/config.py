@@ -15,20 +15,14 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pyworker import logs
 from pyworker.deadlines import DEFAULT_CALL_TIMEOUT
+from pyworker.environment import lookup
 
 
-def default_database_url(environ: Mapping[str, str] = os.environ) -> str:
-    """The database to use when no DATABASE_URL is given: the project cluster's
-    (postgresql://postgres@127.0.0.1:55432/taskpool), less each part that the libpq environment
-    sets (PGUSER, PGHOST or PGHOSTADDR, PGPORT, PGDATABASE; PGSERVICE sets them all), so that
-    libpq takes that part from the environment as every PostgreSQL tool does."""
-    if environ.get("PGSERVICE"):
-        return "postgresql://"
-    user = "" if environ.get("PGUSER") else "postgres@"
-    host = "" if environ.get("PGHOST") or environ.get("PGHOSTADDR") else "127.0.0.1"
-    port = "" if environ.get("PGPORT") else ":55432"
-    dbname = "" if environ.get("PGDATABASE") else "/taskpool"
-    return f"postgresql://{user}{host}{port}{dbname}"
+def default_database_url() -> str:
+    """The database to use when no DATABASE_URL is given: libpq's own choice, as psql makes it
+    (PGHOST, PGPORT, PGUSER, PGDATABASE, PGSERVICE, ..., else the local socket and the login
+    name). An empty URL: the environment is read when connecting, never here."""
+    return "postgresql://"
 
 
 def database_url_for(url: str, dbname: str) -> str:
@@ -66,13 +60,18 @@ def read_write_by_default(url: str, environ: Mapping[str, str] = os.environ) -> 
 
 
 # The environment variable of `--pooled`; a worker sets it ("1") for its handlers' own connections.
-POOLED_ENVVAR = "PYWORKER_POOLED"
+POOLED_ENVVAR = "TASKPOOL_POOLED"
 
 
 def pooled_from_environment(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether PYWORKER_POOLED says DATABASE_URL goes through a transaction pooler (a true value
+    """Whether TASKPOOL_POOLED says DATABASE_URL goes through a transaction pooler (a true value
     as click reads one: 1, true, yes, on)."""
-    return environ.get(POOLED_ENVVAR, "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
+    return (lookup(POOLED_ENVVAR, environ) or "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
+
+
+# The worker's id, which a worker also sets for its handlers (and, for those written before 0.7,
+# under the old name, WORKER_ID).
+WORKER_ID_ENVVAR = "TASKPOOL_WORKER_ID"
 
 
 def default_worker_id() -> str:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import pq
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 from pyworker.db import configure_connection, pooled_connection_options, require_writable
@@ -85,7 +85,7 @@ class HandlerConnections:
         """A new attempt's lease: nothing is borrowed until the handler asks."""
         return AttemptConnection(self)
 
-    def borrow(self) -> psycopg.Connection:
+    def borrow(self) -> psycopg.Connection[DictRow]:
         with self._lock:
             if self._closed:
                 raise AttemptEnded("the worker is stopping: its handlers' connection pool is closed")
@@ -93,11 +93,12 @@ class HandlerConnections:
                 self._pool.open(wait=False)
                 self._opened = True
         try:
-            return self._pool.getconn()
+            # Rows as dicts: the pool's kwargs give every connection dict_row.
+            return cast("psycopg.Connection[DictRow]", self._pool.getconn())
         except psycopg.Error as error:
             raise translate(error) from error
 
-    def give_back(self, conn: psycopg.Connection, *, abandoned: bool = False) -> None:
+    def give_back(self, conn: psycopg.Connection[Any], *, abandoned: bool = False) -> None:
         """Return a connection to the pool (which discards it if it broke); `abandoned`: it comes
         from an abandoned attempt, so the pool shrinks back by one."""
         with self._lock:
@@ -135,11 +136,11 @@ class AttemptConnection:
         self.connections = connections
         # Held briefly, never while borrowing: the dispatcher takes it to abandon the attempt.
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection | None = None
+        self._conn: psycopg.Connection[DictRow] | None = None
         self._abandoned = False
         self._ended = False
 
-    def get(self) -> psycopg.Connection:
+    def get(self) -> psycopg.Connection[DictRow]:
         with self._lock:
             self._refuse_when_over()
             conn, broken = self._conn, None

@@ -27,7 +27,7 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb, set_json_loads
 
 from pyworker.deadlines import (
@@ -120,7 +120,7 @@ class Task:
     # The attempt's own database connection, lent by its worker (None outside a worker).
     lease: AttemptConnection | None = field(default=None, compare=False, repr=False)
 
-    def connection(self) -> psycopg.Connection:
+    def connection(self) -> psycopg.Connection[DictRow]:
         """This attempt's own connection (autocommit, rows as dicts), borrowed from the worker's
         pool at the first call, the same one for the rest of the attempt, given back when the
         attempt ends (rolled back if left in a transaction): no other handler ever uses it while
@@ -659,7 +659,7 @@ class Database:
         them in its metrics). `connection`: where each call takes its connection instead of
         opening its own (a handler's attempt: Task.database()); close() then leaves it be.
         `call_timeout`: each call's deadline in seconds (pyworker/deadlines.py), past which its
-        connection is cut and the call raises DatabaseUnavailable; None: PYWORKER_CALL_TIMEOUT_SECONDS
+        connection is cut and the call raises DatabaseUnavailable; None: TASKPOOL_CALL_TIMEOUT_SECONDS
         or 20 s; 0: none. A borrowed connection's calls have none here: the attempt's run timeout
         bounds them. `connect_timeout`: libpq's, in seconds (per host)."""
         self.url = url

@@ -35,10 +35,11 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from pyworker.environment import lookup
 from pyworker.errors import DatabaseUnavailable
 
 # The environment variable of a call's deadline, in seconds (the worker's --call-timeout-seconds).
-CALL_TIMEOUT_ENVVAR = "PYWORKER_CALL_TIMEOUT_SECONDS"
+CALL_TIMEOUT_ENVVAR = "TASKPOOL_CALL_TIMEOUT_SECONDS"
 # A call's deadline: longer than any call the worker, the scheduler, the dashboard or the client
 # makes on a healthy server, short enough that a frozen primary costs the fleet the HA manager's
 # failover time plus this (Patroni's default TTL is 30 s; a promotion takes about 20 s).
@@ -71,9 +72,9 @@ _last_cut: dict[tuple[str, str], float] = {}
 
 
 def default_call_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
-    """A call's deadline in seconds: PYWORKER_CALL_TIMEOUT_SECONDS, else DEFAULT_CALL_TIMEOUT; 0
+    """A call's deadline in seconds: TASKPOOL_CALL_TIMEOUT_SECONDS, else DEFAULT_CALL_TIMEOUT; 0
     there means none. ValueError naming the variable for a value that is no number of seconds."""
-    text = environ.get(CALL_TIMEOUT_ENVVAR, "").strip()
+    text = (lookup(CALL_TIMEOUT_ENVVAR, environ) or "").strip()
     if not text:
         return DEFAULT_CALL_TIMEOUT
     try:
@@ -204,13 +205,13 @@ def bounded(deadline: CallDeadline | None) -> Iterator[None]:
         deadline.disarm(enclosing)
 
 
-def server_of(conn: psycopg.Connection | psycopg.AsyncConnection) -> tuple[str, str]:
+def server_of(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> tuple[str, str]:
     """The host and port the connection reached (of a multi-host URL, the one that answered)."""
     pgconn = conn.pgconn
     return (pgconn.host or b"").decode(), (pgconn.port or b"").decode()
 
 
-def shut_down_socket(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:
+def shut_down_socket(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     """Shut the connection's socket down from outside: whatever call blocks on it fails at once,
     as on a lost connection, and the connection is broken for good."""
     try:

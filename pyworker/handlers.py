@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 from pyworker.db import Task
 from pyworker.errors import ConfigurationError
@@ -39,6 +39,10 @@ from pyworker.errors import ConfigurationError
 Handler = Callable[[Task], Any]
 Middleware = Callable[[Task, Callable[[Task], Any]], Any]
 CommandHandlerFactory = Callable[[Sequence[str]], Handler]
+# What a decorator registers, of its own type: the decorated function keeps its signature (its
+# return type, sync or async) for the type checker.
+HandlerT = TypeVar("HandlerT", bound=Handler)
+MiddlewareT = TypeVar("MiddlewareT", bound=Middleware)
 
 ENTRY_POINT_GROUP = "pyworker.handlers"
 
@@ -110,10 +114,10 @@ class Registry:
         self._handlers: dict[str, Handler] = {}
         self._middlewares: list[Middleware] = []
 
-    def handler(self, role: str) -> Callable[[Handler], Handler]:
+    def handler(self, role: str) -> Callable[[HandlerT], HandlerT]:
         """Decorator: `fn` handles the tasks of `role`."""
 
-        def register(fn: Handler) -> Handler:
+        def register(fn: HandlerT) -> HandlerT:
             self.register(role, fn)
             return fn
 
@@ -129,7 +133,7 @@ class Registry:
         worker's explicit choice: it wins over a handler an installed package registered)."""
         self._handlers[role] = command_handler_factory()(argv)
 
-    def middleware(self, fn: Middleware, *, outermost: bool = False) -> Middleware:
+    def middleware(self, fn: MiddlewareT, *, outermost: bool = False) -> MiddlewareT:
         """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,
         or with `outermost`, around all of them."""
         if outermost:

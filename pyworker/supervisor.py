@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyworker import logs
-from pyworker.config import WorkerConfig
+from pyworker.config import WORKER_ID_ENVVAR, WorkerConfig
+from pyworker.environment import lookup
 from pyworker.errors import ConfigurationError
 from pyworker.logs import event
 from pyworker.runtime import Doorbell, stop_signals, warn_if_pid_1
@@ -25,14 +26,14 @@ log = logging.getLogger("pyworker")
 
 def run_workers(config: WorkerConfig, processes: int, environment: dict[str, str]) -> int:
     """Run `processes` worker processes (ids <worker_id>-1..M), each with `environment` (every
-    setting of `config` in its variable) and its own WORKER_ID, under a Supervisor: a child that
+    setting of `config` in its variable) and its own TASKPOOL_WORKER_ID, under a Supervisor: a child that
     dies is restarted with the same id, SIGTERM/SIGINT are forwarded (docs/supervisor.md).
     With a metrics port N, worker i serves N+i-1 (port 0: each its own free port); the
     supervisor itself serves nothing."""
-    envs = [{**environment, "WORKER_ID": f"{config.worker_id}-{number}"} for number in range(1, processes + 1)]
+    envs = [{**environment, WORKER_ID_ENVVAR: f"{config.worker_id}-{number}"} for number in range(1, processes + 1)]
     if config.metrics_port:
         for number, env in enumerate(envs):
-            env["PYWORKER_METRICS_PORT"] = str(config.metrics_port + number)
+            env["TASKPOOL_METRICS_PORT"] = str(config.metrics_port + number)
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     warn_if_pid_1()
     return Supervisor(envs, SupervisorSettings.from_environ()).run()
@@ -64,11 +65,11 @@ class SupervisorSettings:
     healthy_after: float = HEALTHY_AFTER_SECONDS
 
     ENVIRONMENT = {
-        "backoff_first": "PYWORKER_RESTART_BACKOFF_SECONDS",
-        "backoff_max": "PYWORKER_RESTART_BACKOFF_MAX_SECONDS",
-        "crash_limit": "PYWORKER_CRASH_LIMIT",
-        "crash_window": "PYWORKER_CRASH_WINDOW_SECONDS",
-        "healthy_after": "PYWORKER_HEALTHY_AFTER_SECONDS",
+        "backoff_first": "TASKPOOL_RESTART_BACKOFF_SECONDS",
+        "backoff_max": "TASKPOOL_RESTART_BACKOFF_MAX_SECONDS",
+        "crash_limit": "TASKPOOL_CRASH_LIMIT",
+        "crash_window": "TASKPOOL_CRASH_WINDOW_SECONDS",
+        "healthy_after": "TASKPOOL_HEALTHY_AFTER_SECONDS",
     }
 
     @classmethod
@@ -78,7 +79,7 @@ class SupervisorSettings:
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for name, variable in cls.ENVIRONMENT.items():
-            text = environ.get(variable)
+            text = lookup(variable, environ)
             if text is None or text == "":
                 continue
             try:
@@ -129,7 +130,7 @@ class Supervisor:
 
     def __init__(self, envs: list[dict[str, str]], settings: SupervisorSettings | None = None) -> None:
         self.settings = settings or SupervisorSettings()
-        self.children = [Child(env["WORKER_ID"], env, crash_times=deque()) for env in envs]
+        self.children = [Child(env[WORKER_ID_ENVVAR], env, crash_times=deque()) for env in envs]
         self._doorbell = Doorbell()
         self._signals: list[int] = []
         self.stopping = False

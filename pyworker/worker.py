@@ -49,15 +49,17 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import handlers, logs
+from pyworker import environment, handlers, logs
 from pyworker.config import (
     POOLED_ENVVAR,
+    WORKER_ID_ENVVAR,
     WorkerConfig,
     default_worker_id,
     hosts_without_session_attrs,
     read_write_by_default,
 )
 from pyworker.connections import HandlerConnections
+from pyworker.environment import RENAMED
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
@@ -1265,11 +1267,8 @@ def run_worker(config: WorkerConfig) -> int:
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url
-    os.environ["WORKER_ID"] = config.worker_id
-    if config.pooled:
-        os.environ[POOLED_ENVVAR] = "1"
-    else:
-        os.environ.pop(POOLED_ENVVAR, None)
+    environment.export(WORKER_ID_ENVVAR, config.worker_id)
+    environment.export(POOLED_ENVVAR, "1" if config.pooled else None)
     handlers.load(config.handler_modules)
     worker = Worker(config)
     try:
@@ -1301,7 +1300,7 @@ def drain(
     when nothing is ready *now*: tasks scheduled for later (a retry's backoff, a snooze, a
     scheduled_for) stay pending; move the clock (set_taskpool_clock_offset) and drain again to
     run them. `settings` are WorkerConfig's (concurrency, prefetch, heartbeat_interval: 1 s here,
-    shutdown_grace: 0 s here). While it runs, DATABASE_URL and WORKER_ID in os.environ name the
+    shutdown_grace: 0 s here). While it runs, DATABASE_URL and TASKPOOL_WORKER_ID in os.environ name the
     worker's database and id, as for a worker process. DrainTimeout after `timeout` seconds, once
     the worker has stopped as on SIGTERM (its running task aborted and handed back).
     """
@@ -1321,9 +1320,9 @@ def drain(
         config = WorkerConfig(database_url=database_url, roles=tuple(roles), worker_id=worker_id, **settings)
     except ValueError as error:
         raise ConfigurationError(f"drain: {error}") from error
-    saved = {name: os.environ.get(name) for name in ("DATABASE_URL", "WORKER_ID")}
+    saved = {name: os.environ.get(name) for name in ("DATABASE_URL", WORKER_ID_ENVVAR, RENAMED[WORKER_ID_ENVVAR])}
     os.environ["DATABASE_URL"] = database_url
-    os.environ["WORKER_ID"] = worker_id
+    environment.export(WORKER_ID_ENVVAR, worker_id)
     try:
         worker = Worker(config, registry, until_empty=True)
         timer = threading.Timer(timeout, worker.request_stop)

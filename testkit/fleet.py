@@ -37,7 +37,7 @@ def worker_env(
     database_url: str, *, pythonpath: Iterable[str | Path] = (), **settings: object
 ) -> dict[str, str]:
     """os.environ without any worker setting, plus DATABASE_URL, `settings` (environment
-    variables: WORKER_ROLE=..., None leaves one out), and `pythonpath` then this repository
+    variables: TASKPOOL_ROLE=..., None leaves one out), and `pythonpath` then this repository
     first on PYTHONPATH (for the harness's handlers and the kit)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(SETTING_PREFIXES)}
     paths = [*map(str, pythonpath), str(REPO_ROOT), os.environ.get("PYTHONPATH")]

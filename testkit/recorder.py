@@ -20,11 +20,11 @@ from pyworker.db import pooled_connection_options
 
 class Recorder:
     """Runs one statement at a time on a connection to $DATABASE_URL (through a transaction
-    pooler when $PYWORKER_POOLED says so, as a worker's handlers are), reconnecting while it
+    pooler when $TASKPOOL_POOLED says so, as a worker's handlers are), reconnecting while it
     fails for up to `patience` seconds (at least one reconnection)."""
 
     def __init__(self, application_name: str, *, patience: float = 0.0) -> None:
-        self.application_name = f"{application_name} {os.environ.get('WORKER_ID', '')}".strip()
+        self.application_name = f"{application_name} {os.environ.get('TASKPOOL_WORKER_ID', '')}".strip()
         self.patience = patience
         self._lock = threading.Lock()
         self._conn: psycopg.Connection | None = None

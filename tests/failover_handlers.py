@@ -1,5 +1,5 @@
 """Handlers for the read-only and failover tests (tests/test_read_only.py), imported by the
-worker processes (PYWORKER_HANDLERS). They write nothing to the database: a read-only server
+worker processes (TASKPOOL_HANDLERS). They write nothing to the database: a read-only server
 must stop the worker's own writes, not theirs.
 
 - test_gate: waits until the file the payload's `gate` names exists (the test opens the gate

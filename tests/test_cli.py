@@ -29,24 +29,14 @@ from core_fixtures import real_clock
 from worker_support import Run, run_json
 
 from pyworker import cli, output
+from pyworker.environment import RENAMED
 from pyworker.errors import ConfigurationError, SchemaMissing
-
-WORKER_ENV = (
-    "WORKER_ROLE",
-    "WORKER_ID",
-    "POLL_INTERVAL_MS",
-    "HEARTBEAT_INTERVAL_MS",
-    "PYWORKER_HANDLERS",
-    "PYWORKER_COMMAND",
-    "LOG_FORMAT",
-    "SHUTDOWN_GRACE_SECONDS",
-)
-
 
 @pytest.fixture(autouse=True)
 def no_worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Worker settings from the caller's environment must not leak into these tests."""
-    for name in WORKER_ENV:
+    """Worker settings from the caller's environment, under their names old or new, must not
+    leak into these tests."""
+    for name in (*RENAMED, *RENAMED.values()):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -232,12 +222,12 @@ def test_role_runs_one_worker_with_the_options(fake_worker: types.SimpleNamespac
 def test_worker_options_come_from_the_environment(fake_worker: types.SimpleNamespace) -> None:
     env = {
         "DATABASE_URL": "postgresql://env.example/tp",
-        "WORKER_ROLE": "store_discovery",
-        "POLL_INTERVAL_MS": "100",
-        "HEARTBEAT_INTERVAL_MS": "2000",
-        "PYWORKER_HANDLERS": "one.mod two.mod",
-        "LOG_FORMAT": "json",
-        "SHUTDOWN_GRACE_SECONDS": "0",
+        "TASKPOOL_ROLE": "store_discovery",
+        "TASKPOOL_POLL_INTERVAL_MS": "100",
+        "TASKPOOL_HEARTBEAT_INTERVAL_MS": "2000",
+        "TASKPOOL_HANDLERS": "one.mod two.mod",
+        "TASKPOOL_LOG_FORMAT": "json",
+        "TASKPOOL_SHUTDOWN_GRACE_SECONDS": "0",
     }
     result = CliRunner().invoke(cli.main, [], env=env)
     assert result.exit_code == 0, result.output
@@ -286,7 +276,7 @@ def test_each_worker_process_reads_the_same_settings_from_its_environment(
     ]
     assert CliRunner().invoke(cli.main, options).exit_code == 0
     ((parent, _processes),) = fake_worker.run_workers
-    child_environment = {**fake_worker.environment, "WORKER_ID": "fleet-2"}
+    child_environment = {**fake_worker.environment, "TASKPOOL_WORKER_ID": "fleet-2"}
     result = CliRunner().invoke(cli.main, [], env=child_environment)
     assert result.exit_code == 0, result.output
     (child,) = fake_worker.run_worker
@@ -301,7 +291,7 @@ def test_concurrency_runs_one_worker_process_with_that_many_slots(
     (config,) = fake_worker.run_worker
     assert (config.concurrency, config.prefetch) == (50, 1)
     assert fake_worker.run_workers == []
-    result = CliRunner().invoke(cli.main, ["--role", "store_discovery"], env={"WORKER_CONCURRENCY": "7"})
+    result = CliRunner().invoke(cli.main, ["--role", "store_discovery"], env={"TASKPOOL_CONCURRENCY": "7"})
     assert result.exit_code == 0, result.output
     assert fake_worker.run_worker[-1].concurrency == 7
 
@@ -1142,7 +1132,7 @@ def test_several_roles_with_shares_run_one_worker_process(fake_worker: types.Sim
     # No --concurrency: the shares added up.
     assert (config.concurrency, config.share("product_resync"), config.share("store_discovery")) == (24, 20, 4)
     result = CliRunner().invoke(
-        cli.main, ["--concurrency", "10"], env={"WORKER_ROLE": "product_resync store_discovery=2"}
+        cli.main, ["--concurrency", "10"], env={"TASKPOOL_ROLE": "product_resync store_discovery=2"}
     )
     assert result.exit_code == 0, result.output
     config = fake_worker.run_worker[-1]

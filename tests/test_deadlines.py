@@ -199,7 +199,7 @@ def test_a_worker_outlives_a_frozen_server_and_works_again_once_it_thaws(
         "frozen-1",
         database_url=through(db_url, relay),
         args=("--metrics-port", "0"),
-        extra_env={"PYWORKER_CALL_TIMEOUT_SECONDS": "3"},
+        extra_env={"TASKPOOL_CALL_TIMEOUT_SECONDS": "3"},
     )
     port = int(SERVING.search(worker.wait_for_log("Serving /metrics")).group(1))
     first = enqueue(pool, "test_outcome", {"raise": "nothing"})
@@ -233,7 +233,7 @@ def test_the_listener_reconnects_after_a_frozen_peer(
         "test_outcome",
         "frozen-listener-1",
         poll_ms=120_000,
-        extra_env={"PYWORKER_CALL_TIMEOUT_SECONDS": "2", "PYWORKER_LISTEN_DATABASE_URL": through(db_url, relay)},
+        extra_env={"TASKPOOL_CALL_TIMEOUT_SECONDS": "2", "TASKPOOL_LISTEN_DATABASE_URL": through(db_url, relay)},
     )
     first = enqueue(pool, "test_outcome", {"raise": "nothing"})
     wait_for_status(pool, first, "completed", GENEROUS, also=worker.describe)
@@ -283,7 +283,7 @@ def test_the_scheduler_outlives_a_frozen_server(db_url: str, relay: Relay, worke
         args=("scheduler", "--interval-seconds", "1"),
         handlers=None,
         database_url=through(db_url, relay),
-        extra_env={"PYWORKER_CALL_TIMEOUT_SECONDS": "2"},
+        extra_env={"TASKPOOL_CALL_TIMEOUT_SECONDS": "2"},
     )
     scheduler.wait_for_log("Starting scheduler frozen-scheduler", timeout=GENEROUS)
     relay.freeze()

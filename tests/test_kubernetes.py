@@ -46,7 +46,7 @@ SECRETS = {
     "taskpool-crawler-bucket": {"access-key-id", "secret-access-key"},
 }
 ROLE_LABEL = "taskpool.dev/role"
-# pyworker's own default when a Deployment does not set SHUTDOWN_GRACE_SECONDS.
+# pyworker's own default when a Deployment does not set TASKPOOL_SHUTDOWN_GRACE_SECONDS.
 DEFAULT_SHUTDOWN_GRACE = 30.0
 # What a worker needs after its shutdown grace: hand back its tasks, deregister, exit.
 HAND_BACK_SECONDS = 10
@@ -245,10 +245,10 @@ def test_workers_stop_within_their_grace_and_probe_their_metrics_port() -> None:
         name = deployment["metadata"]["name"]
         assert "replicas" not in deployment["spec"], f"{name}: KEDA sets the replicas"
         (container,) = pod_spec(deployment)["containers"]
-        grace = float(env_value(container, "SHUTDOWN_GRACE_SECONDS") or DEFAULT_SHUTDOWN_GRACE)
+        grace = float(env_value(container, "TASKPOOL_SHUTDOWN_GRACE_SECONDS") or DEFAULT_SHUTDOWN_GRACE)
         assert pod_spec(deployment)["terminationGracePeriodSeconds"] >= grace + HAND_BACK_SECONDS, name
         ports = {port["name"]: port["containerPort"] for port in container["ports"]}
-        assert str(ports["metrics"]) == env_value(container, "PYWORKER_METRICS_PORT"), name
+        assert str(ports["metrics"]) == env_value(container, "TASKPOOL_METRICS_PORT"), name
         probes = {kind: container[kind]["httpGet"] for kind in ("startupProbe", "livenessProbe", "readinessProbe")}
         assert {kind: (probe["path"], probe["port"]) for kind, probe in probes.items()} == {
             "startupProbe": ("/healthz", "metrics"),
@@ -258,7 +258,7 @@ def test_workers_stop_within_their_grace_and_probe_their_metrics_port() -> None:
         assert env_value(container, "DATABASE_URL") == {
             "secretKeyRef": {"name": "taskpool-database", "key": "worker-url"}
         }
-        assert env_value(container, "WORKER_ROLE") == {
+        assert env_value(container, "TASKPOOL_ROLE") == {
             "fieldRef": {"fieldPath": f"metadata.labels['{ROLE_LABEL}']"}
         }
         role = deployment["spec"]["template"]["metadata"]["labels"][ROLE_LABEL]
@@ -341,8 +341,8 @@ def test_each_role_has_a_scaled_worker_whose_query_the_workers_login_reads(
             assert read_value(keda, scaler.query) == 0
             deployment = named(resources, "Deployment", scaler.deployment)
             (container,) = pod_spec(deployment)["containers"]
-            # A pod runs WORKER_CONCURRENCY tasks at once: the value KEDA divides by.
-            assert float(env_value(container, "WORKER_CONCURRENCY")) == scaler.target, role
+            # A pod runs TASKPOOL_CONCURRENCY tasks at once: the value KEDA divides by.
+            assert float(env_value(container, "TASKPOOL_CONCURRENCY")) == scaler.target, role
             assert scaler.min_replicas == 0 and scaler.max_replicas >= 1, role
     for scaled_object in of_kind(resources, "ScaledObject"):
         deployment = named(resources, "Deployment", scaled_object["spec"]["scaleTargetRef"]["name"])
@@ -419,7 +419,7 @@ def test_keda_scales_a_role_up_and_down_with_its_queue(conn: psycopg.Connection,
     resources = build(CRAWLER)
     scaler = scalers(resources)[SIMULATED_ROLE]
     (container,) = pod_spec(named(resources, "Deployment", scaler.deployment))["containers"]
-    slots = int(env_value(container, "WORKER_CONCURRENCY"))
+    slots = int(env_value(container, "TASKPOOL_CONCURRENCY"))
     stores = make_stores(conn, STORES)
     assert scaler.max_replicas * slots <= STORES
     with psycopg.connect(worker_login_url, autocommit=True) as keda:

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import zipfile
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ from psycopg import sql
 from pyworker.schema import Deployer, Plan, SchemaRefused
 
 # What a source distribution holds (MANIFEST.in), enough to build the wheel.
-SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "sqitch.plan", "sqitch.conf"]
+SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "sqitch.plan", "sqitch.conf"]
 SOURCE_DIRS = ["pyworker", "deploy", "revert", "verify", "registry"]
 ROLE = "package_check"
 # The registry columns that must agree with Sqitch's: all but when and by whom.
@@ -64,13 +65,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in SOURCE_DIRS:
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(REPO_ROOT / name, source / name, ignore=ignore)
+    return build_wheel(source, root / "dist")
+
+
+def build_wheel(source: Path, dist: Path) -> Path:
+    """The wheel of the project in `source` (pip wheel), built into `dist`."""
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-         "--wheel-dir", str(root / "dist"), str(source)],
+         "--wheel-dir", str(dist), str(source)],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    (built,) = (root / "dist").glob("*.whl")
+    (built,) = dist.glob("*.whl")
     return built
 
 
@@ -453,3 +459,96 @@ def test_the_wheel_carries_the_dashboard_which_names_its_extra_when_missing(
     result = run_installed(installed, empty_database, "dashboard", check=False)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "pip install 'taskpool-pg[dashboard]'" in result.stderr
+
+
+def wheel_metadata(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+
+
+def assert_carries_the_license(wheel: Path) -> None:
+    metadata = wheel_metadata(wheel).splitlines()
+    assert "License-Expression: MIT" in metadata
+    assert "License-File: LICENSE" in metadata
+    with zipfile.ZipFile(wheel) as archive:
+        (license_path,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+        assert archive.read(license_path) == (REPO_ROOT / "LICENSE").read_bytes()
+
+
+def test_the_wheel_carries_the_license_file_and_names_the_license_in_its_metadata(wheel: Path) -> None:
+    assert_carries_the_license(wheel)
+
+
+def test_the_crawler_wheel_carries_the_same_license(tmp_path: Path) -> None:
+    source = tmp_path / "crawler"
+    shutil.copytree(REPO_ROOT / "crawler", source, ignore=shutil.ignore_patterns(
+        "__pycache__", "*.pyc", "*.egg-info", "tests", "sql_tests", "sqitch"))
+    assert_carries_the_license(build_wheel(source, tmp_path / "dist"))
+
+
+# A user's module on the public surface: a handler, an enqueue through Client, a Task's fields.
+TYPED_USE = """
+    from datetime import datetime
+    from typing import Any
+
+    import psycopg
+
+    from pyworker import Client, Completion, PermanentError, Task, TaskInfo, handler
+
+
+    @handler("send_welcome")
+    def send_welcome(task: Task) -> dict[str, Any]:
+        if task.attempt > 3:
+            raise PermanentError("gave up")
+        created: datetime = task.created_at
+        return {"to": task.payload["email"], "created": created.isoformat(), "store": task.dispensary_id}
+
+
+    @handler("send_digest")
+    async def send_digest(task: Task) -> Completion:
+        return Completion(follow_ups=[{"role": "send_welcome", "payload": task.payload}])
+
+
+    def signup(conn: psycopg.Connection[Any], email: str) -> int:
+        client = Client(conn)
+        info: TaskInfo = client.enqueue("send_welcome", {"email": email}, priority=5)
+        client.wait(info, timeout=10.0)
+        return info.id
+"""
+
+# Wrong uses, each on its own line, that mypy must catch: were the names Any, it would pass them.
+WRONG_USES = {
+    "enqueue_priority_not_an_int": 'Client.connect("postgresql://").enqueue("send_welcome", priority="high")',
+    "task_field_of_another_type": "handled: str = Task.from_row({}).attempt",
+    "decorated_function_keeps_its_return_type": "welcome: int = send_welcome(Task.from_row({}))",
+    "a_handler_takes_a_task": 'handler("send_text")(str.upper)',
+}
+
+
+def run_mypy(installed: Path, module: Path) -> subprocess.CompletedProcess[str]:
+    """mypy --strict on `module`, against the packages of the installed wheel's venv."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(module.parent / ".mypy"),
+         "--python-executable", str(installed / "venv" / "bin" / "python"), str(module)],
+        cwd=module.parent, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_a_user_module_on_the_public_names_passes_mypy_strict(installed: Path, tmp_path: Path) -> None:
+    module = tmp_path / "myapp_tasks.py"
+    module.write_text(textwrap.dedent(TYPED_USE))
+    result = run_mypy(installed, module)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_catches_each_wrong_use_of_the_public_names(installed: Path, tmp_path: Path) -> None:
+    module = tmp_path / "myapp_wrong.py"
+    lines = textwrap.dedent(TYPED_USE).splitlines()
+    first = len(lines) + 1
+    module.write_text("\n".join([*lines, *WRONG_USES.values()]) + "\n")
+    result = run_mypy(installed, module)
+    assert result.returncode == 1, result.stdout + result.stderr
+    flagged = {int(line.split(":")[1]) for line in result.stdout.splitlines() if ": error:" in line}
+    missed = [name for line, name in enumerate(WRONG_USES, first) if line not in flagged]
+    assert not missed, result.stdout
+    assert flagged <= set(range(first, first + len(WRONG_USES))), result.stdout

@@ -49,9 +49,9 @@ def pooled_url(pgbouncer: PgBouncer, db_url: str) -> str:
 
 def pooled_settings(db_url: str, pooled_url: str, *, listen: bool = True, **settings: object) -> dict[str, object]:
     """Workers.start's settings for a worker on pooled_url (--pooled), LISTENing on db_url."""
-    extra_env = {"PYWORKER_POOLED": "1"}
+    extra_env = {"TASKPOOL_POOLED": "1"}
     if listen:
-        extra_env["PYWORKER_LISTEN_DATABASE_URL"] = db_url
+        extra_env["TASKPOOL_LISTEN_DATABASE_URL"] = db_url
     return {"database_url": pooled_url, "extra_env": extra_env, **settings}
 
 

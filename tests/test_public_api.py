@@ -3,6 +3,8 @@ nothing it does not use."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import subprocess
 import sys
 
@@ -38,3 +40,19 @@ def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
         assert "no_such_thing" in str(error)
     else:
         raise AssertionError("pyworker.no_such_thing did not raise")
+
+
+def test_type_checkers_see_every_exported_name_from_its_own_module() -> None:
+    """The TYPE_CHECKING imports (what mypy reads, py.typed) match what __getattr__ serves: a
+    name missing there would be an error to a type checker, one from elsewhere another type."""
+    tree = ast.parse(inspect.getsource(pyworker))
+    (block,) = [
+        node for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    ]
+    seen = {
+        alias.asname: node.module
+        for node in block.body if isinstance(node, ast.ImportFrom)
+        for alias in node.names if alias.asname == alias.name
+    }
+    assert seen == pyworker._MODULE_OF

@@ -95,7 +95,7 @@ def test_a_worker_on_a_standby_waits_without_working_and_works_once_it_is_promot
     wait_for(lambda: standby.execute("SELECT 1 FROM worker_tasks WHERE id = %s", (task_id,)).fetchone(), 10,
              "the task to reach the standby")
     probes = free_port()
-    worker = start_gate_worker(workers, "on-standby", standby_url, extra_env={"PYWORKER_METRICS_PORT": str(probes)})
+    worker = start_gate_worker(workers, "on-standby", standby_url, extra_env={"TASKPOOL_METRICS_PORT": str(probes)})
     worker.wait_for_log(READ_ONLY_WARNING)
     assert probe(probes, "/readyz")[0] == 503 and "is read-only" in probe(probes, "/readyz")[1]
     assert probe(probes, "/healthz")[0] == 200

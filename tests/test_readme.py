@@ -30,6 +30,8 @@ import pytest
 from core_fixtures import REPO_ROOT
 from markdown_it import MarkdownIt
 
+from pyworker.environment import RENAMED
+
 README = REPO_ROOT / "README.md"
 # docs/ pages (tests/test_docs.py) carry the same mark, naming their own test.
 NOT_RUN = re.compile(r"<!-- not run by tests/test_(?:readme|docs)\.py: (?P<why>\S[^\n]*?) -->\n?")
@@ -131,7 +133,7 @@ def a_newcomers_environment(**settings: str) -> dict[str, str]:
         name: value
         for name, value in os.environ.items()
         if not name.startswith(("WORKER_", "PYWORKER_", "TASKPOOL_", "MAKE"))
-        and name not in ("MFLAGS", "SQITCH_TARGET", "LOG_FORMAT")
+        and name not in ("MFLAGS", "SQITCH_TARGET", *RENAMED.values())
     }
     return {**env, **settings}
 

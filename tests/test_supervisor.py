@@ -13,8 +13,8 @@ import psycopg
 from worker_support import Workers, enqueue, fetch_one, wait_for, wait_for_status
 
 FAST = {
-    "PYWORKER_RESTART_BACKOFF_SECONDS": "0.2",
-    "PYWORKER_CRASH_WINDOW_SECONDS": "60",
+    "TASKPOOL_RESTART_BACKOFF_SECONDS": "0.2",
+    "TASKPOOL_CRASH_WINDOW_SECONDS": "60",
 }
 
 
@@ -79,7 +79,7 @@ def test_the_supervisor_gives_up_after_repeated_crashes_and_stops_the_others(
     parent = start_pool(
         workers,
         "crashy",
-        {**FAST, "PYWORKER_RESTART_BACKOFF_SECONDS": "0.1", "PYWORKER_CRASH_LIMIT": "3",
+        {**FAST, "TASKPOOL_RESTART_BACKOFF_SECONDS": "0.1", "TASKPOOL_CRASH_LIMIT": "3",
          "CRASH_WORKER_SUFFIX": "-2"},
         handlers="crashing_handlers",
     )
@@ -141,9 +141,9 @@ def test_after_sigterm_no_child_is_restarted_and_the_exit_code_reflects_them(
 def test_a_bad_supervisor_setting_is_refused_before_any_child_starts(
     pool: psycopg.Connection, workers: Workers
 ) -> None:
-    parent = start_pool(workers, "badset", {"PYWORKER_CRASH_LIMIT": "0"})
+    parent = start_pool(workers, "badset", {"TASKPOOL_CRASH_LIMIT": "0"})
     code = parent.wait(15)
     log = parent.log()
     assert code == 2, log
-    assert "PYWORKER_CRASH_LIMIT must be a whole number above 0, not '0'" in log
+    assert "TASKPOOL_CRASH_LIMIT must be a whole number above 0, not '0'" in log
     assert fetch_one(pool, "SELECT count(*) FROM task_workers")[0] == 0

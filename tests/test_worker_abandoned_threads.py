@@ -45,7 +45,7 @@ def test_at_the_cap_of_abandoned_threads_the_worker_stops_claiming_until_one_ret
         prefetch=4,
         handlers=HANDLERS,
         args=("--metrics-port", "0"),
-        extra_env={"PYWORKER_MAX_ABANDONED_THREADS": "2"},
+        extra_env={"TASKPOOL_MAX_ABANDONED_THREADS": "2"},
     )
     port = int(SERVING.search(worker.wait_for_log("Serving /metrics")).group(1))
     worker.wait_for_log("2 handler threads are left behind, still running (--max-abandoned-threads 2)", 20)

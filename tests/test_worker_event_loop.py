@@ -33,7 +33,7 @@ def test_a_handler_blocking_the_event_loop_fails_alone_and_the_others_run_on_a_n
         concurrency=4,
         handlers=HANDLERS,
         args=("--metrics-port", "0"),
-        extra_env={"PYWORKER_LOOP_BLOCK_LIMIT_SECONDS": "1"},
+        extra_env={"TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS": "1"},
     )
     port = int(SERVING.search(worker.wait_for_log("Serving /metrics")).group(1))
     wait_for_status(pool, culprit, "running", 10, also=worker.describe)
@@ -67,10 +67,10 @@ def test_a_handler_blocking_the_event_loop_fails_alone_and_the_others_run_on_a_n
 
 def test_the_loop_block_limit_must_be_positive(pool: psycopg.Connection, workers: Workers) -> None:
     code, stderr = workers.run_to_exit(
-        "test_work", "loop-b", extra_env={"PYWORKER_LOOP_BLOCK_LIMIT_SECONDS": "0"}
+        "test_work", "loop-b", extra_env={"TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS": "0"}
     )
     assert code == 2, stderr
-    assert "PYWORKER_LOOP_BLOCK_LIMIT_SECONDS" in stderr
+    assert "TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS" in stderr
 
 
 def test_a_loop_busy_with_short_steps_lags_but_is_not_blocked() -> None:

@@ -1,4 +1,4 @@
-"""External commands for the worker's command handler (PYWORKER_COMMAND) in the tests.
+"""External commands for the worker's command handler (TASKPOOL_COMMAND) in the tests.
 
 python worker_commands.py echo              task JSON on stdin -> {"echo": payload, ...}
 python worker_commands.py fail              a long stderr, then exit status 3

@@ -1,4 +1,4 @@
-"""Handlers for the worker tests, imported by the worker processes (PYWORKER_HANDLERS).
+"""Handlers for the worker tests, imported by the worker processes (TASKPOOL_HANDLERS).
 
 Each handler writes what it did to tables that the test creates in its own database
 (worker_support.TABLES: test_executions, test_completions), through its own connection: the

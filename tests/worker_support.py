@@ -245,17 +245,17 @@ class Workers(Fleet):
         env = worker_env(
             database_url or self.db_url,
             pythonpath=[TESTS_DIR],
-            WORKER_ROLE=role,
-            WORKER_ID=worker_id,
-            POLL_INTERVAL_MS=poll_ms,
-            HEARTBEAT_INTERVAL_MS=heartbeat_ms,
-            LOG_FORMAT=log_format,
-            SHUTDOWN_GRACE_SECONDS=grace,
-            WORKER_PREFETCH=prefetch,
-            WORKER_CONCURRENCY=concurrency,
-            LOG_LEVEL=log_level,
-            PYWORKER_HANDLERS=handlers,
-            PYWORKER_COMMAND=command,
+            TASKPOOL_ROLE=role,
+            TASKPOOL_WORKER_ID=worker_id,
+            TASKPOOL_POLL_INTERVAL_MS=poll_ms,
+            TASKPOOL_HEARTBEAT_INTERVAL_MS=heartbeat_ms,
+            TASKPOOL_LOG_FORMAT=log_format,
+            TASKPOOL_SHUTDOWN_GRACE_SECONDS=grace,
+            TASKPOOL_PREFETCH=prefetch,
+            TASKPOOL_CONCURRENCY=concurrency,
+            TASKPOOL_LOG_LEVEL=log_level,
+            TASKPOOL_HANDLERS=handlers,
+            TASKPOOL_COMMAND=command,
         )
         env.update(extra_env or {})
         return env
@@ -300,7 +300,7 @@ def create_test_pool(conn: psycopg.Connection) -> None:
 
 
 def command_line(*args: str) -> str:
-    """A PYWORKER_COMMAND running tests/worker_commands.py with `args`."""
+    """A TASKPOOL_COMMAND running tests/worker_commands.py with `args`."""
     return shlex.join([sys.executable, str(COMMANDS), *args])
 
 

@@ -81,7 +81,7 @@ DEMO_S3_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "taskpool-demo-secret",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
-# How many tasks of each role one worker process runs at once: the WORKER_CONCURRENCY its
+# How many tasks of each role one worker process runs at once: the TASKPOOL_CONCURRENCY its
 # Kubernetes manifest gives a pod (kubernetes/crawler/roles/ROLE/kustomization.yaml, else the
 # base Deployment's; crawler/tests/test_crawler_demo.py checks that they agree).
 ROLE_CONCURRENCY = {
@@ -550,9 +550,9 @@ class Demo:
             "TASKPOOL_PLATFORM_TIMEOUT": "2",
             "TASKPOOL_PLATFORMS": ",".join(PLATFORMS),
             "TASKPOOL_STATES": ",".join(STATES),
-            "POLL_INTERVAL_MS": "1000",
-            "HEARTBEAT_INTERVAL_MS": "5000",
-            "SHUTDOWN_GRACE_SECONDS": "5",
+            "TASKPOOL_POLL_INTERVAL_MS": "1000",
+            "TASKPOOL_HEARTBEAT_INTERVAL_MS": "5000",
+            "TASKPOOL_SHUTDOWN_GRACE_SECONDS": "5",
         }
         for command in WORKER_COMMANDS:
             roles = [f"--role={role}={ROLE_CONCURRENCY[role]}" for role in command.roles]

@@ -241,14 +241,14 @@ def test_the_process_counts_agree(demo: DemoRun) -> None:
 
 
 def test_each_role_runs_at_its_kubernetes_manifest_s_concurrency() -> None:
-    """The demo's concurrency of each role is the WORKER_CONCURRENCY its manifest gives a pod."""
+    """The demo's concurrency of each role is the TASKPOOL_CONCURRENCY its manifest gives a pod."""
     resources = build(KUBERNETES_CRAWLER)
     manifests = {}
     for deployment in (r for r in resources if r["kind"] == "Deployment"):
         role = deployment["metadata"]["labels"].get("taskpool.dev/role")
         if role in ROLE_CONCURRENCY:
             (container,) = deployment["spec"]["template"]["spec"]["containers"]
-            (value,) = [e["value"] for e in container["env"] if e["name"] == "WORKER_CONCURRENCY"]
+            (value,) = [e["value"] for e in container["env"] if e["name"] == "TASKPOOL_CONCURRENCY"]
             manifests[role] = int(value)
     assert manifests == ROLE_CONCURRENCY
     # Every role the demo crawls with is served, by one command only.

@@ -6,8 +6,8 @@ pytest. Needs a PostgreSQL server on which the connecting user may CREATE DATABA
 pyworker.schema's (what `pyworker schema apply` runs): no Sqitch needed.
 
 Where:
-- the server: TASKPOOL_TEST_DATABASE_URL, else DATABASE_URL, else pyworker's default (the
-  project cluster, amended by PGPORT and the rest of the libpq environment). The databases are
+- the server: TASKPOOL_TEST_DATABASE_URL, else DATABASE_URL, else pyworker's default (libpq's:
+  PGHOST, PGPORT, PGUSER, PGDATABASE, ..., else the local socket). The databases are
   made on that server, as that user; the database it names is only connected to, to create and
   drop them.
 - the Sqitch project (sqitch.plan, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR, else the
