@@ -153,18 +153,23 @@ class Monitor:
             self._stop.wait(max(0.0, SAMPLE_SECONDS - (time.time() - began)))
 
     def reachable_since(self, after: float) -> float | None:
-        """When the URL began reaching, for good, the server taking writes it reaches last: the
-        first sample of the last unbroken run of writable samples on one server, after `after`."""
-        samples = [sample for sample in self.samples if sample[0] >= after]
-        if not samples or samples[-1][1] is None:
-            return None
-        port = samples[-1][1]
-        since = samples[-1][0]
-        for at, reached in reversed(samples):
-            if reached != port:
-                break
-            since = at
-        return since
+        return reachable_since(self.samples, after)
+
+
+def reachable_since(samples: list[tuple[float, int | None]], after: float) -> float | None:
+    """When a URL began reaching, for good, the server taking writes it reaches last: the first of
+    the last unbroken run of `samples` (when, port of the server taking writes or None) on one
+    server, after `after`; None when the last sample reached none."""
+    samples = [sample for sample in samples if sample[0] >= after]
+    if not samples or samples[-1][1] is None:
+        return None
+    port = samples[-1][1]
+    since = samples[-1][0]
+    for at, reached in reversed(samples):
+        if reached != port:
+            break
+        since = at
+    return since
 
 
 def _get_status(url: str) -> int | None:
