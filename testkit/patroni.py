@@ -268,7 +268,6 @@ class HAPair:
         return {
             "scope": self.scope,
             "name": node.name,
-            "log": {"level": "INFO", "dir": str(node.directory), "file_num": 1},
             "restapi": {"listen": f"127.0.0.1:{node.rest_port}", "connect_address": f"127.0.0.1:{node.rest_port}"},
             "etcd3": {"hosts": [f"127.0.0.1:{self.etcd_port}"], "protocol": "http"},
             "bootstrap": {
