@@ -365,7 +365,9 @@ listen primary
         haproxy = self.fleet.processes.get("haproxy")
         if haproxy is not None:
             haproxy.stop(5)
-        for node in self.nodes.values():
+        leader = self.leader()
+        # The replica first: a leader stopped first would hand its lead over on the way out.
+        for node in sorted(self.nodes.values(), key=lambda node: node is leader):
             self.thaw(node.name)
             if node.process is not None:
                 node.process.stop(20)
