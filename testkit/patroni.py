@@ -397,16 +397,18 @@ listen primary
     def describe(self) -> str:
         return json.dumps(self.members()) + "\n" + self.fleet.describe()
 
-    def wait_streaming(self, timeout: float = 120.0) -> None:
-        """Until both members run, one the leader, the other a replica streaming from it."""
+    def wait_streaming(self, timeout: float = 120.0, *, synchronous: bool | None = None) -> None:
+        """Until both members run, one the leader, the other a replica streaming from it (and,
+        `synchronous` (default: the pair's), its synchronous standby)."""
         def streaming() -> bool:
             members = self.members()
-            states = {member.get("role"): member.get("state") for member in members}
-            return len(members) == 2 and states.get("replica") in ("streaming", "running") and (
-                states.get("leader") == "running" or states.get("sync_standby") in ("streaming", "running"))
+            leaders = [m for m in members if m.get("role") == "leader" and m.get("state") == "running"]
+            replicas = [m for m in members if m.get("role") in ("replica", "sync_standby")
+                        and m.get("state") in ("streaming", "running")]
+            return len(leaders) == 1 and len(replicas) == 1
         wait_until(streaming, timeout, "a leader and a streaming replica", interval=0.5,
                    also=self.describe, error=HAError)
-        if self.synchronous:
+        if self.synchronous if synchronous is None else synchronous:
             wait_until(lambda: any(m.get("role") == "sync_standby" for m in self.members()), timeout,
                        "the replica to become the synchronous standby", interval=0.5, also=self.describe, error=HAError)
 

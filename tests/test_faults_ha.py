@@ -55,6 +55,8 @@ def test_progress_is_timed_from_the_last_unbroken_run_on_the_new_primary() -> No
     # A switchover may leave no gap between the two servers.
     assert reachable_since([(1.0, old), (2.0, old), (3.0, new), (4.0, new)], 1.5) == 3.0
     assert reachable_since([(1.0, old), (2.0, None)], 0.0) is None
+    # No break after the fault yet: the failover has not been seen.
+    assert reachable_since([(1.0, old), (2.0, old), (3.0, old)], 1.5) is None
 
 
 def test_the_checker_counts_each_cost_apart(db_url: str, tmp_path: Path) -> None:
