@@ -53,6 +53,13 @@ CHECK_INTERVAL_MS = 1000
 CHECK_FALL = 2
 
 
+# Patroni's two etcd APIs: `etcd` (v2) renews the leader key by compare-and-swap on its value;
+# Patroni 3.0.2's `etcd3` renews it with a new lease and an unconditional put when its lease has
+# expired, so a leader frozen past its TTL, thawed, overwrites the key the replica promoted in its
+# place took, and leads again (the failover suite's frozen primary shows what that loses).
+DCS_APIS = ("etcd", "etcd3")
+
+
 class HAError(Exception):
     """The pair could not be started, or did not reach the state asked for in time."""
 
@@ -184,10 +191,14 @@ class HAPair:
     """etcd, nodes node1 and node2 (node1 bootstraps and leads first), HAProxy on `haproxy_port`.
 
     `synchronous`: Patroni's synchronous_mode (a commit is acknowledged once the replica has it).
+    `dcs`: the etcd API Patroni uses (DCS_APIS).
     """
 
     def __init__(self, log_dir: Path, *, ports: Ports | None = None, synchronous: bool = False,
-                 ttl: int = TTL) -> None:
+                 ttl: int = TTL, dcs: str = "etcd") -> None:
+        if dcs not in DCS_APIS:
+            raise ValueError(f"the DCS API is one of {', '.join(DCS_APIS)}, not {dcs!r}")
+        self.dcs = dcs
         self.log_dir = log_dir
         self.ports = ports or Ports()
         self.synchronous = synchronous
@@ -250,7 +261,7 @@ class HAPair:
             "--listen-client-urls", client, "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"etcd1={peer}", "--initial-cluster-state", "new",
-            "--initial-cluster-token", self.scope,
+            "--initial-cluster-token", self.scope, "--enable-v2=true",
         ]
         self.fleet.start("etcd", _as_postgres(argv), self._env())
         wait_until(lambda: _http(f"{client}/health")[0] == 200, 30, "etcd to answer",
@@ -269,7 +280,7 @@ class HAPair:
             "scope": self.scope,
             "name": node.name,
             "restapi": {"listen": f"127.0.0.1:{node.rest_port}", "connect_address": f"127.0.0.1:{node.rest_port}"},
-            "etcd3": {"hosts": [f"127.0.0.1:{self.etcd_port}"], "protocol": "http"},
+            self.dcs: {"hosts": [f"127.0.0.1:{self.etcd_port}"], "protocol": "http"},
             "bootstrap": {
                 "dcs": {
                     "ttl": self.ttl,

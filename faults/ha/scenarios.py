@@ -89,6 +89,7 @@ class FailoverResult(Result):
 class Options:
     quick: bool = False
     url_kind: str = "haproxy"
+    dcs: str = "etcd"
     ports: Ports = field(default_factory=Ports)
 
     def scale(self, quick: Any, full: Any) -> Any:
@@ -348,7 +349,7 @@ def run(number: int, slug: str, options: Options, log_dir: Path) -> FailoverResu
     result.replication = "synchronous" if scenario.synchronous else "asynchronous"
     result.url_kind = "node1 alone" if scenario.single_host else options.url_kind
     started = time.monotonic()
-    pair = HAPair(log_dir / "pair", ports=options.ports, synchronous=scenario.synchronous)
+    pair = HAPair(log_dir / "pair", ports=options.ports, synchronous=scenario.synchronous, dcs=options.dcs)
     try:
         pair.start()
         server = pair.url()
