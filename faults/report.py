@@ -20,8 +20,9 @@ COLUMNS = [
 class Result:
     """What one scenario did and found."""
 
-    # The table's columns, as row() fills them.
+    # The table's columns, as row() fills them, and what the notes under it say of the figures.
     columns = COLUMNS
+    notes_heading = "Notes (figures reported, not asserted; recovery counts the orphans in parentheses):"
 
     number: int
     name: str
@@ -122,7 +123,7 @@ def markdown(results: list[Result], title: str) -> str:
     columns = results[0].columns
     lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell.replace("|", "/") for cell in r.row()) + " |" for r in results]
-    lines += ["", "Notes (figures reported, not asserted; recovery counts the orphans in parentheses):", ""]
+    lines += ["", results[0].notes_heading, ""]
     lines += [f"- {r.number}. {r.name}: {r.notes() or '-'}" for r in results]
     return "\n".join(lines) + "\n"
 

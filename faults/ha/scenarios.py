@@ -61,6 +61,10 @@ class FailoverResult(Result):
     """A failover scenario's result: its own table (COLUMNS)."""
 
     columns: ClassVar[list[str]] = COLUMNS
+    notes_heading: ClassVar[str] = (
+        "Notes (figures reported, not asserted; reachable: from the fault to the workers' URL reaching"
+        " the new primary for good; acknowledged completions: from the workers' logs; executions: from"
+        " the handler's records):")
     replication: str = "-"
     url_kind: str = "-"
     cost: checker.Cost | None = None
