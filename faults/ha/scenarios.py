@@ -67,6 +67,7 @@ class FailoverResult(Result):
         " the handler's records):")
     replication: str = "-"
     url_kind: str = "-"
+    dcs: str = "-"
     cost: checker.Cost | None = None
     progress: float | None = None
     exits: int = 0
@@ -84,7 +85,7 @@ class FailoverResult(Result):
                 str(self.health_failures), self.verdict]
 
     def as_dict(self) -> dict[str, Any]:
-        return {**super().as_dict(), "replication": self.replication, "url": self.url_kind,
+        return {**super().as_dict(), "replication": self.replication, "url": self.url_kind, "dcs": self.dcs,
                 "cost": self.cost.as_dict() if self.cost else None, "progress": self.progress,
                 "exits": self.exits, "health_failures": self.health_failures}
 
@@ -295,7 +296,8 @@ def frozen_primary(run: Run) -> float:
     # replica are what the fleet needs.
     pair.wait_streaming(synchronous=False)
     run.result.faults = f"SIGSTOP of {leader.name} ({len(stopped)} processes), SIGCONT after {thawed:.0f} s"
-    run.result.figure("after the thaw, the leader", pair.leader().name if pair.leader() else "none")
+    leader_after = pair.leader()
+    run.result.figure("after the thaw, the leader", leader_after.name if leader_after else "none")
     return at
 
 
@@ -352,6 +354,7 @@ def run(number: int, slug: str, options: Options, log_dir: Path) -> FailoverResu
     result = FailoverResult(number, scenario.name, form=options.scale("quick", "full"))
     result.replication = "synchronous" if scenario.synchronous else "asynchronous"
     result.url_kind = "node1 alone" if scenario.single_host else options.url_kind
+    result.dcs = options.dcs
     started = time.monotonic()
     pair = HAPair(log_dir / "pair", ports=options.ports, synchronous=scenario.synchronous, dcs=options.dcs)
     try:
