@@ -46,6 +46,13 @@ SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap tinyproxy \
 	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver tini
+# What `make faults-ha` alone needs, installed by it when missing: a Patroni pair's DCS, HA manager
+# and proxy.
+HA_DEB_PACKAGES ?= patroni etcd-server etcd-client haproxy
+# The failover suite's options (FAULTS_HA_ARGS='--quick --only switchover,frozen'), and the range its
+# pair takes ports from (HA_PORTS=56300-56399; empty: any free port).
+FAULTS_HA_ARGS ?=
+HA_PORTS ?=
 
 # An explicit DATABASE_URL (environment or command line) means: use that server, start nothing.
 ifneq ($(filter environment% command%,$(origin DATABASE_URL)),)
@@ -57,7 +64,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql sql-prove test-py faults faults-quick clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -219,6 +226,11 @@ faults: deps db
 # TARGET faults-quick: the fault suite's short form, as `make test` runs it (tests/test_faults.py), with the table
 faults-quick: deps db
 	@$(PGENV) $(VENV)/bin/python -m faults --quick $(FAULTS_ARGS)
+
+# TARGET faults-ha: the failover suite on a real Patroni pair (etcd, two PostgreSQL 15 nodes, HAProxy) per scenario, installing HA_DEB_PACKAGES first (FAULTS_HA_ARGS='--quick --only switchover', HA_PORTS=LOW-HIGH); its table to results/
+faults-ha: deps
+	@scripts/apt-install $(HA_DEB_PACKAGES)
+	@FAULTS_HA_PORTS='$(HA_PORTS)' $(VENV)/bin/python -m faults.ha $(FAULTS_HA_ARGS)
 
 # TARGET clean: stop the local cluster and delete it, .venv and caches
 clean:

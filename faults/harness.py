@@ -248,10 +248,13 @@ class Context:
         grace: float = 5.0,
         url: str | None = None,
         concurrency: int = CONCURRENCY,
+        handlers: str = "faults.handlers",
+        extra_env: dict[str, str] | None = None,
     ) -> Fleet:
         """`count` worker processes of fault_work, each running up to `concurrency` tasks at once,
         started; ids <prefix>1..N. They connect to `url` (default: the scenario's database) as
-        WORKER_LOGIN."""
+        WORKER_LOGIN, run the handlers of the module `handlers`, with `extra_env` added to
+        their environment."""
         fleet = Fleet(self, concurrency=concurrency)
         shape = f"{count}×{concurrency}"
         if shape not in self.fleet_shapes:
@@ -266,7 +269,8 @@ class Context:
                 TASKPOOL_HEARTBEAT_INTERVAL_MS=heartbeat_ms,
                 TASKPOOL_SHUTDOWN_GRACE_SECONDS=grace,
                 TASKPOOL_CONCURRENCY=concurrency,
-                TASKPOOL_HANDLERS="faults.handlers",
+                TASKPOOL_HANDLERS=handlers,
+                **(extra_env or {}),
             )
             fleet.processes[name] = self._process(name, pyworker_argv(*self.worker_args), env)
         for worker in fleet.processes.values():
@@ -325,14 +329,18 @@ class Producer:
             try:
                 if conn is None or conn.closed or conn.broken:
                     conn = self.ctx.connect("fault producer", autocommit=True, connect_timeout=3)
-                rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)", (Jsonb(self.specs()),)).fetchall()
-                self.acknowledged.extend(row[0] for row in rows)
+                self._enqueue(conn, self.specs())
             except psycopg.Error:
                 self.in_doubt += 1
                 time.sleep(0.2)
             self._stop.wait(self.interval)
         if conn is not None:
             conn.close()
+
+    def _enqueue(self, conn: psycopg.Connection, specs: list[dict[str, Any]]) -> None:
+        """Enqueue `specs`; keep what was acknowledged."""
+        rows = conn.execute("SELECT id FROM enqueue_tasks(%s::jsonb)", (Jsonb(specs),)).fetchall()
+        self.acknowledged.extend(row[0] for row in rows)
 
     def stop(self) -> list[int]:
         """Stop producing; the acknowledged ids."""

@@ -20,6 +20,10 @@ COLUMNS = [
 class Result:
     """What one scenario did and found."""
 
+    # The table's columns, as row() fills them, and what the notes under it say of the figures.
+    columns = COLUMNS
+    notes_heading = "Notes (figures reported, not asserted; recovery counts the orphans in parentheses):"
+
     number: int
     name: str
     form: str = "full"
@@ -116,30 +120,32 @@ def format_value(value: Any) -> str:
 
 
 def markdown(results: list[Result], title: str) -> str:
-    lines = [f"### {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    columns = results[0].columns
+    lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell.replace("|", "/") for cell in r.row()) + " |" for r in results]
-    lines += ["", "Notes (figures reported, not asserted; recovery counts the orphans in parentheses):", ""]
+    lines += ["", results[0].notes_heading, ""]
     lines += [f"- {r.number}. {r.name}: {r.notes() or '-'}" for r in results]
     return "\n".join(lines) + "\n"
 
 
 def text_table(results: list[Result]) -> str:
-    rows = [COLUMNS, *(r.row() for r in results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    columns = results[0].columns
+    rows = [columns, *(r.row() for r in results)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     out = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
     out.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(out)
 
 
-def write(results: list[Result], directory: Path, form: str) -> tuple[Path, Path]:
-    """results/faults-<form>-<time>.{json,md} and results/faults-<form>-latest.md; the two paths."""
+def write(results: list[Result], directory: Path, form: str, suite: str = "faults") -> tuple[Path, Path]:
+    """results/<suite>-<form>-<time>.{json,md} and results/<suite>-<form>-latest.md; the two paths."""
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    title = f"make faults ({form} form), {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
-    json_path = directory / f"faults-{form}-{stamp}.json"
-    md_path = directory / f"faults-{form}-{stamp}.md"
+    title = f"make {suite} ({form} form), {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+    json_path = directory / f"{suite}-{form}-{stamp}.json"
+    md_path = directory / f"{suite}-{form}-{stamp}.md"
     json_path.write_text(json.dumps([r.as_dict() for r in results], indent=2, default=str) + "\n")
     text = markdown(results, title)
     md_path.write_text(text)
-    (directory / f"faults-{form}-latest.md").write_text(text)
+    (directory / f"{suite}-{form}-latest.md").write_text(text)
     return json_path, md_path
