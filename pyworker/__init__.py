@@ -9,10 +9,12 @@ __version__ = "0.6.0"
 
 # What an application imports, from one place, each loaded on first use (the worker and the CLI
 # need none of the client):
-#   from pyworker import handler, Completion, PermanentError, Snooze     (a handler module)
+#   from pyworker import handler, Backoff, Completion, PermanentError, Snooze  (a handler module)
 #   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout    (enqueueing and waiting)
 _EXPORTS = {
-    "pyworker.handlers": ("handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry"),
+    "pyworker.handlers": (
+        "handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry", "Backoff",
+    ),
     "pyworker.errors": ("PermanentError", "Snooze", "TaskpoolError", "DatabaseUnavailable", "DatabaseReadOnly"),
     "pyworker.client": (
         "Client", "AsyncClient", "TaskInfo", "ChainMember", "ClientError", "TaskFailed", "TaskCancelled",

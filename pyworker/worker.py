@@ -435,6 +435,9 @@ class Worker:
         self._retrying("connect", self.db.check_schema)
         if self.stopping:
             return False
+        self._retrying("compare the role declarations", self._check_declarations)
+        if self.stopping:
+            return False
         try:
             registrations = self._retrying(
                 "register",
@@ -468,6 +471,42 @@ class Worker:
                 extra=event("worker_started"),
             )
         return True
+
+    def _check_declarations(self) -> None:
+        """Compare the roles the handlers declare with the database's (diff_role): a role missing
+        there refuses the start, a role whose settings differ is warned about; either way saying
+        the command that applies the declarations. The worker runs by the database's settings."""
+        missing: list[handlers.RoleDeclaration] = []
+        for role in self.roles:
+            declaration = self.registry.declaration(role)
+            if declaration is None:
+                continue
+            try:
+                differences = self.db.diff_role(role, **declaration.settings())
+            except NotFound:
+                missing.append(declaration)
+                continue
+            except InvalidInput as error:
+                raise ConfigurationError(f"role {role!r}, declared in {declaration.module}: {error}") from error
+            if differences:
+                log.warning(
+                    "Role %s differs from its declaration in %s: %s. This worker runs by the database's"
+                    " settings; apply the declaration with `%s`",
+                    role,
+                    declaration.module,
+                    "; ".join(
+                        f"{row['field']} is {row['in_database']} in the database, {row['declared']} declared"
+                        for row in differences
+                    ),
+                    handlers.sync_command([declaration]),
+                    extra=event("role_declaration_differs"),
+                )
+        if missing:
+            names = ", ".join(repr(declaration.role) for declaration in missing)
+            raise ConfigurationError(
+                f"the database has no role {names}, which the handlers declare: create it with"
+                f" `{handlers.sync_command(missing)}`, then start the worker again"
+            )
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""
