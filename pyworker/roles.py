@@ -62,7 +62,7 @@ def sync_roles(
         declared = {declaration.role for declaration in declarations}
         for role in sorted(existing - declared):
             if remove_missing:
-                _refused_naming(role, None, lambda: db.remove_role(role, force))
+                db.remove_role(role, force)
             changes.append(RoleChange(role, REMOVED if remove_missing else UNDECLARED))
         if dry_run:
             # conn.transaction() takes it: the block's calls are rolled back, and no error raised.
@@ -83,13 +83,12 @@ def _apply(db: Database, declaration: RoleDeclaration, existing: set[str]) -> Ro
     return RoleChange(role, CHANGED, declaration.module, differences)
 
 
-def _refused_naming(role: str, module: str | None, call: Any) -> Any:
+def _refused_naming(role: str, module: str, call: Any) -> Any:
     """`call()`, its refusal (a TaskpoolError) said again with the role and where it is declared."""
     try:
         return call()
     except TaskpoolError as error:
-        where = f" (declared in {module})" if module else ""
-        raise type(error)(f"role {role!r}{where}: {error}") from error
+        raise type(error)(f"role {role!r} (declared in {module}): {error}") from error
 
 
 def _check_intervals(db: Database, declaration: RoleDeclaration) -> None:
