@@ -43,7 +43,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = 'P0002',
-            MESSAGE = format('role %L does not exist', diff_role.role),
+            MESSAGE = format('unknown role %L', diff_role.role),
             HINT = 'Known roles: ' || coalesce((SELECT string_agg(r.role, ', ' ORDER BY r.role) FROM task_roles r), 'none') || '.';
     END IF;
     RETURN QUERY

@@ -476,15 +476,15 @@ class Worker:
         """Compare the roles the handlers declare with the database's (diff_role): a role missing
         there refuses the start, a role whose settings differ is warned about; either way saying
         the command that applies the declarations. The worker runs by the database's settings."""
-        missing: list[handlers.RoleDeclaration] = []
+        missing: list[tuple[handlers.RoleDeclaration, NotFound]] = []
         for role in self.roles:
             declaration = self.registry.declaration(role)
             if declaration is None:
                 continue
             try:
                 differences = self.db.diff_role(role, **declaration.settings())
-            except NotFound:
-                missing.append(declaration)
+            except NotFound as error:
+                missing.append((declaration, error))
                 continue
             except InvalidInput as error:
                 raise ConfigurationError(f"role {role!r}, declared in {declaration.module}: {error}") from error
@@ -502,10 +502,13 @@ class Worker:
                     extra=event("role_declaration_differs"),
                 )
         if missing:
-            names = ", ".join(repr(declaration.role) for declaration in missing)
+            # diff_role's own words first (the role, and the roles there are), then what to run.
+            unknown = "; ".join(str(error) for _, error in missing)
+            declarations = [declaration for declaration, _ in missing]
             raise ConfigurationError(
-                f"the database has no role {names}, which the handlers declare: create it with"
-                f" `{handlers.sync_command(missing)}`, then start the worker again"
+                f"{unknown}: the handlers declare {'it' if len(missing) == 1 else 'them'}; create"
+                f" {'it' if len(missing) == 1 else 'them'} with `{handlers.sync_command(declarations)}`,"
+                " then start the worker again"
             )
 
     def _check_settings(self, registration: dict[str, Any]) -> None:

@@ -98,7 +98,7 @@ SELECT is_empty($$SELECT * FROM diff_role('t63_welcome', max_retries := 7, stale
     'diff_role should list nothing when the settings given agree');
 SELECT results_eq($$SELECT field, in_database, declared FROM diff_role('t63_store', description := 'other')$$,
     $$VALUES ('description', 'per store', 'other')$$, 'diff_role should compare the description');
-SELECT throws_ok($$SELECT * FROM diff_role('t63_nope')$$, 'P0002', 'role ''t63_nope'' does not exist',
+SELECT throws_ok($$SELECT * FROM diff_role('t63_nope')$$, 'P0002', 'unknown role ''t63_nope''',
     'diff_role should raise P0002 for a role that does not exist, which a worker tells from a bad value');
 
 /****************************************************************************/

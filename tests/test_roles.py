@@ -188,8 +188,11 @@ def test_a_worker_refuses_a_declared_role_the_database_lacks_naming_the_command(
     code, stderr = workers.run_to_exit("send_welcome", "decl-missing", handlers=module, cwd=tmp_path)
     assert code == 2, stderr
     assert (
-        "the database has no role 'send_welcome', which the handlers declare: create it with"
-        f" `pyworker roles sync --handlers {module}`, then start the worker again"
+        "unknown role 'send_welcome' (Known roles: "
+    ) in stderr
+    assert (
+        f"the handlers declare it; create it with `pyworker roles sync --handlers {module}`, then start"
+        " the worker again"
     ) in stderr
 
 
