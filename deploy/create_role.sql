@@ -1,5 +1,5 @@
 -- Deploy taskpool:create_role to pg
--- requires: _check_role
+-- requires: update_role
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -27,10 +27,8 @@ AS $$
 --                                                              stale_threshold := '5 minutes');
 -- `pyworker roles sync` calls it for a role a handler declares and the database lacks. The
 -- row is inserted with the table's defaults first, so that they are stated once (task_roles),
--- then given the settings named and checked (_check_role): a bad value raises naming its field
--- and the whole call, the insert with it, is undone.
-DECLARE
-    v_role task_roles;
+-- then given the settings named by update_role, which checks them (_check_role): a bad value
+-- raises naming its field and the whole call, the insert with it, is undone.
 BEGIN
     IF create_role.role IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'role is required';
@@ -47,28 +45,11 @@ BEGIN
             MESSAGE = format('role %L is not a role name', create_role.role),
             HINT = 'A lower-case letter, then up to 62 lower-case letters, digits or underscores.';
     END IF;
-    INSERT INTO task_roles (role) VALUES (create_role.role) RETURNING * INTO v_role;
-    v_role.description        := coalesce(create_role.description, v_role.description);
-    v_role.max_retries        := coalesce(create_role.max_retries, v_role.max_retries);
-    v_role.stale_threshold    := coalesce(create_role.stale_threshold, v_role.stale_threshold);
-    v_role.run_timeout        := coalesce(create_role.run_timeout, v_role.run_timeout);
-    v_role.backoff_base       := coalesce(create_role.backoff_base, v_role.backoff_base);
-    v_role.backoff_cap        := coalesce(create_role.backoff_cap, v_role.backoff_cap);
-    v_role.backoff_multiplier := coalesce(create_role.backoff_multiplier, v_role.backoff_multiplier);
-    v_role.backoff_jitter     := coalesce(create_role.backoff_jitter, v_role.backoff_jitter);
-    v_role.max_payload_bytes  := coalesce(create_role.max_payload_bytes, v_role.max_payload_bytes);
-    v_role.requires_store     := coalesce(create_role.requires_store, v_role.requires_store);
-    PERFORM _check_role(v_role);
-
-    UPDATE task_roles r
-    SET description = v_role.description, max_retries = v_role.max_retries,
-        stale_threshold = v_role.stale_threshold, run_timeout = v_role.run_timeout,
-        backoff_base = v_role.backoff_base, backoff_cap = v_role.backoff_cap,
-        backoff_multiplier = v_role.backoff_multiplier, backoff_jitter = v_role.backoff_jitter,
-        max_payload_bytes = v_role.max_payload_bytes, requires_store = v_role.requires_store
-    WHERE r.role = create_role.role
-    RETURNING r.* INTO v_role;
-    RETURN v_role;
+    INSERT INTO task_roles (role) VALUES (create_role.role);
+    RETURN update_role(create_role.role, create_role.description, create_role.max_retries,
+                       create_role.stale_threshold, create_role.run_timeout, create_role.backoff_base,
+                       create_role.backoff_cap, create_role.backoff_multiplier, create_role.backoff_jitter,
+                       create_role.max_payload_bytes, create_role.requires_store);
 END;
 $$;
 
