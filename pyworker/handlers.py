@@ -203,6 +203,8 @@ class Registry:
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
         self._declarations: dict[str, RoleDeclaration] = {}
+        # The function each declaration came with (the handler, before any typed payload wrapper).
+        self._declared: dict[str, Callable[..., Any]] = {}
         self._middlewares: list[Middleware] = []
 
     def handler(
@@ -245,16 +247,18 @@ class Registry:
         return register
 
     def declare(self, declaration: RoleDeclaration, fn: Callable[..., Any]) -> None:
-        """Register `fn` for the declaration's role, with the declaration (what @handler does)."""
-        handler = fn if declaration.payload_type is None else _with_typed_payload(fn, declaration.payload_type)
-        known = self._declarations.get(declaration.role)
-        if known is not None and known != declaration:
-            raise ConfigurationError(
-                f"role {declaration.role!r} is declared twice, differently: in {known.module} and in {declaration.module}"
-            )
-        if known is None:
-            self.register(declaration.role, handler)
-        self._declarations[declaration.role] = declaration
+        """Register `fn` for the declaration's role, with the declaration (what @handler does).
+        The same function declared the same way again changes nothing; anything else declaring
+        the role again is refused, naming both places."""
+        role = declaration.role
+        known = self._declarations.get(role)
+        if known is not None:
+            if known == declaration and self._declared[role] is fn:
+                return
+            raise ConfigurationError(f"role {role!r} is declared twice: in {known.module} and in {declaration.module}")
+        self.register(role, fn if declaration.payload_type is None else _with_typed_payload(fn, declaration.payload_type))
+        self._declarations[role] = declaration
+        self._declared[role] = fn
 
     def declaration(self, role: str) -> RoleDeclaration | None:
         """The role's declaration, when a handler declared it (@handler)."""
@@ -277,6 +281,7 @@ class Registry:
 
         self._handlers[role] = CommandHandler(argv)
         self._declarations.pop(role, None)
+        self._declared.pop(role, None)
 
     def middleware(self, fn: Middleware, *, outermost: bool = False) -> Middleware:
         """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,

@@ -241,8 +241,15 @@ def test_a_declaration_of_the_wrong_type_is_refused_at_import_naming_the_setting
     assert message in str(refused.value)
 
 
-def test_one_role_declared_twice_differently_is_refused() -> None:
+def test_one_role_declared_twice_is_refused_naming_both_places() -> None:
     registry = Registry()
-    registry.handler("r", max_retries=1)(lambda task: None)
-    with pytest.raises(ConfigurationError, match="role 'r' is declared twice, differently"):
-        registry.handler("r", max_retries=2)(lambda task: None)
+
+    def handle(task: object) -> None:
+        return None
+
+    registry.handler("r", max_retries=1)(handle)
+    registry.handler("r", max_retries=1)(handle)  # the same, again: nothing changes
+    with pytest.raises(ConfigurationError, match=f"role 'r' is declared twice: in {__name__} and in {__name__}"):
+        registry.handler("r", max_retries=2)(handle)
+    with pytest.raises(ConfigurationError, match="role 'r' is declared twice"):
+        registry.handler("r", max_retries=1)(lambda task: None)
