@@ -11,11 +11,13 @@ __version__ = "0.6.0"
 
 # What an application imports, from one place, each loaded on first use (the worker and the CLI
 # need none of the client):
-#   from pyworker import handler, Task, Completion, PermanentError, Snooze   (a handler module)
-#   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout        (enqueueing and waiting)
+#   from pyworker import handler, Backoff, Task, Completion, PermanentError, Snooze  (a handler module)
+#   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout                (enqueueing and waiting)
 _EXPORTS = {
     "pyworker.db": ("Task",),
-    "pyworker.handlers": ("handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry"),
+    "pyworker.handlers": (
+        "handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry", "Backoff",
+    ),
     "pyworker.errors": ("PermanentError", "Snooze", "TaskpoolError", "DatabaseUnavailable", "DatabaseReadOnly"),
     "pyworker.client": (
         "Client", "AsyncClient", "TaskInfo", "ChainMember", "ClientError", "TaskFailed", "TaskCancelled",
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from pyworker.errors import Snooze as Snooze
     from pyworker.errors import TaskpoolError as TaskpoolError
     from pyworker.handlers import Aborted as Aborted
+    from pyworker.handlers import Backoff as Backoff
     from pyworker.handlers import Completion as Completion
     from pyworker.handlers import Registry as Registry
     from pyworker.handlers import command as command

@@ -1507,6 +1507,101 @@ def resume(db: Database, role: str) -> Shown:
     return Shown(row, lambda: click.echo(f"role {row['role']} is not paused: its ready tasks are handed out"))
 
 
+# Roles: their settings, and the declarations of the handlers applied to them
+
+ROLE_COLUMNS: list[Column] = [
+    ("role", "role"),
+    ("max_retries", "max_retries"),
+    ("stale_threshold", "stale_threshold"),
+    ("run_timeout", "run_timeout"),
+    ("backoff", lambda row: (
+        f"{row['backoff_base']}..{row['backoff_cap']} x{row['backoff_multiplier']} {row['backoff_jitter']}"
+    )),
+    ("max_payload", "max_payload_bytes"),
+    ("store", "requires_store"),
+    ("paused_at", "paused_at"),
+    ("description", "description"),
+]
+
+
+@main.group()
+def roles() -> None:
+    """List the roles, show one, and apply the roles the handlers declare (sync)."""
+
+
+@roles.command("list")
+@prints(ROLE_COLUMNS, empty="no roles: `pyworker roles sync --handlers MODULE` creates those your handlers declare")
+@pass_db
+def list_roles(db: Database) -> list[dict[str, Any]]:
+    """The roles of task_roles by name, with their settings. With --json, every column."""
+    return db.role_rows()
+
+
+@roles.command("show")
+@click.argument("role")
+@prints()
+@pass_db
+def show_role(db: Database, role: str) -> dict[str, Any]:
+    """Every setting of ROLE, and its pause. An unknown ROLE exits 2, naming the roles there are."""
+    rows = {row["role"]: row for row in db.role_rows()}
+    if role not in rows:
+        raise InvalidInput(f"unknown role {role!r}", hint=f"Known roles: {', '.join(rows) or 'none'}.")
+    return rows[role]
+
+
+@roles.command("sync")
+@click.option(
+    "--handlers",
+    "modules",
+    multiple=True,
+    metavar="MODULE",
+    help="Import this module for its @handler declarations (repeatable); the installed packages'"
+    " (pyworker.handlers entry points) are read too.",
+)
+@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+@click.option(
+    "--remove-missing",
+    is_flag=True,
+    help="Remove the roles no handler declares (remove_role), with their finished tasks and schedules;"
+    " a role with live tasks or workers is refused unless --force.",
+)
+@click.option("--force", is_flag=True, help="With --remove-missing: remove a role's live tasks too.")
+@prints()
+@pass_db
+def sync_roles(db: Database, modules: tuple[str, ...], dry_run: bool, remove_missing: bool, force: bool) -> Shown:
+    """Apply the roles the handlers of MODULE declare: create those the database lacks, update
+    the settings that differ, report the roles no handler declares.
+
+    A setting a handler does not name is not declared: a new role takes its default, an existing
+    one keeps its value. One transaction: a refused value (exit 2, naming the role and the field)
+    changes nothing. Prints each role: created, changed (field: old → new) or unchanged; with
+    --dry-run the same, and nothing is written. With --json, a list of {role, action, module,
+    fields}.
+    """
+    from pyworker import handlers
+    from pyworker import roles as role_sync
+
+    if force and not remove_missing:
+        raise click.UsageError("--force goes with --remove-missing")
+    handlers.load(modules)
+    declarations = handlers.registry.declarations
+    if not declarations:
+        raise click.UsageError(
+            "no handler declares a role: give the module of your @handler functions with --handlers MODULE"
+        )
+    changes = role_sync.sync_roles(
+        db, declarations, dry_run=dry_run, remove_missing=remove_missing, force=force
+    )
+
+    def text() -> None:
+        for change in changes:
+            click.echo(role_sync.describe(change))
+        if dry_run:
+            click.echo("dry run: nothing was written")
+
+    return Shown([change.as_json() for change in changes], text)
+
+
 PLATFORM_COLUMNS: list[Column] = [
     ("platform", "platform"),
     ("enabled", "enabled"),

@@ -63,8 +63,10 @@ from pyworker.db import (
     reported_state,
     require_writable,
 )
+from pyworker import payloads
 from pyworker.deadlines import CallDeadline, bounded, connection_options, default_call_timeout
 from pyworker.errors import DatabaseUnavailable, TaskpoolError, translate
+from pyworker.handlers import declaration_of
 
 __all__ = [
     "AsyncClient",
@@ -269,13 +271,26 @@ def _seconds(value: float | timedelta | None, name: str) -> float | None:
     return float(seconds)
 
 
-def _spec(role: str, payload: Mapping[str, Any] | None, options: Mapping[str, Any], hooks: Iterable[EnqueueHook]) -> dict[str, Any]:
+def _role_and_payload(role: str | Callable[..., Any], payload: Any) -> tuple[str, Any]:
+    """The role name and the JSON payload of an enqueue by role name or by declared handler:
+    a handler's payload type checks the payload (PayloadMismatch, a ValueError, names the field);
+    a dataclass or pydantic payload becomes its JSON object."""
+    if isinstance(role, str):
+        return role, payloads.dump(None, payload)
+    declaration = declaration_of(role)
+    if declaration is None:
+        raise ValueError(f"role must be a role name or a handler declared with @handler, not {role!r}")
+    return declaration.role, payloads.dump(declaration.payload_type, payload)
+
+
+def _spec(
+    role: str | Callable[..., Any], payload: Any, options: Mapping[str, Any], hooks: Iterable[EnqueueHook]
+) -> dict[str, Any]:
     """One task spec as enqueue_tasks takes it, the hooks applied; delay in seconds."""
     unknown = set(options) - SPEC_KEYS
     if unknown:
         raise ValueError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
-    if not isinstance(role, str):
-        raise ValueError(f"role must be a string, not {role!r}")
+    role, payload = _role_and_payload(role, payload)
     store = options.get("store")
     dispensary_id = options.get("dispensary_id")
     if store is not None and dispensary_id is not None and store != dispensary_id:
@@ -508,8 +523,8 @@ class Client:
 
     def enqueue(
         self,
-        role: str,
-        payload: Mapping[str, Any] | None = None,
+        role: str | Callable[..., Any],
+        payload: Any = None,
         *,
         dispensary_id: int | None = None,
         store: int | None = None,
@@ -530,7 +545,11 @@ class Client:
         `dedupe_window` (seconds or a timedelta) the task of the key made in the window's
         period, finished or not. `dedupe_by_content=True` makes the key of the role, store and
         payload (task_spec_hash). backoff_base and backoff_cap (seconds or a timedelta) give the
-        task its own retry backoff; None, the role's."""
+        task its own retry backoff; None, the role's.
+
+        `role` may be the handler itself (a function @handler declared): then a payload type it
+        declares checks the payload here, and a ValueError naming the field refuses one that does
+        not fit. A dataclass or pydantic payload is sent as its JSON object."""
         options = {
             "dispensary_id": dispensary_id, "store": store, "platform": platform, "priority": priority,
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
@@ -714,8 +733,8 @@ class AsyncClient:
 
     async def enqueue(
         self,
-        role: str,
-        payload: Mapping[str, Any] | None = None,
+        role: str | Callable[..., Any],
+        payload: Any = None,
         *,
         dispensary_id: int | None = None,
         store: int | None = None,

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -272,6 +272,26 @@ SET_RETENTION_POLICY = (
     " statuses => %(statuses)s::text[])"
 )
 ROLES = "SELECT role FROM task_roles ORDER BY role"
+# A role's settings, as create_role, update_role and diff_role take them (task_roles' columns).
+ROLE_FIELDS = {
+    "description": "text",
+    "max_retries": "integer",
+    "stale_threshold": "interval",
+    "run_timeout": "interval",
+    "backoff_base": "interval",
+    "backoff_cap": "interval",
+    "backoff_multiplier": "numeric",
+    "backoff_jitter": "text",
+    "max_payload_bytes": "integer",
+    "requires_store": "boolean",
+}
+ROLE_ROWS = (
+    "SELECT role, description, max_retries, stale_threshold, run_timeout, backoff_base, backoff_cap,"
+    " backoff_multiplier, backoff_jitter, max_payload_bytes, requires_store, paused_at, paused_by, pause_reason,"
+    " created_at FROM task_roles ORDER BY role"
+)
+REMOVE_ROLE = "SELECT * FROM remove_role(%(role)s::text, %(force)s::boolean)"
+PARSE_INTERVAL = "SELECT %(text)s::text::interval AS value"
 WORKERS = "SELECT * FROM v_workers ORDER BY role, worker_id"
 
 # Schedules, planning, capacity and health
@@ -1034,6 +1054,33 @@ class Database:
         """The known role names, in order."""
         return [row["role"] for row in self._rows(ROLES)]
 
+    def role_rows(self) -> list[dict[str, Any]]:
+        """Every role's row of task_roles (its settings and pause), by name."""
+        return self._rows(ROLE_ROWS)
+
+    def create_role(self, role: str, **fields: Any) -> dict[str, Any]:
+        """create_role(role, ...) with the ROLE_FIELDS given (None: the column's default)."""
+        return self._one(*_call_with_fields("create_role", {"role": role}, fields, ROLE_FIELDS))
+
+    def update_role(self, role: str, **fields: Any) -> dict[str, Any]:
+        """update_role(role, ...): the ROLE_FIELDS given change, None keeps a value."""
+        return self._one(*_call_with_fields("update_role", {"role": role}, fields, ROLE_FIELDS))
+
+    def diff_role(self, role: str, **fields: Any) -> list[dict[str, Any]]:
+        """diff_role(role, ...): a row (field, in_database, declared) per ROLE_FIELD given that
+        differs from the database's; InvalidInput for an unknown role."""
+        return self._rows(*_call_with_fields("diff_role", {"role": role}, fields, ROLE_FIELDS))
+
+    def remove_role(self, role: str, force: bool = False) -> dict[str, Any]:
+        """remove_role(role, force): the removed role's row; Refused while it has live tasks or
+        workers, unless `force`."""
+        return self._one(REMOVE_ROLE, {"role": role, "force": force})
+
+    def parse_interval(self, text: str) -> timedelta:
+        """`text` as PostgreSQL reads an interval ('5 min', '1 hour 30 minutes', '00:05:00');
+        InvalidInput when it cannot."""
+        return self._one(PARSE_INTERVAL, {"text": text})["value"]
+
     def workers(self) -> list[dict[str, Any]]:
         return self._rows(WORKERS)
 
@@ -1048,11 +1095,11 @@ class Database:
 
     def create_schedule(self, name: str, role: str, **fields: Any) -> dict[str, Any]:
         """create_schedule(name, role, ...) with the SCHEDULE_FIELDS given (None: its default)."""
-        return self._one(*_schedule_call("create_schedule", {"name": name, "role": role}, fields))
+        return self._one(*_call_with_fields("create_schedule", {"name": name, "role": role}, fields, SCHEDULE_FIELDS))
 
     def update_schedule(self, name: str, **fields: Any) -> dict[str, Any]:
         """update_schedule(name, ...): the SCHEDULE_FIELDS given change, None keeps a value."""
-        return self._one(*_schedule_call("update_schedule", {"name": name}, fields))
+        return self._one(*_call_with_fields("update_schedule", {"name": name}, fields, SCHEDULE_FIELDS))
 
     def delete_schedule(self, name: str) -> dict[str, Any]:
         return self._one(DELETE_SCHEDULE, {"name": name})
@@ -1171,17 +1218,18 @@ def listen_query(channel: str) -> sql.Composed:
     return sql.SQL("LISTEN {}").format(sql.Identifier(channel))
 
 
-def _schedule_call(
-    function: str, keys: dict[str, str], fields: dict[str, Any]
+def _call_with_fields(
+    function: str, keys: dict[str, str], fields: dict[str, Any], types: dict[str, str]
 ) -> tuple[sql.Composed, dict[str, Any]]:
-    """A call of a schedule function with the keys, then each field given (not None) by name."""
+    """A call of `function` with the keys (text), then each field given (not None) by name, cast
+    to its SQL type in `types`."""
     given = {key: value for key, value in fields.items() if value is not None}
-    unknown = set(given) - set(SCHEDULE_FIELDS)
+    unknown = set(given) - set(types)
     if unknown:
         raise TypeError(f"{function} takes no {', '.join(sorted(unknown))}")
     arguments = [sql.SQL("{}::text").format(sql.Placeholder(key)) for key in keys] + [
         sql.SQL("{} => {}::{}").format(
-            sql.Identifier(key), sql.Placeholder(key), sql.SQL(SCHEDULE_FIELDS[key])
+            sql.Identifier(key), sql.Placeholder(key), sql.SQL(types[key])
         )
         for key in given
     ]
@@ -1190,6 +1238,6 @@ def _schedule_call(
     )
     params = {
         **keys,
-        **{key: Jsonb(value) if SCHEDULE_FIELDS[key] == "jsonb" else value for key, value in given.items()},
+        **{key: Jsonb(value) if types[key] == "jsonb" else value for key, value in given.items()},
     }
     return query, params

@@ -10,7 +10,19 @@ A handler is a plain function `handle(task) -> dict | None`, registered for a ro
         return {"products": 118}
 
 It lives in the user's own module, loaded with `--handlers myapp.tasks`, or in any installed
-package that names it in the `pyworker.handlers` entry-point group. Raise PermanentError to fail
+package that names it in the `pyworker.handlers` entry-point group.
+
+The decorator also declares the role: its settings (those of task_roles) beside its handler, and
+the type of its payload, which the handler then receives as a second argument:
+
+    @handler("send_welcome", max_retries=5, stale_threshold="5 min", run_timeout=timedelta(minutes=1),
+             backoff=Backoff(base="10 s", cap="10 min"), requires_store=False, payload_type=Welcome)
+    def send_welcome(task, welcome: Welcome):
+        ...
+
+`pyworker roles sync --handlers myapp.tasks` applies the declarations to the database (a setting
+not named is not declared: a new role takes its default, an existing one keeps its value), and a
+starting worker compares them with the database's (pyworker/roles.py, docs/worker.md). Raise PermanentError to fail
 the task now, Snooze(seconds) to put it back without spending a retry; any other exception is
 retried with the role's backoff. `task.abort` fires when the attempt must stop (cancelled, lost,
 timed out, shutdown): a long handler should poll it (`task.abort.fired`) or wait on it.
@@ -26,23 +38,32 @@ from __future__ import annotations
 import contextvars
 import functools
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from importlib.metadata import entry_points
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+from pyworker import payloads
 from pyworker.db import Task
-from pyworker.errors import ConfigurationError
+from pyworker.errors import ConfigurationError, PermanentError
 
 Handler = Callable[[Task], Any]
 Middleware = Callable[[Task, Callable[[Task], Any]], Any]
 CommandHandlerFactory = Callable[[Sequence[str]], Handler]
 # What a decorator registers, of its own type: the decorated function keeps its signature (its
-# return type, sync or async) for the type checker.
-HandlerT = TypeVar("HandlerT", bound=Handler)
+# return type, sync or async) for the type checker. A handler takes the task, and with a declared
+# payload type the payload after it.
+HandlerT = TypeVar("HandlerT", bound=Handler | Callable[[Task, Any], Any])
 MiddlewareT = TypeVar("MiddlewareT", bound=Middleware)
+# An interval as PostgreSQL reads it ('5 min', '1 hour 30 minutes') or a timedelta.
+Interval = str | timedelta
+Jitter = Literal["full", "equal", "none"]
+# Where the decorator leaves a handler's declaration, for Client.enqueue(handler, payload).
+DECLARATION_ATTRIBUTE = "__taskpool_declaration__"
 
 ENTRY_POINT_GROUP = "pyworker.handlers"
 
@@ -99,6 +120,116 @@ class Completion:
     follow_ups: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Backoff:
+    """How a role's failed attempts wait for their retry: `base` before the first, times
+    `multiplier` for each further one, up to `cap`, spread by `jitter` (full, equal or none):
+    task_roles' backoff_* columns. A field left None is not declared."""
+
+    base: Interval | None = None
+    cap: Interval | None = None
+    multiplier: float | None = None
+    jitter: Jitter | None = None
+
+
+@dataclass(frozen=True)
+class RoleDeclaration:
+    """What a handler declares about its role: the settings it names (None: not declared) and
+    the type of its payload; `module`, where it was declared (the module of `pyworker roles sync
+    --handlers`)."""
+
+    role: str
+    module: str
+    description: str | None = None
+    max_retries: int | None = None
+    stale_threshold: Interval | None = None
+    run_timeout: Interval | None = None
+    backoff: Backoff | None = None
+    max_payload_bytes: int | None = None
+    requires_store: bool | None = None
+    payload_type: type | None = None
+
+    def __post_init__(self) -> None:
+        where = f"@handler({self.role!r})"
+        if not isinstance(self.role, str):
+            raise ConfigurationError(f"@handler: the role must be a string, not {self.role!r}")
+        backoff = self.backoff if self.backoff is not None else Backoff()
+        if not isinstance(backoff, Backoff):
+            raise ConfigurationError(f"{where}: backoff must be a pyworker.handlers.Backoff, not {backoff!r}")
+        expected: list[tuple[str, Any, tuple[type, ...], str]] = [
+            ("description", self.description, (str,), "a string"),
+            ("max_retries", self.max_retries, (int,), "an integer"),
+            ("max_payload_bytes", self.max_payload_bytes, (int,), "an integer"),
+            ("requires_store", self.requires_store, (bool,), "True or False"),
+            ("stale_threshold", self.stale_threshold, (str, timedelta), "an interval (a string or a timedelta)"),
+            ("run_timeout", self.run_timeout, (str, timedelta), "an interval (a string or a timedelta)"),
+            ("backoff.base", backoff.base, (str, timedelta), "an interval (a string or a timedelta)"),
+            ("backoff.cap", backoff.cap, (str, timedelta), "an interval (a string or a timedelta)"),
+            ("backoff.multiplier", backoff.multiplier, (int, float), "a number"),
+        ]
+        for name, value, types, what in expected:
+            if value is None:
+                continue
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                raise ConfigurationError(f"{where}: {name} must be {what}, not {value!r}")
+        if backoff.jitter is not None and backoff.jitter not in ("full", "equal", "none"):
+            raise ConfigurationError(f"{where}: backoff.jitter must be 'full', 'equal' or 'none', not {backoff.jitter!r}")
+        if self.payload_type is not None:
+            payloads.check_payload_type(self.payload_type, self.role)
+
+    def settings(self) -> dict[str, Any]:
+        """The settings declared, by task_roles column, as create_role, update_role and
+        diff_role take them."""
+        backoff = self.backoff if self.backoff is not None else Backoff()
+        every = {
+            "description": self.description,
+            "max_retries": self.max_retries,
+            "stale_threshold": self.stale_threshold,
+            "run_timeout": self.run_timeout,
+            "backoff_base": backoff.base,
+            "backoff_cap": backoff.cap,
+            "backoff_multiplier": backoff.multiplier,
+            "backoff_jitter": backoff.jitter,
+            "max_payload_bytes": self.max_payload_bytes,
+            "requires_store": self.requires_store,
+        }
+        return {name: value for name, value in every.items() if value is not None}
+
+
+def sync_command(declarations: Iterable[RoleDeclaration]) -> str:
+    """The command that applies `declarations` to the database."""
+    modules = dict.fromkeys(declaration.module for declaration in declarations)
+    return " ".join(["pyworker roles sync", *(f"--handlers {module}" for module in modules)])
+
+
+def declaration_of(fn: Any) -> RoleDeclaration | None:
+    """The role declaration @handler attached to `fn`, or None."""
+    return getattr(fn, DECLARATION_ATTRIBUTE, None)
+
+
+def _with_typed_payload(fn: Callable[..., Any], payload_type: type) -> Handler:
+    """`fn(task, payload)` as a handler of the task alone: the payload read as `payload_type`
+    first, a payload that does not fit failing the attempt for good (PermanentError)."""
+
+    def typed(task: Task) -> Any:
+        try:
+            return payloads.load(payload_type, task.payload)
+        except payloads.PayloadMismatch as error:
+            raise PermanentError(str(error)) from None
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def run_async(task: Task) -> Any:
+            return await fn(task, typed(task))
+
+        return functools.wraps(fn)(run_async)
+
+    def run(task: Task) -> Any:
+        return fn(task, typed(task))
+
+    return functools.wraps(fn)(run)
+
+
 class Aborted(Exception):
     """The attempt was aborted before its handler finished."""
 
@@ -112,16 +243,72 @@ class Registry:
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._declarations: dict[str, RoleDeclaration] = {}
+        # The function each declaration came with (the handler, before any typed payload wrapper).
+        self._declared: dict[str, Callable[..., Any]] = {}
         self._middlewares: list[Middleware] = []
 
-    def handler(self, role: str) -> Callable[[HandlerT], HandlerT]:
-        """Decorator: `fn` handles the tasks of `role`."""
+    def handler(
+        self,
+        role: str,
+        *,
+        description: str | None = None,
+        max_retries: int | None = None,
+        stale_threshold: Interval | None = None,
+        run_timeout: Interval | None = None,
+        backoff: Backoff | None = None,
+        max_payload_bytes: int | None = None,
+        requires_store: bool | None = None,
+        payload_type: type | None = None,
+    ) -> Callable[[HandlerT], HandlerT]:
+        """Decorator: `fn` handles the tasks of `role`, and declares the role with the settings
+        given (RoleDeclaration). With `payload_type`, `fn(task, payload)` gets the payload as an
+        instance of it. The function is returned unchanged."""
 
         def register(fn: HandlerT) -> HandlerT:
-            self.register(role, fn)
+            declaration = RoleDeclaration(
+                role,
+                module=getattr(fn, "__module__", None) or "__main__",
+                description=description,
+                max_retries=max_retries,
+                stale_threshold=stale_threshold,
+                run_timeout=run_timeout,
+                backoff=backoff,
+                max_payload_bytes=max_payload_bytes,
+                requires_store=requires_store,
+                payload_type=payload_type,
+            )
+            self.declare(declaration, fn)
+            try:
+                setattr(fn, DECLARATION_ATTRIBUTE, declaration)
+            except (AttributeError, TypeError):
+                pass  # a callable that takes no attribute: it cannot be enqueued by, only by its role
             return fn
 
         return register
+
+    def declare(self, declaration: RoleDeclaration, fn: Callable[..., Any]) -> None:
+        """Register `fn` for the declaration's role, with the declaration (what @handler does).
+        The same function declared the same way again changes nothing; anything else declaring
+        the role again is refused, naming both places."""
+        role = declaration.role
+        known = self._declarations.get(role)
+        if known is not None:
+            if known == declaration and self._declared[role] is fn:
+                return
+            raise ConfigurationError(f"role {role!r} is declared twice: in {known.module} and in {declaration.module}")
+        self.register(role, fn if declaration.payload_type is None else _with_typed_payload(fn, declaration.payload_type))
+        self._declarations[role] = declaration
+        self._declared[role] = fn
+
+    def declaration(self, role: str) -> RoleDeclaration | None:
+        """The role's declaration, when a handler declared it (@handler)."""
+        return self._declarations.get(role)
+
+    @property
+    def declarations(self) -> list[RoleDeclaration]:
+        """Every role declared, by name."""
+        return [self._declarations[role] for role in sorted(self._declarations)]
 
     def register(self, role: str, fn: Handler) -> None:
         if role in self._handlers and self._handlers[role] is not fn:
@@ -132,6 +319,9 @@ class Registry:
         """Bind `role` to an external command, in place of any handler it had (--command is the
         worker's explicit choice: it wins over a handler an installed package registered)."""
         self._handlers[role] = command_handler_factory()(argv)
+
+        self._declarations.pop(role, None)
+        self._declared.pop(role, None)
 
     def middleware(self, fn: MiddlewareT, *, outermost: bool = False) -> MiddlewareT:
         """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,

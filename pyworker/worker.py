@@ -495,6 +495,9 @@ class Worker:
         self._retrying("connect", self.db.check_schema)
         if self.stopping:
             return False
+        self._retrying("compare the role declarations", self._check_declarations)
+        if self.stopping:
+            return False
         try:
             registrations = self._retrying(
                 "register",
@@ -528,6 +531,45 @@ class Worker:
                 extra=event("worker_started"),
             )
         return True
+
+    def _check_declarations(self) -> None:
+        """Compare the roles the handlers declare with the database's (diff_role): a role missing
+        there refuses the start, a role whose settings differ is warned about; either way saying
+        the command that applies the declarations. The worker runs by the database's settings."""
+        missing: list[tuple[handlers.RoleDeclaration, NotFound]] = []
+        for role in self.roles:
+            declaration = self.registry.declaration(role)
+            if declaration is None:
+                continue
+            try:
+                differences = self.db.diff_role(role, **declaration.settings())
+            except NotFound as error:
+                missing.append((declaration, error))
+                continue
+            except InvalidInput as error:
+                raise ConfigurationError(f"role {role!r}, declared in {declaration.module}: {error}") from error
+            if differences:
+                log.warning(
+                    "Role %s differs from its declaration in %s: %s. This worker runs by the database's"
+                    " settings; apply the declaration with `%s`",
+                    role,
+                    declaration.module,
+                    "; ".join(
+                        f"{row['field']} is {row['in_database']} in the database, {row['declared']} declared"
+                        for row in differences
+                    ),
+                    handlers.sync_command([declaration]),
+                    extra=event("role_declaration_differs"),
+                )
+        if missing:
+            # diff_role's own words first (the role, and the roles there are), then what to run.
+            unknown = "; ".join(str(error) for _, error in missing)
+            declarations = [declaration for declaration, _ in missing]
+            raise ConfigurationError(
+                f"{unknown}: the handlers declare {'it' if len(missing) == 1 else 'them'}; create"
+                f" {'it' if len(missing) == 1 else 'them'} with `{handlers.sync_command(declarations)}`,"
+                " then start the worker again"
+            )
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""

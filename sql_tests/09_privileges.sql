@@ -91,7 +91,7 @@ SELECT results_eq(
     $$SELECT proname FROM taskpool_functions
       WHERE has_function_privilege('taskpool_worker', oid, 'EXECUTE') ORDER BY proname$$,
     $$VALUES ('acquire_platform_request'), ('claim_and_start_tasks'), ('claim_task'),
-             ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'),
+             ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'), ('diff_role'),
              ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
              ('mark_worker_waiting'), ('mark_worker_waiting'),
              ('record_platform_result'), ('recover_stale_tasks_of_role'), ('register_worker'), ('register_worker'), ('register_worker'),

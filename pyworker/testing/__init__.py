@@ -266,7 +266,7 @@ def _registry_for(
 ) -> tuple[handlers.Registry, str]:
     """The registry to run with, and the role: for a role name, `registry` (or the global one),
     which must have a handler for it; for a function, a registry of that function alone (under
-    `role`, else its name) with `registry`'s middlewares."""
+    its declared role, else `role`, else its name) with `registry`'s middlewares."""
     if isinstance(handler, str):
         source = registry if registry is not None else handlers.registry
         if source.get(handler) is None:
@@ -280,9 +280,17 @@ def _registry_for(
             "run_handler: the handler must be a role name or a callable taking the task,"
             f" not {type(handler).__name__}"
         )
-    role = role or getattr(handler, "__name__", None) or "test_role"
     runner = handlers.Registry()
-    runner.register(role, handler)
+    declaration = handlers.declaration_of(handler)
+    if declaration is not None:
+        # A function @handler declared: its role, and its payload read as its payload type.
+        if role is not None and role != declaration.role:
+            raise ValueError(f"run_handler: the task is of role {role!r}, the handler of role {declaration.role!r}")
+        role = declaration.role
+        runner.declare(declaration, handler)
+    else:
+        role = role or getattr(handler, "__name__", None) or "test_role"
+        runner.register(role, handler)
     for middleware in registry._middlewares if registry is not None else ():
         runner.middleware(middleware)
     return runner, role
