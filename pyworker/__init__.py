@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from pyworker.handlers import middleware as middleware
     from pyworker.handlers import registry as registry
 
+
 def __getattr__(name: str) -> object:
     module = _MODULE_OF.get(name)
     if module is None:
