@@ -297,6 +297,14 @@ def decide(task: Task, outcome: Outcome, run_timeout: float) -> Decision:
     return Decision("completed", result=result, follow_ups=follow_ups)
 
 
+def error_data_of(error: BaseException) -> dict[str, Any]:
+    """The structured error kept with a failed attempt: the exception's own `error_data` when it
+    carries a JSON object there (a command's CommandFailed does), else its type
+    ({"type": "KeyError"})."""
+    data = getattr(error, "error_data", None)
+    return data if isinstance(data, dict) else {"type": type(error).__name__}
+
+
 def run_attempt(registry: handlers.Registry, task: Task) -> Outcome:
     """Run a sync handler through the middlewares, the task in handlers.current_task: what it
     returned or raised (any exception, BaseException included)."""

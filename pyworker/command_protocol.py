@@ -22,7 +22,7 @@ from typing import Any
 
 from pyworker.db import Task, storable_text
 from pyworker.errors import ConfigurationError, Snooze
-from pyworker.handlers import Aborted, Completion, current_task
+from pyworker.handlers import Aborted, Completion, current_task, on_exit_now
 
 STDERR_TAIL_CHARS = 2000
 KILL_GRACE_SECONDS = 2.0
@@ -49,6 +49,7 @@ def kill_process_group(process: subprocess.Popen, grace: float = KILL_GRACE_SECO
         pass
 
 
+@on_exit_now
 def kill_running_children() -> None:
     """SIGKILL every command handler's process group at once (the worker is exiting)."""
     with _children_lock:
@@ -97,14 +98,6 @@ class CommandFailed(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.error_data = error_data
-
-
-def error_data_of(error: BaseException) -> dict[str, Any]:
-    """The structured error kept with a failed attempt: a CommandFailed's own, else the exception's
-    type ({"type": "KeyError"})."""
-    if isinstance(error, CommandFailed) and isinstance(error.error_data, dict):
-        return error.error_data
-    return {"type": type(error).__name__}
 
 
 def bounded_error_data(data: dict[str, Any]) -> dict[str, Any]:

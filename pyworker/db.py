@@ -693,7 +693,10 @@ class Database:
         if self._borrowed is not None:
             return self._borrowed()
         conn = self._conn
-        if conn is None or conn.closed or conn.broken or (self._deadline is not None and self._deadline.passed):
+        deadline = self._deadline
+        # A connection whose call was cut, or to a server another connection's call was cut on.
+        stuck = deadline is not None and (deadline.passed or deadline.suspect)
+        if conn is None or conn.closed or conn.broken or stuck:
             self.close()
             try:
                 self._conn = psycopg.connect(

@@ -11,7 +11,11 @@ it: statement_timeout, TCP keepalives and tcp_user_timeout do not end a call blo
   looks at the armed deadlines a few times a second and, past one, asks the server to cancel
   the statement (briefly: a frozen server never answers) and shuts the call's socket down from
   outside (the blocked call fails at once, as on a lost connection). The caller turns that into DatabaseUnavailable and connects again with
-  backoff, as for any lost connection.
+  backoff, as for any lost connection;
+- a cut makes the process's other connections to the same server suspect (CallDeadline.suspect)
+  until they answer again: a Database connects again before its next call rather than wait out
+  a deadline of its own on a server that is likely frozen for all of them (a worker's recorder,
+  idle through the freeze, would otherwise find out one deadline after its dispatcher did).
 
 Arming a deadline costs a clock read and a few attribute accesses per call, no round trip and no
 lock: the watchdog, not the caller, does the looking.
@@ -61,6 +65,10 @@ CANCEL_TIMEOUT_SECONDS = 0.5
 
 T = TypeVar("T")
 
+# When a call on a connection to each server (host, port) was last cut at its deadline
+# (time.monotonic()): written by the watchdog, read by the callers, one atomic dict access each.
+_last_cut: dict[tuple[str, str], float] = {}
+
 
 def default_call_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
     """A call's deadline in seconds: PYWORKER_CALL_TIMEOUT_SECONDS, else DEFAULT_CALL_TIMEOUT; 0
@@ -107,7 +115,16 @@ class CallDeadline:
         # caller, read by the watchdog, each a single atomic attribute access.
         self._until: float | None = None
         self.passed = False
+        self._server = server_of(conn)
+        # When the server last answered on this connection (it was opened just before).
+        self._answered = time.monotonic()
         _watchdog.watch(self)
+
+    @property
+    def suspect(self) -> bool:
+        """A call on another connection to this server was cut at its deadline since the server
+        last answered on this one: this one most likely waits on the same frozen server."""
+        return _last_cut.get(self._server, 0.0) > self._answered
 
     def arm(self) -> float | None:
         """A call begins: it must end within this deadline's seconds. Returns what disarm() takes:
@@ -117,7 +134,9 @@ class CallDeadline:
         return enclosing
 
     def disarm(self, enclosing: float | None = None) -> None:
+        """A call ended: with an answer, an error, or cut (then `passed` says so)."""
         self._until = enclosing
+        self._answered = time.monotonic()
 
     def _expired(self, now: float) -> bool:
         until = self._until
@@ -130,6 +149,7 @@ class CallDeadline:
         (DatabaseUnavailable naming the deadline), and is what gets logged."""
         # Before the cancel: the caller may wake on the cancel's error first.
         self.passed = True
+        _last_cut[self._server] = time.monotonic()
         conn = self._conn()
         if conn is None or conn.closed:
             return
@@ -182,6 +202,12 @@ def bounded(deadline: CallDeadline | None) -> Iterator[None]:
         yield
     finally:
         deadline.disarm(enclosing)
+
+
+def server_of(conn: psycopg.Connection | psycopg.AsyncConnection) -> tuple[str, str]:
+    """The host and port the connection reached (of a multi-host URL, the one that answered)."""
+    pgconn = conn.pgconn
+    return (pgconn.host or b"").decode(), (pgconn.port or b"").decode()
 
 
 def shut_down_socket(conn: psycopg.Connection | psycopg.AsyncConnection) -> None:

@@ -16,12 +16,15 @@ retried with the role's backoff. `task.abort` fires when the attempt must stop (
 timed out, shutdown): a long handler should poll it (`task.abort.fired`) or wait on it.
 
 A role can instead be bound to an external command (`command(role, argv)`, or `--command`):
-pyworker/command_protocol.py runs it, as docs/commands.md describes.
+pyworker/command_protocol.py runs it, as docs/commands.md describes. This module never imports
+the protocol (which imports this one): it finds the protocol's handler class through the
+`pyworker.command_protocol` entry point, so that the dependency goes one way only.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib
 import os
 import sys
@@ -35,6 +38,7 @@ from pyworker.errors import ConfigurationError
 
 Handler = Callable[[Task], Any]
 Middleware = Callable[[Task, Callable[[Task], Any]], Any]
+CommandHandlerFactory = Callable[[Sequence[str]], Handler]
 
 ENTRY_POINT_GROUP = "pyworker.handlers"
 
@@ -42,6 +46,41 @@ ENTRY_POINT_GROUP = "pyworker.handlers"
 current_task: contextvars.ContextVar[Task | None] = contextvars.ContextVar(
     "current_task", default=None
 )
+
+# The hook through which the command protocol plugs in: the entry point `handler` of this group
+# names what turns a command line into a handler (pyproject.toml: pyworker.command_protocol's
+# CommandHandler).
+COMMAND_PROTOCOL_ENTRY_POINT_GROUP = "pyworker.command_protocol"
+
+
+@functools.cache
+def command_handler_factory() -> CommandHandlerFactory:
+    """The installed command protocol's handler factory; ConfigurationError when none is."""
+    found = entry_points(group=COMMAND_PROTOCOL_ENTRY_POINT_GROUP, name="handler")
+    if not found:
+        raise ConfigurationError(
+            "cannot bind a role to a command: no command protocol is installed (no entry point"
+            f" 'handler' in group {COMMAND_PROTOCOL_ENTRY_POINT_GROUP}); reinstall taskpool-pg"
+        )
+    factory: CommandHandlerFactory = next(iter(found)).load()
+    return factory
+
+
+# What must not outlive a worker that exits at once (a second signal, then os._exit): each hook
+# kills what a plugin started outside the process. The command protocol's children, for one.
+_exit_now_hooks: list[Callable[[], None]] = []
+
+
+def on_exit_now(hook: Callable[[], None]) -> Callable[[], None]:
+    """Decorator: call `hook` when the worker exits at once."""
+    _exit_now_hooks.append(hook)
+    return hook
+
+
+def exiting_now() -> None:
+    """Call every exit-now hook (the worker does, right before os._exit)."""
+    for hook in list(_exit_now_hooks):
+        hook()
 
 
 @dataclass
@@ -88,9 +127,7 @@ class Registry:
     def command(self, role: str, argv: Sequence[str]) -> None:
         """Bind `role` to an external command, in place of any handler it had (--command is the
         worker's explicit choice: it wins over a handler an installed package registered)."""
-        from pyworker.command_protocol import CommandHandler
-
-        self._handlers[role] = CommandHandler(argv)
+        self._handlers[role] = command_handler_factory()(argv)
 
     def middleware(self, fn: Middleware, *, outermost: bool = False) -> Middleware:
         """Decorator: `fn(task, call_next)` wraps every attempt: inside those added before it,

@@ -5,7 +5,7 @@
 - `WorkerMetrics` and `ProbeServer`: what `pyworker --metrics-port N` serves: `/metrics` (the
   worker's own counters, on a registry of its own, not prometheus_client's global one),
   `/healthz` (the dispatcher loop turns) and `/readyz` (the database answers with the schema
-  version this worker needs).
+  version this worker needs, and the worker's listener is not down for long).
 
 docs/metrics.md lists every metric, its labels and what to alert on.
 """
@@ -74,6 +74,10 @@ DURATION_BUCKETS = (0.001, 0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60
 # The worker's connections, by what they do (the label of pyworker_database_reconnects_total).
 CONNECTIONS = ("dispatcher", "recorder", "heartbeat", "listener")
 
+# The listener's states (the label of pyworker_listener_state): LISTENing; not listening (before
+# its first connection, or since it lost one); none at all (--pooled without a listen URL: it polls).
+LISTENER_STATES = ("connected", "reconnecting", "disabled")
+
 
 class WorkerMetrics:
     """A worker's own metrics, on a registry of their own. Always kept (an increment costs
@@ -121,6 +125,23 @@ class WorkerMetrics:
             "pyworker_abandoned_threads",
             "Handler threads left behind still running (a sync handler past its abort, an event loop a"
             " handler blocks); at --max-abandoned-threads the worker stops claiming.",
+            registry=registry,
+        )
+        self.listener_state = Gauge(
+            "pyworker_listener_state",
+            "1 for the state the listener's LISTEN connection is in (connected, reconnecting, disabled),"
+            " 0 for the others.",
+            ["state"], registry=registry,
+        )
+        self.listener_state_since = Gauge(
+            "pyworker_listener_state_since_timestamp_seconds",
+            "When the listener entered its current state (Unix time).",
+            registry=registry,
+        )
+        self.listener_last_heard = Gauge(
+            "pyworker_listener_last_heard_timestamp_seconds",
+            "When the listener last heard from the database (Unix time; 0: never): its LISTEN, a"
+            " notification, or the answer to its idle check (every 10 s).",
             registry=registry,
         )
         # Every series from the start, at 0 (an alert on a rate sees it before the first event),

@@ -16,8 +16,8 @@ import time
 import traceback
 from typing import Any
 
-from pyworker import command_protocol, handlers
-from pyworker.attempts import Outcome, decide, describe
+from pyworker import handlers
+from pyworker.attempts import Outcome, decide, describe, error_data_of
 from pyworker.config import WorkerConfig
 from pyworker.db import Database, JsonText, Task
 from pyworker.errors import TaskLost, TaskpoolError
@@ -328,7 +328,7 @@ class OutcomeRecorder:
         details = data = None
         if error is not None:
             details = "".join(traceback.format_exception(error))
-            data = command_protocol.error_data_of(error)
+            data = error_data_of(error)
         try:
             status = retry_while_unavailable(
                 "fail task",

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 import click
+from tabulate import tabulate
 
 from pyworker.db import dump_json
 
@@ -143,7 +144,7 @@ def lay_out_table(
     max_width: int | None = None,
     cell_width: int | None = CELL_WIDTH,
 ) -> Table:
-    """Rows as aligned columns under a header; numbers right-aligned.
+    """Rows as aligned columns under a header; numbers right-aligned (tabulate's plain format).
 
     Each column is (header, key) or (header, function of the row). Cells are cut to
     `cell_width`; with `max_width`, the table is fitted into that many characters (see _fit).
@@ -167,16 +168,19 @@ def lay_out_table(
         for i in range(len(headers))
     ]
     widths = _fit(headers, natural, numeric, max_width)
-
-    def line(texts: list[str]) -> str:
-        return "  ".join(
-            _cut(text, width).rjust(width) if numeric[i] else _cut(text, width).ljust(width)
-            for i, (text, width) in enumerate(zip(texts, widths))
-        ).rstrip()
-
     kept = len(widths)
+    # tabulate lays the cells out (padded, aligned, two spaces apart); the header goes in as the
+    # first row, so that it is aligned as its column is and widened by nothing. Cells are cut to
+    # the fitted widths first: tabulate wraps a long cell over lines, where a table row must
+    # stay one line.
+    laid_out = tabulate(
+        [[_cut(text, width) for text, width in zip(texts, widths)] for texts in [headers, *cells]],
+        tablefmt="plain",
+        colalign=["right" if numeric[i] else "left" for i in range(kept)],
+        disable_numparse=True,
+    )
     return Table(
-        lines=[line(headers)] + [line(texts) for texts in cells],
+        lines=[line.rstrip() for line in laid_out.split("\n")],
         shortened=[headers[i] for i in range(kept) if widths[i] < natural[i]],
         left_out=headers[kept:],
     )

@@ -16,7 +16,8 @@ concurrency, one connection per attempt that asks, pyworker/connections.py):
 - a listener thread LISTENs on the worker's own wake channel (on --listen-database-url when given;
   none when the database URL is pooled and no listen URL is given: the worker polls): a role's
   name there means its tasks are ready; 'abort:<task id>', that a task the worker holds was
-  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler.
+  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. Its
+  state is a metric, and /readyz fails once it has been down for LISTENER_UNREADY_AFTER_SECONDS.
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
@@ -48,7 +49,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import command_protocol, handlers, logs
+from pyworker import handlers, logs
 from pyworker.config import (
     POOLED_ENVVAR,
     WorkerConfig,
@@ -96,7 +97,7 @@ from pyworker.attempts import (
     run_attempt,
     run_attempt_async,
 )
-from pyworker.metrics import ProbeServer, WorkerMetrics
+from pyworker.metrics import LISTENER_STATES, ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.runtime import (
     BACKOFF_MAX,
@@ -136,6 +137,11 @@ LOOP_STALLED_AFTER_SECONDS = 60.0
 # The listener checks its idle connection this often (a query within the call's deadline): a
 # frozen server sends no notification and no error, and its host's kernel still answers keepalives.
 LISTENER_CHECK_SECONDS = 10.0
+# /readyz answers 503 once the listener has not been listening for this long (the worker still
+# polls, every --poll-interval-ms, but wakes no sooner). Longer than a reconnection that goes well
+# after a failover: a backoff pause (at most 10 s) then a connect that may wait out a dead first
+# host of a multi-host URL (its connect_timeout, 10 s).
+LISTENER_UNREADY_AFTER_SECONDS = 30.0
 
 
 @dataclass(eq=False)
@@ -150,6 +156,45 @@ class Attempt:
     future: concurrent.futures.Future | None = None
     event_loop: EventLoopThread | None = None
     wind_down_until: float | None = None
+
+
+class ListenerState:
+    """The listener's connection as /metrics and /readyz see it: its state (LISTENER_STATES) and
+    since when, when it last heard from the database, and why it is not listening. Written by
+    the listener thread only and read by the probes' threads: each change is one assignment of
+    a tuple, so a reader never sees half of one."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._state = ("reconnecting" if enabled else "disabled", time.monotonic(), time.time())
+        self.reason = "not connected yet"
+        self.last_heard = 0.0
+
+    @property
+    def state(self) -> str:
+        return self._state[0]
+
+    @property
+    def since(self) -> float:
+        """When it entered its state (Unix time)."""
+        return self._state[2]
+
+    def down_for(self) -> float:
+        """How long it has not been listening, in seconds (0 while connected or disabled)."""
+        state, entered, _wall = self._state
+        return time.monotonic() - entered if state == "reconnecting" else 0.0
+
+    def connected(self) -> None:
+        self._state = ("connected", time.monotonic(), time.time())
+        self.heard()
+
+    def heard(self) -> None:
+        self.last_heard = time.time()
+
+    def lost(self, reason: str) -> None:
+        """It is not listening, for `reason`; since when it stopped, if it was listening."""
+        self.reason = " ".join(reason.split())
+        if self.state != "reconnecting":
+            self._state = ("reconnecting", time.monotonic(), time.time())
 
 
 class Worker:
@@ -221,6 +266,11 @@ class Worker:
         self._recorder = OutcomeRecorder(config, self.db, self._held, self.run_timeouts, self._doorbell, self.metrics)
         for role in self.roles:
             self.metrics.in_flight.labels(role).set_function(lambda role=role: self._running_by_role[role])
+        self._listener = ListenerState(enabled=config.listen_url is not None and not until_empty)
+        for state in LISTENER_STATES:
+            self.metrics.listener_state.labels(state).set_function(lambda state=state: self._listener.state == state)
+        self.metrics.listener_state_since.set_function(lambda: self._listener.since)
+        self.metrics.listener_last_heard.set_function(lambda: self._listener.last_heard)
         # When the dispatcher last turned (its loop, or a try of a database call): /healthz.
         self._last_turn = time.monotonic()
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
@@ -399,8 +449,9 @@ class Worker:
         return len(self._left_behind) + sum(loop.alive for loop in self._retired_loops)
 
     def _readiness(self) -> str | None:
-        """/readyz: None when the database answers with a schema this worker can use, else why
-        not; on a connection of its own, each probe."""
+        """/readyz: None when the database answers with a schema this worker can use (on a
+        connection of its own, each probe) and the listener has not been down longer than
+        LISTENER_UNREADY_AFTER_SECONDS, else why not."""
         if self.stopping:
             return "the worker is stopping"
         probe = Database(
@@ -415,6 +466,13 @@ class Worker:
             return str(error)
         finally:
             probe.close()
+        down_for = self._listener.down_for()
+        if down_for > LISTENER_UNREADY_AFTER_SECONDS:
+            since = time.strftime("%H:%M:%S UTC", time.gmtime(self._listener.since))
+            return (
+                f"the listener has not been listening for {down_for:.0f} s (since {since}; not ready past"
+                f" {LISTENER_UNREADY_AFTER_SECONDS:g} s): {self._listener.reason}"
+            )
         return None
 
     def _start(self) -> bool:
@@ -521,7 +579,7 @@ class Worker:
             )
             return
         log.warning("Received %s again: exiting now", signal.Signals(signum).name, extra=event("worker_exiting"))
-        command_protocol.kill_running_children()
+        handlers.exiting_now()
         os._exit(1)
 
     def request_stop(self) -> None:
@@ -1119,6 +1177,13 @@ class Worker:
         return attempt is not None and attempt.task is task
 
     def _listen_loop(self) -> None:
+        try:
+            self._listen()
+        finally:
+            if not self._exiting.is_set():
+                self._listener.lost("the listener thread stopped on an unexpected error")
+
+    def _listen(self) -> None:
         backoff = Backoff()
         connected_before = False
         url = self.config.listen_url
@@ -1142,21 +1207,26 @@ class Worker:
                         require_writable(conn)
                         channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                         conn.execute(listen_query(channel))
+                    self._listener.connected()
                     # Whatever was enqueued while nobody listened: look once.
                     self._notify(self.roles)
                     backoff.reset()
                     checked = time.monotonic()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
+                            self._listener.heard()
                             if notification.payload.startswith(TASK_TAKEN_PREFIX):
                                 self._beat_now.set()
                                 continue
                             # The payload names the role whose tasks are ready.
                             role = notification.payload
                             self._notify((role,) if role in self._notified else self.roles)
-                        if time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
+                        # At once when a call of another connection to the server was cut.
+                        suspect = deadline is not None and deadline.suspect
+                        if suspect or time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
                             with bounded(deadline):
                                 conn.execute("SELECT 1")
+                            self._listener.heard()
                             checked = time.monotonic()
             except (psycopg.Error, DatabaseReadOnly) as error:
                 if self._exiting.is_set():
@@ -1164,6 +1234,7 @@ class Worker:
                 pause = backoff.pause()
                 translated = translate(error) if isinstance(error, psycopg.Error) else error
                 if isinstance(translated, DatabaseReadOnly):
+                    self._listener.lost(str(translated))
                     read_only_notice.seen("listener", translated, pause)
                 else:
                     reason = (
@@ -1171,6 +1242,7 @@ class Worker:
                         if deadline is not None and deadline.passed
                         else str(error).strip()
                     )
+                    self._listener.lost(reason)
                     log.warning(
                         "Listener: %s; reconnecting in %.1f s",
                         reason,

@@ -79,8 +79,9 @@ def dashboard_server(
 
 
 @contextmanager
-def chromium() -> Iterator[Any]:
-    """A headless chromium under selenium (as root: no sandbox), closed after."""
+def chromium(*, javascript: bool = True) -> Iterator[Any]:
+    """A headless chromium under selenium (as root: no sandbox), closed after; with
+    `javascript=False`, one that runs no script, as a browser with JavaScript off."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -89,6 +90,8 @@ def chromium() -> Iterator[Any]:
             fail(f"{path} is missing: `make deps` installs Debian's chromium and chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))

@@ -1077,6 +1077,14 @@ def test_render_table_aligns_columns_and_right_aligns_numbers() -> None:
     ]
 
 
+def test_a_row_of_empty_values_keeps_its_line_and_an_empty_count_its_right_alignment() -> None:
+    text = output.render_table(
+        [{"name": "a", "count": 3}, {"name": None, "count": None}],
+        [("name", "name"), ("count", "count")],
+    )
+    assert text.split("\n") == ["name  count", "a         3", ""]
+
+
 def test_lay_out_table_fits_a_width_cutting_the_widest_text_first() -> None:
     rows = [{"id": 12345, "role": "product_resync", "error": "HTTP 503 from the platform, twice"}]
     columns = [("role", "role"), ("id", "id"), ("error", "error")]

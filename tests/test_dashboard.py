@@ -344,8 +344,9 @@ def test_actions_are_refused_without_a_session_or_its_csrf_token(
     assert not all_of(browser, "#cancel")
     # Logged in, a form whose CSRF token is not the session's.
     log_in(browser, dashboard, next_path=f"/tasks/{guarded}")
-    browser.execute_script("document.querySelector('.actions input[name=csrf]').value = 'forged'")
     click(browser, "#cancel")
+    browser.execute_script("document.querySelector('#confirm-form input[name=csrf]').value = 'forged'")
+    click(browser, "#confirm")
     assert "403" in text_of(browser, "h1")
     assert "CSRF token does not match" in text_of(browser, "#error")
     # The API: no token, a wrong one.
@@ -377,6 +378,9 @@ def test_an_operator_cancels_a_task_and_enables_and_runs_a_schedule(
     log_in(browser, dashboard, next_path=f"/tasks/{ids['to_cancel']}")
     assert "logged in: actions are on" in messages(browser)
     click(browser, "#cancel")
+    assert text_of(browser, "#question") == f"Cancel task {ids['to_cancel']} (product_discovery, pending)?"
+    assert task_row(db, ids["to_cancel"])["status"] == "pending"
+    click(browser, "#confirm")
     assert f"task {ids['to_cancel']} cancelled" in messages(browser)
     assert text_of(browser, "#task-status") == "cancelled"
     assert task_row(db, ids["to_cancel"])["status"] == "cancelled"
@@ -389,7 +393,8 @@ def test_an_operator_cancels_a_task_and_enables_and_runs_a_schedule(
     assert scalar(db, "SELECT enabled FROM task_schedules WHERE name = 'dash_nightly'") is True
     click(browser, "tr[data-name=dash_nightly] button.trigger")
     assert "schedule dash_nightly ran: 1 task(s) created" in messages(browser)
-    click(browser, "tr[data-name=dash_nightly] button.disable")
+    click(browser, "tr[data-name=dash_nightly] a.disable")
+    click(browser, "#confirm")
     assert text_of(browser, "tr[data-name=dash_nightly] .enabled") == "no"
 
 
@@ -400,10 +405,11 @@ def test_a_refused_action_shows_the_databases_own_error(
     browser.delete_all_cookies()
     log_in(browser, dashboard, next_path=f"/tasks/{raced}")
     # Another operator cancels it while the page is open, then the click comes.
+    click(browser, "#cancel")
     db.execute("SELECT cancel_task(%s)", (raced,))
     with pytest.raises(psycopg.Error) as refused:
         db.execute("SELECT cancel_task(%s)", (raced,))
-    click(browser, "#cancel")
+    click(browser, "#confirm")
     assert refused.value.diag.message_primary in messages(browser)[0]
     assert text_of(browser, "#task-status") == "cancelled"
 
@@ -470,10 +476,11 @@ def test_an_operator_pauses_and_resumes_a_role_and_disables_a_platform(
 ) -> None:
     browser.delete_all_cookies()
     page(browser, dashboard, "/")
-    assert not all_of(browser, "tr[data-role=product_refresh] button.pause")
+    assert not all_of(browser, "tr[data-role=product_refresh] a.pause")
     log_in(browser, dashboard, next_path="/")
-    fill(browser, "tr[data-role=product_refresh]", {"reason": "menu API maintenance"})
-    click(browser, "tr[data-role=product_refresh] button.pause")
+    click(browser, "tr[data-role=product_refresh] a.pause")
+    fill(browser, "#confirm-form", {"reason": "menu API maintenance"})
+    click(browser, "#confirm")
     assert any(m.startswith("role product_refresh paused since ") for m in messages(browser)), messages(browser)
     assert text_of(browser, "tr[data-role=product_refresh] .paused") == "paused"
     assert db.execute(
@@ -486,7 +493,9 @@ def test_an_operator_pauses_and_resumes_a_role_and_disables_a_platform(
     assert scalar(db, "SELECT paused_at FROM task_roles WHERE role = 'product_refresh'") is None
 
     page(browser, dashboard, "/platforms")
-    click(browser, "tr[data-platform=calm] button.disable")
+    click(browser, "tr[data-platform=calm] a.disable")
+    assert text_of(browser, "#question") == "Disable platform calm?"
+    click(browser, "#confirm")
     assert any(m.startswith("platform calm disabled since ") for m in messages(browser)), messages(browser)
     assert text_of(browser, "tr[data-platform=calm] .enabled").startswith("no, since ")
     assert scalar(db, "SELECT enabled FROM platform_governance WHERE platform = 'calm'") is False
@@ -549,7 +558,8 @@ def test_an_operator_creates_updates_and_deletes_a_schedule(
     assert any(expected in m for m in messages(browser)), (expected, messages(browser))
     assert text_of(browser, "tr[data-name=dash_digest] .every") == "30 min"
 
-    click(browser, "tr[data-name=dash_digest] button.delete")
+    click(browser, "tr[data-name=dash_digest] a.delete")
+    click(browser, "#confirm")
     assert "schedule dash_digest deleted; the tasks it made stay" in messages(browser)
     assert not all_of(browser, "tr[data-name=dash_digest]")
     assert scalar(db, "SELECT count(*) FROM task_schedules WHERE name = 'dash_digest'") == 0

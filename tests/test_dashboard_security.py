@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import psycopg
 import pytest
@@ -237,9 +237,16 @@ def test_names_are_quoted_in_links_and_the_routes_take_them_back(
         assert trigger in schedules
         operator.post(f"/schedules/{quote(SCHEDULE, safe='')}/trigger", data={"csrf": csrf_of(schedules)})
         platforms = operator.get("/platforms").text
-        assert f'action="/platforms/{quote(PLATFORM, safe="")}/disable"' in platforms
-        done = operator.post(f"/platforms/{quote(PLATFORM, safe='')}/disable", data={"csrf": csrf_of(platforms)})
+        assert f'href="/platforms/{quote(PLATFORM, safe="")}/disable"' in platforms
+        # Its confirmation's form posts to the quoted name too, never the path it decodes to.
+        asked = operator.get(f"/platforms/{quote(PLATFORM, safe='')}/disable").text
+        assert f'action="/platforms/{quote(PLATFORM, safe="")}/disable"' in asked
+        done = operator.post(f"/platforms/{quote(PLATFORM, safe='')}/disable", data={"csrf": csrf_of(asked)})
         assert done.status_code == 303
+        asked = operator.get(f"/schedules/{quote(SCHEDULE, safe='')}/delete").text
+        assert f'action="/schedules/{quote(SCHEDULE, safe="")}/delete"' in asked
+        anonymous = client(seeded).get(f"/platforms/{quote(PLATFORM, safe='')}/disable")
+        assert anonymous.headers["location"] == "/login?" + urlencode({"next": f"/platforms/{quote(PLATFORM, safe='')}/disable"})
         api = operator.post(f"/api/schedules/{quote(SCHEDULE, safe='')}/disable",
                             headers={"Authorization": f"Bearer {TOKEN}"})
         assert api.status_code == 200 and api.json()["name"] == SCHEDULE
@@ -266,6 +273,11 @@ GET_ROUTES: dict[str, tuple[str, ...]] = {
     "/platforms": (), "/api/platforms": (), "/health": (), "/api/health": (),
     "/api/capacity": (), "/api/capacity/{role:path}": (), "/metrics": (), "/readyz": (),
     "/login": ("next",),
+    # Confirmations (an action's GET) take the action's fields; the New task form a role.
+    "/tasks/{task_id}/cancel": (), "/schedules/{name:path}/delete": (), "/schedules/{name:path}/disable": (),
+    "/roles/{role:path}/pause": ("reason",), "/platforms/{platform:path}/disable": ("reason",),
+    "/tasks/bulk-cancel": ("role", "status", "store", "error"), "/tasks/bulk-retry": ("role", "status", "store", "error"),
+    "/tasks/recover-stale": ("threshold_minutes",), "/tasks/new": ("role",),
     "/stores": ("page",), "/api/stores": ("page",),
     "/stores/{store_id}": (), "/api/stores/{store_id}": (),
     "/stores/{store_id}/diff": (), "/api/payloads/store/{store_id}/diff": (),
@@ -292,7 +304,7 @@ def test_every_route_is_covered_by_the_hostile_parameter_test(seeded: dict[str, 
     assert {route.path for route in routes if "GET" in (route.methods or ())} == set(GET_ROUTES)
     api_actions = {re.sub(r"\{[^}]+\}", "{}", route.path) for route in routes
                    if "POST" in (route.methods or ()) and route.path.startswith("/api/")}
-    assert api_actions == {*ACTION_PATHS, "/api/schedules/create"}
+    assert api_actions == {*ACTION_PATHS, "/api/schedules/create", *TASK_ACTION_PATHS}
 
 
 def test_hostile_query_parameters_get_a_400_naming_them_never_a_500(seeded: dict[str, Any]) -> None:
@@ -324,6 +336,13 @@ ACTION_PATHS = [
     "/api/schedules/{}/disable", "/api/schedules/{}/delete", "/api/schedules/{}/update", "/api/roles/{}/pause",
     "/api/roles/{}/resume", "/api/platforms/{}/disable", "/api/platforms/{}/enable",
 ]
+# The task actions without a name in their path, and the fields each takes.
+TASK_ACTION_PATHS = {
+    "/api/tasks/bulk-cancel": ("role", "status", "store", "error"),
+    "/api/tasks/bulk-retry": ("role", "status", "store", "error"),
+    "/api/tasks/recover-stale": ("threshold_minutes",),
+    "/api/tasks/create": ("role", "payload", "store", "priority", "scheduled_for", "dedupe_key", "max_retries"),
+}
 WRONG_TYPES: list[Any] = [["a"], {"a": 1}, 1.5, "\x00"]
 
 
@@ -349,6 +368,15 @@ def test_hostile_action_fields_and_names_get_a_4xx_never_a_500(seeded: dict[str,
                 fields = {"name": "hostile_" + secrets.token_hex(4), "role": "analytics_refresh", name: value}
                 answer = api.post("/api/schedules/create", json=fields, headers=bearer)
                 assert answer.status_code == 400 and name in error_of(answer), (name, value, answer.text[:300])
+        for path, names in TASK_ACTION_PATHS.items():
+            unknown = api.post(path, json={"bogus_field": "1"}, headers=bearer)
+            assert unknown.status_code == 400 and "bogus_field" in error_of(unknown), path
+            for name in names:
+                for value in [*HOSTILE, *WRONG_TYPES, True, 2**40]:
+                    # A filter of its own, or a bulk action would take every task of the role.
+                    fields = {"role": "analytics_refresh", "store": -1, name: value} if "bulk" in path else {"role": "analytics_refresh", name: value}
+                    answer = api.post(path, json=fields, headers=bearer)
+                    assert answer.status_code < 500, (path, name, value, answer.text[:300])
         for value in [*HOSTILE, *WRONG_TYPES]:
             answer = api.post("/api/roles/analytics_refresh/pause", json={"reason": value}, headers=bearer)
             assert answer.status_code < 500, (value, answer.text[:300])

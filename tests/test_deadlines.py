@@ -88,6 +88,35 @@ def test_a_call_on_a_frozen_server_fails_at_its_deadline_and_the_next_connects_a
         db.close()
 
 
+def test_a_cut_call_makes_the_other_connections_to_that_server_connect_again_before_their_next_call(
+    db_url: str, relay: Relay
+) -> None:
+    reconnects: list[str] = []
+    cut = Database(through(db_url, relay), call_timeout=2)
+    idle = Database(through(db_url, relay), call_timeout=2, on_reconnect=lambda: reconnects.append("idle"))
+    elsewhere = Database(db_url, call_timeout=2, on_reconnect=lambda: reconnects.append("elsewhere"))
+    try:
+        backend = idle.query("SELECT pg_backend_pid() AS pid")[0]["pid"]
+        elsewhere.query("SELECT 1")
+        cut.schema_version()
+        relay.freeze()
+        with pytest.raises(DatabaseUnavailable, match="did not answer within 2 s"):
+            cut.schema_version()
+        relay.thaw()
+        # Its connection still works, but it was idle through the freeze: a new one is opened.
+        assert idle.query("SELECT pg_backend_pid() AS pid")[0]["pid"] != backend
+        # A connection to another server (the relay's peer, reached directly) is left alone.
+        elsewhere.query("SELECT 1")
+        assert reconnects == ["idle"]
+        # Once its server answered on it, the connection is trusted again.
+        idle.query("SELECT 1")
+        assert reconnects == ["idle"]
+    finally:
+        relay.thaw()
+        for db in (cut, idle, elsewhere):
+            db.close()
+
+
 def test_a_slow_call_is_cut_at_its_deadline_and_its_statement_cancelled(db_url: str, conn: psycopg.Connection) -> None:
     db = Database(db_url, call_timeout=1, application_name="slow-call")
     try:

@@ -1,5 +1,6 @@
-"""No import cycle in the core: the modules of pyworker import one another at module level in one
-direction only, and never the crawler (which builds on the core through its entry points)."""
+"""No import cycle in the core: the modules of pyworker import one another in one direction only,
+wherever the import stands (an import inside a function is a dependency all the same: it only runs
+later), and never the crawler (which builds on the core through its entry points)."""
 
 from __future__ import annotations
 
@@ -24,20 +25,36 @@ def imported_names(node: ast.Import | ast.ImportFrom) -> set[str]:
     return {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
 
 
-def top_level_imports(path: Path) -> set[str]:
-    """The modules `path` imports when it is imported: statements at module level only (an import
-    inside a function runs when it is called, which is how a lazy import breaks a cycle)."""
+def _is_type_checking_block(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The modules `path` imports when it runs: at module level or inside a function alike (a lazy
+    import hides a cycle, it does not break it); only an `if TYPE_CHECKING:` block, which never
+    runs, is left out (its `else:` runs, and counts)."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+
+    def visit(node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= imported_names(node)
+            names.update(imported_names(node))
+        children = node.orelse if _is_type_checking_block(node) else ast.iter_child_nodes(node)
+        for child in children:
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
     return names
 
 
 def import_graph() -> dict[str, set[str]]:
     modules = {module_name(path): path for path in PACKAGE.rglob("*.py")}
     return {
-        name: {imported for imported in top_level_imports(path) if imported in modules and imported != name}
+        name: {imported for imported in runtime_imports(path) if imported in modules and imported != name}
         for name, path in modules.items()
     }
 
@@ -78,12 +95,19 @@ def test_no_module_of_pyworker_imports_itself_back_through_others() -> None:
     assert find_cycle(import_graph()) is None
 
 
-def test_a_cycle_is_found_and_a_lazy_import_breaks_it(tmp_path: Path) -> None:
+def test_no_module_imports_the_command_protocol() -> None:
+    """The protocol plugs in through the hooks pyworker.handlers defines: the entry point that
+    names its handler class, and on_exit_now."""
+    importers = [name for name, imported in import_graph().items() if "pyworker.command_protocol" in imported]
+    assert importers == []
+
+
+def test_a_lazy_import_closes_a_cycle_and_a_type_checking_one_does_not(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("from b import x\n")
-    (tmp_path / "b.py").write_text("import c\ndef f():\n    import a\n")
-    (tmp_path / "c.py").write_text("import a\n")
-    graph = {name: top_level_imports(tmp_path / f"{name}.py") & {"a", "b", "c"} for name in "abc"}
-    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    (tmp_path / "b.py").write_text("import c\n")
     (tmp_path / "c.py").write_text("def g():\n    import a\n")
-    graph["c"] = top_level_imports(tmp_path / "c.py")
+    graph = {name: runtime_imports(tmp_path / f"{name}.py") & {"a", "b", "c"} for name in "abc"}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n")
+    graph["c"] = runtime_imports(tmp_path / "c.py") & {"a", "b", "c"}
     assert find_cycle(graph) is None

@@ -446,6 +446,9 @@ def test_the_wheel_carries_the_dashboard_which_names_its_extra_when_missing(
     names = zipfile.ZipFile(wheel).namelist()
     assert "pyworker/dashboard/templates/overview.html" in names
     assert "pyworker/dashboard/static/dashboard.css" in names
+    # The live refresh: the vendored htmx with its license, and its guard.
+    assert {"pyworker/dashboard/static/vendor/htmx-2.0.11.min.js", "pyworker/dashboard/static/vendor/htmx-LICENSE.txt",
+            "pyworker/dashboard/static/live.js", "pyworker/dashboard/templates/confirm.html"} <= set(names)
     # Installed without the extra: the command says how to get it, and serves nothing.
     result = run_installed(installed, empty_database, "dashboard", check=False)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 import urllib.error
 import urllib.request
 
 import psycopg
 import pytest
 from core_fixtures import REPO_ROOT
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from pyworker.metrics import ProbeServer
+from testkit.relay import Relay
 from worker_support import Workers, enqueue, report_schema_version, wait_for, wait_for_status
 
 METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"
@@ -200,3 +203,90 @@ def test_liveness_fails_with_the_reason_the_loop_gives() -> None:
         assert get(probes.port, "/readyz") == (200, "ok\n")
     finally:
         probes.stop()
+
+
+def listener_samples(port: int) -> dict[str, float]:
+    """The listener's metrics: each state's gauge by state, and the two timestamps."""
+    found = samples(port)
+    listener = {
+        dict(labels)["state"]: value for (name, labels), value in found.items() if name == "pyworker_listener_state"
+    }
+    listener["since"] = found[("pyworker_listener_state_since_timestamp_seconds", ())]
+    listener["last_heard"] = found[("pyworker_listener_last_heard_timestamp_seconds", ())]
+    return listener
+
+
+def test_a_lost_listener_is_a_metric_and_past_30_s_fails_readiness_but_never_liveness(
+    pool: psycopg.Connection, db_url: str, workers: Workers
+) -> None:
+    # Only the listener goes through the relay: the database itself answers /readyz all along.
+    params = conninfo_to_dict(db_url)
+    with Relay(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)) as relay:
+        worker = workers.start(
+            "test_work", "listener-probe", args=("--metrics-port", "0"),
+            extra_env={
+                "PYWORKER_CALL_TIMEOUT_SECONDS": "2",
+                "PYWORKER_LISTEN_DATABASE_URL": make_conninfo(
+                    db_url, host="127.0.0.1", hostaddr="", port=str(relay.port)
+                ),
+            },
+        )
+        port = int(SERVING.search(worker.wait_for_log("Serving /metrics")).group(1))
+        wait_for(lambda: listener_samples(port)["connected"] == 1, 15, "the listener to connect", also=worker.describe)
+        connected = listener_samples(port)
+        assert (connected["reconnecting"], connected["disabled"]) == (0, 0)
+        assert 0 < connected["since"] <= connected["last_heard"] <= time.time()
+        assert get(port, "/readyz") == (200, "ok\n")
+
+        # A frozen peer: the idle check (every 10 s) meets the call's deadline (2 s).
+        relay.freeze()
+        try:
+            worker.wait_for_log("Listener: the database did not answer within 2 s", timeout=30)
+            lost = listener_samples(port)
+            assert (lost["connected"], lost["reconnecting"]) == (0, 1)
+            assert lost["since"] > connected["since"]
+            assert get(port, "/readyz") == (200, "ok\n")
+            status, reason = wait_for(
+                lambda: (answer := get(port, "/readyz"))[0] == 503 and answer, 45,
+                "/readyz to fail for the listener", also=worker.describe,
+            )
+            assert reason.startswith("the listener has not been listening for 3"), reason
+            assert "not ready past 30 s" in reason, reason
+            assert time.time() - lost["since"] >= 30
+            assert get(port, "/healthz") == (200, "ok\n")
+            assert worker.alive, worker.describe()
+        finally:
+            relay.thaw()
+        wait_for(lambda: get(port, "/readyz") == (200, "ok\n"), 30, "/readyz to answer ok again", also=worker.describe)
+        back = listener_samples(port)
+        assert (back["connected"], back["reconnecting"]) == (1, 0)
+        assert back["since"] > lost["since"]
+        assert get(port, "/healthz") == (200, "ok\n")
+
+
+def test_a_terminated_listener_reconnects_at_once_and_the_metric_says_since_when(
+    pool: psycopg.Connection, workers: Workers
+) -> None:
+    port = start_serving(workers, "test_work", "listener-terminated")
+    wait_for(lambda: listener_samples(port)["connected"] == 1, 15, "the listener to connect")
+    first = listener_samples(port)["since"]
+    # The listener names itself in application_name.
+    terminated = pool.execute(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+        " WHERE application_name = 'pyworker listener-terminated listener'"
+    ).fetchone()[0]
+    assert terminated == 1
+    wait_for(lambda: samples(port)[("pyworker_database_reconnects_total", (("connection", "listener"),))] == 1, 15,
+             "the listener to reconnect")
+    wait_for(lambda: listener_samples(port)["connected"] == 1, 15, "the listener to listen again")
+    assert listener_samples(port)["since"] > first
+    assert get(port, "/readyz") == (200, "ok\n")
+
+
+def test_a_worker_that_polls_has_its_listener_disabled_and_is_ready(pool: psycopg.Connection, workers: Workers) -> None:
+    worker = workers.start("test_work", "listener-disabled", args=("--pooled", "--metrics-port", "0"))
+    port = int(SERVING.search(worker.wait_for_log("Serving /metrics")).group(1))
+    listener = listener_samples(port)
+    assert (listener["connected"], listener["reconnecting"], listener["disabled"]) == (0, 0, 1)
+    assert listener["last_heard"] == 0
+    assert get(port, "/readyz") == (200, "ok\n")

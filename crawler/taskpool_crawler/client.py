@@ -33,18 +33,18 @@ its own). A request so takes at most proxy_tries deadlines in all.
 
 from __future__ import annotations
 
-import http.client
 import json
+import os
 import socket
 import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
+
+import httpx2
 
 USER_AGENT = "taskpool-crawler/0.1"
 # Error bodies are quoted in messages up to this many characters.
@@ -59,6 +59,17 @@ PROXY_FAILURE_STATUSES = frozenset({407, 502, 503, 504})
 DEFAULT_MAX_MENU_BYTES = 8 * 1024 * 1024
 # A body is read this much at a time, so that reading stops near its bound.
 READ_CHUNK_BYTES = 64 * 1024
+# An error answer's body is read this far, for the message that quotes it.
+ERROR_BODY_MAX_BYTES = 64 * 1024
+# The connection pool of each httpx client (the direct one, one per proxy): a worker's slots
+# (--concurrency) share it, and a request waits for a free connection within its deadline.
+MAX_CONNECTIONS = 64
+MAX_IDLE_CONNECTIONS = 16
+IDLE_CONNECTION_SECONDS = 30.0
+# The proxies whose client (and idle connections) the process keeps at once.
+PROXY_CLIENTS_KEPT = 32
+# Redirects followed, as urllib did, up to its limit.
+MAX_REDIRECTS = 10
 
 
 class PlatformError(Exception):
@@ -146,9 +157,9 @@ class PlatformClient(Protocol):
 
 
 class HttpPlatformClient:
-    """PlatformClient over the simulator's HTTP API (urllib, one connection per request),
-    through the proxies of `proxies` when given. `timeout`: the seconds each try of a request
-    may take, all of it; `max_menu_bytes`: the most a JSON answer may be."""
+    """PlatformClient over the simulator's HTTP API (httpx, over connections pooled for the
+    whole process), through the proxies of `proxies` when given. `timeout`: the seconds each
+    try of a request may take, all of it; `max_menu_bytes`: the most a JSON answer may be."""
 
     def __init__(
         self,
@@ -277,18 +288,10 @@ class HttpPlatformClient:
     ) -> tuple[bytes, str]:
         """One try of GET `url`, direct or through `proxy`, within its own deadline;
         _ProxyFailed when the proxy failed it."""
-        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
+        connections = _CONNECTIONS.client(proxy.url if proxy is not None else None)
         with _Deadline(self.timeout) as deadline:
-            handlers: list[urllib.request.BaseHandler] = [
-                _WatchedHTTPHandler(deadline),
-                _WatchedHTTPSHandler(deadline),
-            ]
-            if proxy is not None:
-                # Credentials in the proxy's URL go as Proxy-Authorization (urllib's ProxyHandler).
-                handlers.append(urllib.request.ProxyHandler({"http": proxy.url, "https": proxy.url}))
-            open_request = urllib.request.build_opener(*handlers).open
             try:
-                return self._fetch(open_request, request, max_bytes, deadline)
+                return self._fetch(connections, url, accept, max_bytes, deadline)
             except PlatformError as error:
                 # No status and retryable: the connection through the proxy failed (an answer over
                 # max_bytes has no status either, but is the platform's, and not retryable).
@@ -300,51 +303,105 @@ class HttpPlatformClient:
                 raise
 
     def _fetch(
-        self,
-        open_request: Any,
-        request: urllib.request.Request,
-        max_bytes: int,
-        deadline: _Deadline,
+        self, connections: httpx2.Client, url: str, accept: str, max_bytes: int, deadline: _Deadline
     ) -> tuple[bytes, str]:
-        url = request.full_url
         too_late = PlatformError(f"GET {url}: no answer within {self.timeout:g} s", retryable=True)
+        # identity: the body is kept as the platform sent it, and bounded as it came.
+        headers = {"Accept": accept, "Accept-Encoding": "identity"}
         try:
-            with open_request(request, timeout=deadline.remaining()) as response:
+            with connections.stream(
+                "GET",
+                url,
+                headers=headers,
+                timeout=deadline.remaining(),
+                extensions={"trace": deadline.trace},
+            ) as response:
+                deadline.watch_stream(response.extensions.get("network_stream"))
+                if deadline.cut:
+                    raise too_late
+                if not 200 <= response.status_code < 300:
+                    raise _http_error(url, response)
                 body = _bounded_body(response, url, max_bytes)
                 content_type = response.headers.get("Content-Type", "")
-        except urllib.error.HTTPError as error:
-            if deadline.cut:
-                raise too_late from error
-            raise _http_error(url, error) from error
-        except (TimeoutError, socket.timeout) as error:
+                # Before the connection goes back to the pool: a cut now would break the next
+                # request's connection instead of this one's.
+                deadline.disarm()
+        except httpx2.TimeoutException as error:
             raise too_late from error
-        except urllib.error.URLError as error:
-            reason = error.reason
-            if deadline.cut or isinstance(reason, (TimeoutError, socket.timeout)):
-                raise too_late from error
-            raise PlatformError(f"GET {url}: {reason}", retryable=True) from error
-        except (http.client.HTTPException, OSError) as error:
+        except httpx2.TooManyRedirects as error:
+            raise PlatformError(f"GET {url}: more than {MAX_REDIRECTS} redirects", retryable=False) from error
+        except httpx2.HTTPError as error:
             if deadline.cut:
                 raise too_late from error
-            # A connection dropped mid-answer (RemoteDisconnected, IncompleteRead, a reset).
-            raise PlatformError(
-                f"GET {url}: the connection broke: {type(error).__name__}: {error}", retryable=True
-            ) from error
+            # Refused, unreachable, a proxy that would not tunnel, a connection dropped mid-answer.
+            raise PlatformError(f"GET {url}: {_transport_problem(error)}", retryable=True) from error
         if deadline.cut:
             # The watchdog ended a body that had no length: what was read is cut short.
             raise too_late
         return body, content_type
 
 
+class _Connections:
+    """The process's HTTP connection pools: one httpx2.Client going direct, and one per proxy
+    (httpx binds a client to its proxy), each made on first use and shared by every
+    HttpPlatformClient and thread. The least recently used proxy's client is dropped past
+    PROXY_CLIENTS_KEPT, unclosed: a request may still be using it, and its connections close
+    when it is collected."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: OrderedDict[str | None, httpx2.Client] = OrderedDict()
+
+    def client(self, proxy_url: str | None) -> httpx2.Client:
+        with self._lock:
+            client = self._clients.get(proxy_url)
+            if client is None:
+                client = self._clients[proxy_url] = httpx2.Client(
+                    proxy=proxy_url,
+                    # The system's CA certificates, as urllib and OpenSSL use, not certifi's.
+                    verify=_TLS,
+                    limits=httpx2.Limits(
+                        max_connections=MAX_CONNECTIONS,
+                        max_keepalive_connections=MAX_IDLE_CONNECTIONS,
+                        keepalive_expiry=IDLE_CONNECTION_SECONDS,
+                    ),
+                    follow_redirects=True,
+                    max_redirects=MAX_REDIRECTS,
+                    headers={"User-Agent": USER_AGENT},
+                )
+                proxied = [key for key in self._clients if key is not None]
+                if len(proxied) > PROXY_CLIENTS_KEPT:
+                    del self._clients[proxied[0]]
+            self._clients.move_to_end(proxy_url)
+            return client
+
+    def forget(self) -> None:
+        """Drop every client without closing it: in a forked child, the sockets are the
+        parent's."""
+        self._clients = OrderedDict()
+        self._lock = threading.Lock()
+
+
+# The default TLS checks, the CA certificates loaded once for every request of the process.
+_TLS = ssl.create_default_context()
+_CONNECTIONS = _Connections()
+os.register_at_fork(after_in_child=_CONNECTIONS.forget)
+
+
 class _Deadline:
     """The moment a request must be over by, and its watchdog: at that moment it shuts down
-    the request's connection (the one `watch` was last given), waking whatever read waits on
-    it; `cut` tells that it did. A context manager: leaving it stops the watchdog."""
+    the request's connection (the one it last watched), waking whatever read waits on it; `cut`
+    tells that it did. A context manager: leaving it stops the watchdog, and so does `disarm`.
+
+    It watches a new connection from the moment it is open (`trace`, httpx's trace hook), and
+    a pooled one from its answer's headers (`watch_stream`): waiting for those headers is bounded
+    by the read timeout, which is the time the deadline had left when the request started."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.ends_at = time.monotonic() + seconds
         self.cut = False
+        self._armed = True
         self._connection: socket.socket | None = None
         self._lock = threading.Lock()
         self._watchdog = threading.Timer(seconds, self._cut_connection)
@@ -355,11 +412,22 @@ class _Deadline:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._watchdog.cancel()
+        self.disarm()
 
     def remaining(self) -> float:
         """Seconds left, never quite 0 (a socket timeout of 0 would mean non-blocking)."""
         return max(self.ends_at - time.monotonic(), 0.001)
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            self.watch_stream(info.get("return_value"))
+
+    def watch_stream(self, stream: Any) -> None:
+        """Watch the socket under an httpcore network stream (None, or a stream without one:
+        nothing)."""
+        connection = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(connection, socket.socket):
+            self.watch(connection)
 
     def watch(self, connection: socket.socket) -> None:
         with self._lock:
@@ -367,8 +435,15 @@ class _Deadline:
             if self.cut:
                 _shut_down(connection)
 
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+            self._watchdog.cancel()
+
     def _cut_connection(self) -> None:
         with self._lock:
+            if not self._armed:
+                return
             self.cut = True
             if self._connection is not None:
                 _shut_down(self._connection)
@@ -383,59 +458,7 @@ def _shut_down(connection: socket.socket) -> None:
         pass  # closed already: the request ended as the deadline came
 
 
-class _WatchedHTTPConnection(http.client.HTTPConnection):
-    """An HTTPConnection whose socket, once connected, its request's deadline watches."""
-
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.request_deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.request_deadline.watch(self.sock)
-
-
-class _WatchedHTTPSConnection(http.client.HTTPSConnection):
-    """_WatchedHTTPConnection for https."""
-
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.request_deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.request_deadline.watch(self.sock)
-
-
-class _WatchedHTTPHandler(urllib.request.HTTPHandler):
-    """urllib's http handler, its connections watched by `deadline`."""
-
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(partial(_WatchedHTTPConnection, deadline=self.deadline), req)
-
-
-# The default TLS checks, the CA certificates loaded once for every request of the process.
-_TLS = ssl.create_default_context()
-
-
-class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
-    """urllib's https handler (the default TLS checks), its connections watched by `deadline`."""
-
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__(context=_TLS)
-        self.deadline = deadline
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(
-            partial(_WatchedHTTPSConnection, deadline=self.deadline), req, context=_TLS
-        )
-
-
-def _bounded_body(response: Any, url: str, max_bytes: int) -> bytes:
+def _bounded_body(response: httpx2.Response, url: str, max_bytes: int) -> bytes:
     """The response's body, read a chunk at a time; past max_bytes (its Content-Length says so,
     or reading finds it) PlatformError, not retryable, the rest unread."""
     declared = response.headers.get("Content-Length")
@@ -446,7 +469,7 @@ def _bounded_body(response: Any, url: str, max_bytes: int) -> bytes:
         )
     chunks: list[bytes] = []
     size = 0
-    while chunk := response.read(READ_CHUNK_BYTES):
+    for chunk in response.iter_raw(READ_CHUNK_BYTES):
         size += len(chunk)
         if size > max_bytes:
             raise PlatformError(
@@ -464,20 +487,32 @@ def _without_url(message: str, url: str) -> str:
     return message[len(prefix):] if message.startswith(prefix) else message
 
 
-def _http_error(url: str, error: urllib.error.HTTPError) -> PlatformError:
-    """The PlatformError for a non-200 answer: 429 and 5xx are worth another try, 4xx are not."""
-    status = error.code
+def _http_error(url: str, response: httpx2.Response) -> PlatformError:
+    """The PlatformError for an answer that is not a success: 429 and 5xx are worth another try,
+    4xx are not. Its body is read up to ERROR_BODY_MAX_BYTES, for the message."""
+    status = response.status_code
+    body = bytearray()
     try:
-        body = error.read()
-    except (OSError, http.client.HTTPException):
-        body = b""
-    finally:
-        error.close()
-    detail = _error_detail(body)
-    retry_after = _retry_after(error.headers.get("Retry-After") if error.headers else None)
+        for chunk in response.iter_raw(READ_CHUNK_BYTES):
+            body += chunk
+            if len(body) >= ERROR_BODY_MAX_BYTES:
+                break
+    except httpx2.HTTPError:
+        pass  # the status says enough
+    detail = _error_detail(bytes(body[:ERROR_BODY_MAX_BYTES]))
+    retry_after = _retry_after(response.headers.get("Retry-After"))
     message = f"GET {url}: HTTP {status}" + (f": {detail}" if detail else "")
     retryable = status == 429 or status >= 500
     return PlatformError(message, retryable=retryable, status=status, retry_after=retry_after)
+
+
+def _transport_problem(error: httpx2.HTTPError) -> str:
+    """What went wrong below HTTP, as the OS or the proxy said it (httpx's message, or the name
+    of its kind when it has none); a connection that dropped mid-answer says so."""
+    text = str(error).strip() or type(error).__name__
+    if isinstance(error, (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError)):
+        return f"the connection broke: {type(error).__name__}: {text}"
+    return text
 
 
 def _error_detail(body: bytes) -> str:

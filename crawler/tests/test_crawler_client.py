@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -35,6 +36,22 @@ class Script:
         self.answer = (status, data, headers or {}, delay)
 
 
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], stop: threading.Event) -> Iterator[str]:
+    """A threaded server of `handler` on a free loopback port, its URL (no trailing slash);
+    `stop` is set before it shuts down, for handlers that wait on it."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
     script = Script()
@@ -59,18 +76,8 @@ def server() -> Iterator[tuple[str, Script]]:
             except OSError:
                 pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/", script
-    finally:
-        stop.set()
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler, stop) as url:
+        yield f"{url}/", script
 
 
 def test_list_stores_asks_the_state_and_returns_the_store_objects(
@@ -253,16 +260,8 @@ def streamer() -> Iterator[tuple[str, Streamer]]:
             except OSError:
                 pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/", stream
-    finally:
-        stream.stop.set()
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler, stream.stop) as url:
+        yield f"{url}/", stream
 
 
 MIB = 1024 * 1024
@@ -341,3 +340,63 @@ def test_a_server_dripping_bytes_is_cut_at_the_deadline_and_the_other_requests_g
 def test_a_bad_bound_is_refused() -> None:
     with pytest.raises(ValueError, match="max_menu_bytes"):
         HttpPlatformClient("http://127.0.0.1:1", "dutchie", max_menu_bytes=0)
+
+
+@pytest.fixture
+def keep_alive() -> Iterator[tuple[str, list[int]]]:
+    """The URL of an HTTP/1.1 server that keeps connections open, and the client port of each
+    request it answered: /moved redirects to /menu, /slow waits 5 s before its headers, any
+    other path answers {} at once."""
+    ports: list[int] = []
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            ports.append(self.client_address[1])
+            if self.path.endswith("/moved"):
+                self.send_response(302)
+                self.send_header("Location", self.path.replace("/moved", "/menu"))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if self.path.endswith("/slow") and stop.wait(5):
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+    with serving(Handler, stop) as url:
+        yield url, ports
+
+
+def test_requests_one_after_the_other_share_one_pooled_connection(keep_alive: tuple[str, list[int]]) -> None:
+    url, ports = keep_alive
+    clients = [HttpPlatformClient(url, "dutchie"), HttpPlatformClient(url, "jane")]
+    for client in clients * 3:
+        assert client.get(f"{url}/quick") == b"{}"
+    assert len(ports) == 6 and len(set(ports)) == 1
+
+
+def test_a_redirect_is_followed(keep_alive: tuple[str, list[int]]) -> None:
+    url, ports = keep_alive
+    assert HttpPlatformClient(url, "dutchie").get(f"{url}/stores/moved") == b"{}"
+    assert len(ports) == 2
+
+
+def test_the_deadline_holds_on_a_pooled_connection_and_the_pool_goes_on(keep_alive: tuple[str, list[int]]) -> None:
+    url, ports = keep_alive
+    client = HttpPlatformClient(url, "dutchie", timeout=0.5)
+    assert client.get(f"{url}/quick") == b"{}"
+    started = time.monotonic()
+    with pytest.raises(PlatformError, match="no answer within 0.5 s") as raised:
+        client.get(f"{url}/slow")
+    assert time.monotonic() - started < 3
+    assert raised.value.retryable and raised.value.status is None
+    assert client.get(f"{url}/quick") == b"{}"
+    assert ports[1] == ports[0]

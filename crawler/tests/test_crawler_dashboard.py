@@ -142,3 +142,24 @@ def test_the_crawler_pages_are_json_too(dashboard: Dashboard, crawled: tuple[str
     (proxy,) = http(dashboard.url + "/api/proxies?platform=dutchie").json()["proxies"]
     assert (proxy["url"], proxy["state"]) == ("http://***@10.0.0.5:3128", "rested")
     assert http(dashboard.url + "/api/proxies?platform=jane").json() == {"proxies": []}
+
+
+def test_no_crawler_page_scrolls_sideways_at_1280_px(
+    browser: Any, dashboard: Dashboard, crawled: tuple[str, dict[str, Any]]
+) -> None:
+    ids = crawled[1]
+    older, newer = ids["payloads"]
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False,
+    })
+    try:
+        for path in ("/stores", f"/stores/{ids['store']}", f"/stores/{ids['store']}/diff", "/payloads",
+                     f"/payloads/{ids['corrupt']}", f"/payloads/diff?from={older}&to={newer}", "/proxies"):
+            browser.get(dashboard.url + path)
+            assert browser.find_elements(By.CSS_SELECTOR, "main h1"), path
+            widths = browser.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+            )
+            assert widths[0] <= widths[1], (path, widths)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -3,8 +3,11 @@
 A Starlette application (`create_app`) served by uvicorn, its pages Jinja2 templates rendered on
 the server (templates/, static/); each page's data is also JSON under /api/. Every number comes
 from the same SQL the CLI reads (v_worker_capacity, v_task_counts, v_workers, taskpool_health(),
-...), every action goes through the same SQL function as the CLI's (cancel_task, retry_task,
-trigger_schedule, update_schedule), and a refusal shows the database's own message.
+...), every action goes through the same SQL function as the CLI's (enqueue_tasks, cancel_task,
+retry_task, cancel_tasks, retry_tasks, recover_stale_tasks, trigger_schedule, update_schedule, ...),
+and a refusal shows the database's own message. A destructive action asks first, on a page of its
+own (a GET on its path) whose form POSTs it. Pages refresh themselves: a vendored htmx polls each
+page's #live region (static/vendor/, static/live.js); without JavaScript they are whole, only still.
 
 Actions are off unless the server has a token (--token or TASKPOOL_DASHBOARD_TOKEN): an operator
 logs in with it (a session the server holds, its id in a cookie signed with a random key of the

@@ -7,6 +7,10 @@ Input is checked before it reaches the database: an unknown or malformed query p
 segment or action field is a 400 that names it, never a 500. Names in paths are quoted
 (`path_segment`), so a name holding `/`, `?` or `#` stays one segment. Whatever is shown, page or
 JSON, passes through `masked`: no URL's credentials reach a browser.
+
+A destructive action (ACTIONS with a `confirm`) answers a GET on its own path with a page that
+asks (the count and the first tasks of a bulk action), whose form POSTs to that path: it works
+without JavaScript. The New task form re-renders with what was typed when it is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -46,7 +50,7 @@ from pyworker.dashboard.sessions import (
     is_operator,
     new_cookie_key,
 )
-from pyworker.db import SCHEDULE_FIELDS, Database
+from pyworker.db import BULK_ACTION_STATUSES, SCHEDULE_FIELDS, Database
 from pyworker.deadlines import PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS, call_within
 from pyworker.metrics import database_metrics
 from pyworker.errors import (
@@ -58,7 +62,7 @@ from pyworker.errors import (
     SchemaMissing,
     TaskpoolError,
 )
-from pyworker.output import json_text, shown
+from pyworker.output import counted, json_text, shown
 
 HERE = Path(__file__).resolve().parent
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
@@ -74,6 +78,13 @@ MAX_TEXT_PARAM = 1000
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 # The overview's chart: this many hours, the current one last.
 CHART_HOURS = 12
+# The live refresh: htmx (vendored, its version in the file name, so it may be cached for good)
+# polls each page's #live region this often.
+HTMX_FILE = "htmx-2.0.11.min.js"
+LIVE_SECONDS = 5
+IMMUTABLE_CACHE = "public, max-age=31536000, immutable"
+# Tasks a transaction in a bulk cancel or retry (the CLI's --batch-size default).
+BULK_BATCH_SIZE = 1000
 PLATFORM_EVENTS_SHOWN = 50
 CORE_MENU = [
     ("Overview", "/"),
@@ -144,9 +155,14 @@ def flash(request: Request, kind: str, message: str) -> None:
 
 def render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
     """A page: `template` (extending base.html) with the menu, the log-in state, the CSRF token
-    and the messages waiting for this session. Plug-ins render theirs with it too."""
+    and the messages waiting for this session. Plug-ins render theirs with it too. A page read
+    with GET refreshes itself (`live`) unless its context says `"live": False` (a form, a
+    confirmation: nothing there to keep up with)."""
     state = request.app.state
     page = {
+        "live": request.method == "GET" and status_code < 400,
+        "live_seconds": LIVE_SECONDS,
+        "htmx_file": HTMX_FILE,
         "request": request,
         "menu": state.menu,
         "broken_plugins": state.broken_plugins,
@@ -315,7 +331,10 @@ def overview(request: Request) -> Response:
     check_params(request)
     with open_database(request) as db:
         data = overview_data(db)
-    return respond(request, data, "overview.html", {**data, "chart": throughput_chart(data["throughput"])})
+        total_tasks = sum(row["tasks"] for row in db.task_counts())
+    return respond(request, data, "overview.html", {
+        **data, "chart": throughput_chart(data["throughput"]), "chart_hours": CHART_HOURS, "total_tasks": total_tasks,
+    })
 
 
 # Tasks
@@ -347,8 +366,10 @@ def task_list(request: Request) -> Response:
         tasks = db.list_tasks(**filters, limit=per_page, offset=(page - 1) * per_page)
         total = db.count_tasks(**filters)
     paged = paging({**filters, "limit": limit}, total=total, page=page, limit=per_page)
+    given = {name: value for name, value in filters.items() if value is not None}
     return respond(request, {"tasks": tasks, **paged.as_json()}, "tasks.html", {
         "tasks": tasks, "paging": paged, "filters": filters, "roles": roles, "statuses": TASK_STATUSES,
+        "bulk_query": urlencode(given),
     })
 
 
@@ -536,6 +557,29 @@ class Action:
     said: Callable[[dict[str, Any], dict[str, Any]], str]
     # The fields it takes besides the path's (and a form's csrf); any other is refused.
     fields: tuple[str, ...] = ()
+    # A destructive action's question (GET on its path: a page that asks, then POSTs), given the
+    # fields; None: the button acts at once.
+    confirm: Callable[[Database, dict[str, Any]], Confirmation] | None = None
+
+
+@dataclass
+class Confirmation:
+    """What a confirmation page asks before a destructive action: the question, what follows, the
+    tasks it would take (a sample of `count`), the fields its form carries on (`hidden`) and those
+    it asks for (`inputs`: name, label, placeholder). Not `possible`: nothing to do, no button."""
+
+    question: str
+    consequence: str
+    button: str
+    possible: bool = True
+    count: int = 0
+    sample: list[dict[str, Any]] = field(default_factory=list)
+    sample_time: str = "created"
+    hidden: dict[str, Any] = field(default_factory=dict)
+    inputs: tuple[tuple[str, str, str], ...] = ()
+
+
+REASON_INPUT = (("reason", "reason (optional)", "why, for the other operators"),)
 
 
 def cancelled(params: dict[str, Any], row: dict[str, Any]) -> str:
@@ -551,6 +595,14 @@ def given_text(fields: dict[str, Any], name: str) -> str | None:
 
 
 BOOLEAN_WORDS = {"true", "false", "t", "f", "yes", "no", "on", "off", "1", "0"}
+# The SQL type of each action field that is not text: a schedule's, a task's, the bulk filters'.
+FIELD_KINDS = {
+    **SCHEDULE_FIELDS,
+    "store": "integer",
+    "max_retries": "integer",
+    "scheduled_for": "timestamptz",
+    "threshold_minutes": "integer",
+}
 # What a field of each SCHEDULE_FIELDS type must be, in a refusal.
 KIND_WORDS = {
     "integer": "a whole number",
@@ -564,8 +616,8 @@ KIND_WORDS = {
 
 def checked_field(name: str, value: Any) -> Any:
     """A submitted field (from a form: text; from JSON: any value) the database can take as its
-    SCHEDULE_FIELDS type (text when it has none), else a 400 naming it."""
-    kind = SCHEDULE_FIELDS.get(name, "text")
+    FIELD_KINDS type (text when it has none), else a 400 naming it."""
+    kind = FIELD_KINDS.get(name, "text")
     if value is None or (kind == "jsonb" and isinstance(value, (dict, list))):
         return value
     if kind == "integer" and isinstance(value, int) and not isinstance(value, bool):
@@ -594,10 +646,23 @@ def holds_nul(value: Any) -> bool:
     return False
 
 
+def json_field(name: str, value: Any) -> Any:
+    """A JSON field: text (a form's) read as JSON, else a 400 naming it; one holding a NUL, which
+    jsonb cannot store, refused too."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise InvalidInput(f"{name} is not JSON: {error}") from error
+    if holds_nul(value):
+        raise HTTPException(400, f"{name} must not contain a NUL character")
+    return value
+
+
 def checked_cast(db: Database, name: str, value: Any) -> None:
     """An interval or a time the database reads, else a 400 naming the field (the cast's own
     message does not)."""
-    kind = SCHEDULE_FIELDS[name]
+    kind = FIELD_KINDS[name]
     if kind in ("interval", "timestamptz") and isinstance(value, str):
         try:
             # Whether it casts, not the value: one past Python's range would fail to load.
@@ -615,13 +680,8 @@ def schedule_fields(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
         value = given_text(fields, name)
         if value is None:
             continue
-        if name == "payload" and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError as error:
-                raise InvalidInput(f"payload is not JSON: {error}") from error
-        if name == "payload" and holds_nul(value):
-            raise HTTPException(400, "payload must not contain a NUL character")
+        if name == "payload":
+            value = json_field(name, value)
         checked_cast(db, name, value)
         chosen[name] = value
     return chosen
@@ -645,12 +705,238 @@ def since_text(moment: Any) -> str:
     return f" since {shown(moment)}" if moment is not None else ""
 
 
-# Each action by its path (its page's; the API's is /api + path): POST only.
+# Confirmations: what each destructive action asks first
+
+
+def confirm_cancel(db: Database, fields: dict[str, Any]) -> Confirmation:
+    task_id = fields["task_id"]
+    task = db.get_task(task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    question = f"Cancel task {task_id} ({task['role']}, {task['status']})?"
+    if task["status"] == "pending":
+        return Confirmation(question, "It is cancelled now and never runs; Retry puts it back.", "Cancel the task")
+    if task["status"] in ("claimed", "running"):
+        return Confirmation(
+            question,
+            f"Worker {task['worker_id']} has it: the worker is told to stop it, and it ends cancelled.",
+            "Cancel the task",
+        )
+    return Confirmation(
+        question, "Only a pending, claimed or running task can be cancelled.", "Cancel the task", possible=False
+    )
+
+
+def confirm_pause(db: Database, fields: dict[str, Any]) -> Confirmation:
+    checked_role(fields["role"], db.roles())
+    return Confirmation(
+        f"Pause role {fields['role']}?",
+        "Its tasks are still enqueued but handed to no worker until it is resumed; those running finish.",
+        "Pause the role",
+        inputs=REASON_INPUT,
+    )
+
+
+def confirm_disable_platform(db: Database, fields: dict[str, Any]) -> Confirmation:
+    return Confirmation(
+        f"Disable platform {fields['platform']}?",
+        "None of its tasks is handed out until it is enabled again; those running finish.",
+        "Disable the platform",
+        inputs=REASON_INPUT,
+    )
+
+
+def existing_schedule(db: Database, name: str) -> dict[str, Any]:
+    found = [row for row in db.schedules() if row["name"] == name]
+    if not found:
+        raise NotFound(f"schedule {name!r} does not exist")
+    return found[0]
+
+
+def confirm_disable_schedule(db: Database, fields: dict[str, Any]) -> Confirmation:
+    existing_schedule(db, fields["name"])
+    return Confirmation(
+        f"Disable schedule {fields['name']}?",
+        "It makes no tasks until it is enabled again; the tasks it made stay.",
+        "Disable the schedule",
+    )
+
+
+def confirm_delete_schedule(db: Database, fields: dict[str, Any]) -> Confirmation:
+    schedule = existing_schedule(db, fields["name"])
+    return Confirmation(
+        f"Delete schedule {fields['name']} ({schedule['role']})?",
+        "It is gone for good (make it again to undo); the tasks it made stay.",
+        "Delete the schedule",
+    )
+
+
+# Bulk actions: the task list's filters, through tasks_matching, cancel_tasks and retry_tasks.
+BULK_FILTERS = ("role", "status", "store", "error")
+BULK_WORDS = {
+    "cancel": ("Cancel", "cancelled", "Pending ones are cancelled now, claimed or running ones as soon as their worker hears."),
+    "retry": ("Retry", "retried", "Each goes back to pending now with a fresh retry budget, as Retry does for one."),
+}
+
+
+def like_pattern(text: str) -> str:
+    """An ILIKE pattern matching what contains `text` (the task list's error filter), its `%`, `_`
+    and `\\` taken literally."""
+    return "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
+
+
+def described_filters(fields: dict[str, Any]) -> str:
+    """The filters as the question shows them: role=x status=pending error contains '503'."""
+    words = [f"{name}={fields[name]}" for name in ("role", "status", "store") if fields.get(name) is not None]
+    if fields.get("error") is not None:
+        words.append(f"error contains {fields['error']!r}")
+    return " ".join(words)
+
+
+def bulk_filters(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+    """tasks_matching's filters from the task list's (an unknown role named, as the list does)."""
+    given = {name: given_text(fields, name) for name in BULK_FILTERS}
+    checked_role(given["role"], db.roles())
+    return {
+        "role": given["role"],
+        "status": given["status"],
+        "store": int(given["store"]) if given["store"] is not None else None,
+        "platform": None,
+        "error_like": like_pattern(given["error"]) if given["error"] is not None else None,
+        "created_before": None,
+        "created_after": None,
+    }
+
+
+def bulk_confirmation(action: str) -> Callable[[Database, dict[str, Any]], Confirmation]:
+    verb, past, consequence = BULK_WORDS[action]
+
+    def confirm(db: Database, fields: dict[str, Any]) -> Confirmation:
+        count, sample = db.tasks_matching(action, bulk_filters(db, fields))
+        described = described_filters(fields)
+        hidden = {name: fields[name] for name in BULK_FILTERS if fields.get(name) is not None}
+        rows = [{**task, "at": task["created_at"]} for task in sample]
+        if not count:
+            return Confirmation(
+                f"No task matching {described} can be {past}",
+                f"{verb} takes {' or '.join(BULK_ACTION_STATUSES[action])} tasks only.",
+                verb, possible=False,
+            )
+        return Confirmation(
+            f"{verb} {count:,} {'task' if count == 1 else 'tasks'} matching {described}?",
+            f"{consequence} Done {BULK_BATCH_SIZE:,} tasks a transaction, as pyworker {action} with these filters does.",
+            f"{verb} {count:,} {'task' if count == 1 else 'tasks'}",
+            count=count, sample=rows, hidden=hidden,
+        )
+
+    return confirm
+
+
+def bulk_run(action: str) -> Callable[[Database, dict[str, Any]], dict[str, Any]]:
+    def run(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+        done = sum(db.bulk_task_action(action, bulk_filters(db, fields), BULK_BATCH_SIZE))
+        return {"tasks": done}
+
+    return run
+
+
+def bulk_said(action: str) -> Callable[[dict[str, Any], dict[str, Any]], str]:
+    def said(fields: dict[str, Any], row: dict[str, Any]) -> str:
+        tasks = row["tasks"]
+        return f"{BULK_WORDS[action][1]} {tasks:,} {'task' if tasks == 1 else 'tasks'} matching {described_filters(fields)}"
+
+    return said
+
+
+def bulk_back(fields: dict[str, Any]) -> str:
+    given = {name: fields[name] for name in BULK_FILTERS if fields.get(name) is not None}
+    return f"/tasks?{urlencode(given)}"
+
+
+def confirm_recover_stale(db: Database, fields: dict[str, Any]) -> Confirmation:
+    stuck = db.stuck_tasks()
+    rows = [{**task, "at": task["last_heartbeat_at"], "error_message": None} for task in stuck[:10]]
+    return Confirmation(
+        f"Recover {counted(len(stuck), 'stale task')}?" if stuck else "Recover stale tasks?",
+        "A claimed or running task whose worker stopped heartbeating goes back to pending while it has"
+        " retries left, else to failed (cancelled if a cancel was asked), as the tick and"
+        " pyworker recover-stale do."
+        + ("" if stuck else " None is silent past its role's stale threshold now; a shorter threshold below may find some."),
+        "Recover them",
+        count=len(stuck), sample=rows, sample_time="last heartbeat",
+        inputs=(("threshold_minutes", "stale after N minutes without a heartbeat (blank: each role's threshold)", ""),),
+    )
+
+
+def recovered(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+    given = given_text(fields, "threshold_minutes")
+    threshold = None if given is None else whole_number("threshold_minutes", str(given), minimum=1, maximum=MAX_INTEGER)
+    return {"recovered": db.recover_stale_tasks(threshold)}
+
+
+# A new task: enqueue_tasks with one spec, as `pyworker enqueue` makes it.
+TASK_FIELDS = ("role", "payload", "store", "priority", "scheduled_for", "dedupe_key", "max_retries")
+# enqueue_tasks names a bad spec by its index in the batch: "tasks[0]: unknown role 'x'".
+SPEC_INDEX = re.compile(r"^tasks\[\d+\]: ")
+
+
+def created_task(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+    role = given_text(fields, "role")
+    if role is None:
+        raise InvalidInput("a new task needs a role")
+    spec: dict[str, Any] = {"role": role}
+    for name in TASK_FIELDS[1:]:
+        value = given_text(fields, name)
+        if value is None:
+            continue
+        if name == "payload":
+            value = json_field(name, value)
+        elif name == "scheduled_for":
+            checked_cast(db, name, value)
+        elif FIELD_KINDS.get(name) == "integer":
+            value = int(value)
+        spec["dispensary_id" if name == "store" else name] = value
+    try:
+        with db.transaction():
+            (task,) = db.enqueue_tasks([spec])
+            # A task made now has the transaction's time; one that a dedupe key matched is older.
+            clock = db.query_one("SELECT taskpool_now() AS now")
+    except TaskpoolError as error:
+        message = error.args[0] if error.args else str(error)
+        raise type(error)(SPEC_INDEX.sub("", message), hint=error.hint) from error
+    return {**task, "deduplicated": clock is not None and task["created_at"] < clock["now"]}
+
+
+CREATE_TASK = Action(
+    run=created_task,
+    back=lambda p: "/tasks",
+    said=lambda p, row: f"task {row['id']} enqueued",
+    fields=TASK_FIELDS,
+)
+
+# Each action by its path (its page's; the API's is /api + path): POST only; a destructive one's
+# GET is its confirmation page.
 ACTIONS: dict[str, Action] = {
+    "/tasks/bulk-cancel": Action(
+        run=bulk_run("cancel"), back=bulk_back, said=bulk_said("cancel"), fields=BULK_FILTERS,
+        confirm=bulk_confirmation("cancel"),
+    ),
+    "/tasks/bulk-retry": Action(
+        run=bulk_run("retry"), back=bulk_back, said=bulk_said("retry"), fields=BULK_FILTERS,
+        confirm=bulk_confirmation("retry"),
+    ),
+    "/tasks/recover-stale": Action(
+        run=recovered,
+        back=lambda p: "/health",
+        said=lambda p, row: f"recovered {counted(row['recovered'], 'stale task')}",
+        fields=("threshold_minutes",),
+        confirm=confirm_recover_stale,
+    ),
     "/tasks/{task_id}/cancel": Action(
         run=lambda db, p: db.cancel_task(p["task_id"]),
         back=lambda p: f"/tasks/{p['task_id']}",
         said=cancelled,
+        confirm=confirm_cancel,
     ),
     "/tasks/{task_id}/retry": Action(
         run=lambda db, p: db.retry_task(p["task_id"]),
@@ -673,6 +959,7 @@ ACTIONS: dict[str, Action] = {
         run=lambda db, p: db.delete_schedule(p["name"]),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} deleted; the tasks it made stay",
+        confirm=confirm_delete_schedule,
     ),
     "/schedules/{name:path}/trigger": Action(
         run=lambda db, p: db.trigger_schedule(p["name"]),
@@ -688,12 +975,14 @@ ACTIONS: dict[str, Action] = {
         run=lambda db, p: db.update_schedule(p["name"], enabled=False),
         back=lambda p: "/schedules",
         said=lambda p, row: f"schedule {row['name']} disabled",
+        confirm=confirm_disable_schedule,
     ),
     "/roles/{role:path}/pause": Action(
         run=lambda db, p: db.pause_role(p["role"], given_text(p, "reason")),
         back=lambda p: "/",
         said=lambda p, row: f"role {row['role']} paused{since_text(row['paused_at'])}: no worker is handed its tasks",
         fields=("reason",),
+        confirm=confirm_pause,
     ),
     "/roles/{role:path}/resume": Action(
         run=lambda db, p: db.resume_role(p["role"]),
@@ -705,6 +994,7 @@ ACTIONS: dict[str, Action] = {
         back=lambda p: "/platforms",
         said=lambda p, row: f"platform {row['platform']} disabled{since_text(row['disabled_at'])}: none of its tasks is handed out",
         fields=("reason",),
+        confirm=confirm_disable_platform,
     ),
     "/platforms/{platform:path}/enable": Action(
         run=lambda db, p: db.enable_platform(p["platform"]),
@@ -734,19 +1024,91 @@ def performed(request: Request, action: Action, fields: dict[str, Any]) -> dict[
         return action.run(db, fields)
 
 
+async def operator_form(request: Request) -> dict[str, str]:
+    """The fields of a page's POST, once it is known to come from a logged-in operator's page:
+    actions on, the session's CSRF token (checked before anything else), no query parameter."""
+    if request.app.state.token is None:
+        raise HTTPException(403, ACTIONS_OFF)
+    form = await form_of(request)
+    check_csrf(request, form)
+    if not is_operator(request):
+        raise HTTPException(403, "log in with the dashboard's token first")
+    check_params(request)
+    return {key: value for key, value in form.items() if key != "csrf"}
+
+
+def operator_page(request: Request, path: str) -> Response | None:
+    """For a page only an operator sees (a confirmation, a form) at `path` (its names quoted):
+    None when this is one; a browser that has not logged in is sent to log in, and back."""
+    if request.app.state.token is None:
+        raise HTTPException(403, ACTIONS_OFF)
+    if is_operator(request):
+        return None
+    wanted = path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?{urlencode({'next': wanted})}", status_code=303)
+
+
+def confirmation_endpoint(route_path: str, action: Action) -> Callable[[Request], Any]:
+    """GET on a destructive action's path: the page that asks (how many, which), whose form POSTs
+    to the same path. Works without JavaScript; changes nothing."""
+    assert action.confirm is not None
+    confirm = action.confirm
+
+    def confirmation_page(request: Request) -> Response:
+        fields = action_fields(request, action, dict(request.query_params))
+        # Rebuilt with each name quoted: the request's path is decoded, and a name holding `/`
+        # or `..` would make it another action's.
+        path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: path_segment(request.path_params[m.group(1)]), route_path)
+        login = operator_page(request, path)
+        if login is not None:
+            return login
+        with open_database(request) as db:
+            confirmation = confirm(db, fields)
+        return render(request, "confirm.html", {
+            "confirmation": confirmation, "action_path": path, "back": action.back(fields), "live": False,
+        })
+
+    return confirmation_page
+
+
+def new_task_page(request: Request, values: dict[str, Any], error: str | None = None, status_code: int = 200) -> Response:
+    with open_database(request) as db:
+        roles = db.roles()
+    return render(request, "task_new.html", {
+        "roles": roles, "values": values, "error": error, "live": False,
+    }, status_code=status_code)
+
+
+def new_task_form(request: Request) -> Response:
+    check_params(request, "role")
+    role = text_param(request, "role")
+    return operator_page(request, "/tasks/new") or new_task_page(request, {"role": role})
+
+
+async def create_task(request: Request) -> Response:
+    """The New task form's POST: the task, or the form again with what was typed and the reason
+    it was refused (nothing made)."""
+    values = await operator_form(request)
+    try:
+        fields = action_fields(request, CREATE_TASK, values)
+        task = await run_in_threadpool(performed, request, CREATE_TASK, fields)
+    except (TaskpoolError, HTTPException) as error:
+        status_code = http_status(error) if isinstance(error, TaskpoolError) else error.status_code
+        message = str(error) if isinstance(error, TaskpoolError) else error.detail
+        return await run_in_threadpool(new_task_page, request, values, message, status_code)
+    if task["deduplicated"]:
+        flash(request, "ok", f"nothing enqueued: task {task['id']} ({task['status']}) holds dedupe key {task['dedupe_key']}")
+    else:
+        flash(request, "ok", f"task {task['id']} enqueued: {task['role']}, {task['status']}")
+    return RedirectResponse(f"/tasks/{task['id']}", status_code=303)
+
+
 def action_endpoint(action: Action) -> Callable[[Request], Any]:
     """The page's action: checked, done, and its outcome (or the database's refusal) shown on the
     page it goes back to."""
 
     async def page_action(request: Request) -> Response:
-        if request.app.state.token is None:
-            raise HTTPException(403, ACTIONS_OFF)
-        form = await form_of(request)
-        check_csrf(request, form)
-        if not is_operator(request):
-            raise HTTPException(403, "log in with the dashboard's token first")
-        check_params(request)
-        fields = action_fields(request, action, {key: value for key, value in form.items() if key != "csrf"})
+        fields = action_fields(request, action, await operator_form(request))
         try:
             # The form is read (async); the SQL call blocks, so it runs in the thread pool.
             row = await run_in_threadpool(performed, request, action, fields)
@@ -810,8 +1172,23 @@ async def http_error(request: Request, error: Exception) -> Response:
 # The application
 
 
+class VersionedFiles(StaticFiles):
+    """Vendored files, each name carrying its version (htmx-2.0.11.min.js): a browser may keep
+    one for a year without asking again, since a new version comes under a new name."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = IMMUTABLE_CACHE
+        return response
+
+
 def core_routes() -> list[Route]:
+    # Confirmations and the New task form first: /tasks/{task_id} would take their paths.
     routes = [
+        *(Route(path, confirmation_endpoint(path, action), methods=["GET"]) for path, action in ACTIONS.items() if action.confirm),
+        Route("/tasks/new", new_task_form, methods=["GET"]),
+        Route("/tasks/create", create_task, methods=["POST"]),
+        Route("/api/tasks/create", api_action_endpoint(CREATE_TASK), methods=["POST"]),
         Route("/", overview),
         Route("/api/overview", overview),
         Route("/tasks", task_list),
@@ -869,6 +1246,7 @@ def create_app(
         routes=[
             *routes,
             *(route for pages in plugins.pages for route in pages.routes),
+            Mount("/static/vendor", VersionedFiles(directory=HERE / "static" / "vendor"), name="vendor"),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[

@@ -108,4 +108,9 @@ def refusal(request: Request) -> Response:
             headers={"WWW-Authenticate": "Bearer"},
         )
     wanted = path + (f"?{request.url.query}" if request.url.query else "")
-    return RedirectResponse(f"/login?{urlencode({'next': wanted})}", status_code=303)
+    login = f"/login?{urlencode({'next': wanted})}"
+    if request.headers.get("hx-request") == "true":
+        # The live refresh (htmx) of a page whose log-in has ended: the whole page goes to log in,
+        # rather than the log-in form being swapped into the page's region.
+        return Response(status_code=200, headers={"HX-Redirect": login})
+    return RedirectResponse(login, status_code=303)
