@@ -308,8 +308,8 @@ def enqueue_single(server: Server, plan: Plan) -> float:
 
 # One pgbench transaction pair = one task through the worker's own calls, no worker process:
 # claim and start it (one transaction), then complete it (a second), as in ceiling 1b.
-SQL_CYCLE_SCRIPT = """SELECT id AS task_id, attempt FROM claim_and_start_tasks('bench_noop', 'w' || :client_id, 1) \\gset
-SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
+SQL_CYCLE_SCRIPT = """SELECT id AS task_id, attempt, claim_token FROM claim_and_start_tasks('bench_noop', 'w' || :client_id, 1) \\gset
+SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt, :claim_token::uuid);
 """
 
 
@@ -367,8 +367,8 @@ def claim_rates(server: Server, plan: Plan) -> tuple[list[float], list[float]]:
 # 7: history -------------------------------------------------------------------------------
 
 # One pgbench transaction = one task through the real functions: claim it, then complete it.
-CYCLE_SCRIPT = """SELECT id AS task_id, attempt FROM claim_task('bench_noop', 'w' || :client_id) \\gset
-SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt);
+CYCLE_SCRIPT = """SELECT id AS task_id, attempt, claim_token FROM claim_task('bench_noop', 'w' || :client_id) \\gset
+SELECT 1 FROM complete_task(:task_id, 'w' || :client_id, :attempt, :claim_token::uuid);
 """
 
 

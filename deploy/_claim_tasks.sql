@@ -2,6 +2,7 @@
 -- requires: _claim_tasks@v0.5.0
 -- requires: task_roles_paused
 -- requires: platform_governance_enabled
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -135,6 +136,9 @@ BEGIN
                 SET status = CASE WHEN _claim_tasks.start THEN 'running' ELSE 'claimed' END,
                     worker_id = _claim_tasks.worker_id,
                     attempt = t.attempt + 1,
+                    -- the fence beside the attempt: a claim the database forgot (lost WAL)
+                    -- may have had this attempt number, never this token
+                    claim_token = gen_random_uuid(),
                     claimed_at = v_now,
                     started_at = CASE WHEN _claim_tasks.start THEN v_now END,
                     last_heartbeat_at = v_now,

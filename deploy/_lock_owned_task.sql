@@ -1,12 +1,16 @@
 -- Deploy taskpool:_lock_owned_task to pg
+-- requires: _lock_owned_task@v0.5.0
 -- requires: _check_repeated_call
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
 
+DROP FUNCTION _lock_owned_task(bigint, text, integer);
+
 -- _lock_owned_task
--- Locks and returns the task while worker_id owns that attempt of it, else raises (the fence).
-CREATE FUNCTION _lock_owned_task(task_id bigint, worker_id text, attempt integer)
+-- Locks and returns the task while worker_id holds the claim of that attempt and token, else raises (the fence).
+CREATE FUNCTION _lock_owned_task(task_id bigint, worker_id text, attempt integer, claim_token uuid)
 RETURNS worker_tasks
 LANGUAGE plpgsql
 AS $$
@@ -18,17 +22,18 @@ BEGIN
     WHERE t.id = _lock_owned_task.task_id
       AND t.worker_id = _lock_owned_task.worker_id
       AND t.attempt = _lock_owned_task.attempt
+      AND t.claim_token = _lock_owned_task.claim_token
       AND t.status IN ('claimed', 'running')
     FOR UPDATE;
     IF NOT FOUND THEN
         -- No status counts as done: fail, snooze and release are not repeated safely.
         PERFORM _check_repeated_call(_lock_owned_task.task_id, _lock_owned_task.worker_id,
-                                     _lock_owned_task.attempt, NULL);
+                                     _lock_owned_task.attempt, _lock_owned_task.claim_token, NULL);
     END IF;
     RETURN v_task;
 END;
 $$;
 
-REVOKE ALL ON FUNCTION _lock_owned_task(bigint, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION _lock_owned_task(bigint, text, integer, uuid) FROM PUBLIC;
 
 COMMIT;

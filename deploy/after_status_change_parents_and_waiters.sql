@@ -3,6 +3,7 @@
 -- requires: _enqueue_specs
 -- requires: task_result_waits
 -- requires: task_wait_channel
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -14,7 +15,8 @@ SET client_min_messages = 'warning';
 --   function only for a task with a store, an object result (as before) or waited set, so the
 --   completion of a task nobody waits for costs what it cost before, and sends no NOTIFY
 --   (NOTIFY serializes the commits of every notifying transaction).
--- The body is the change tg_worker_tasks__after_status_change's, with those two additions.
+-- The body is the change tg_worker_tasks__after_status_change's, with those two additions, and
+-- the attempt it records keeps its claim_token.
 CREATE OR REPLACE FUNCTION tg_worker_tasks__after_status_change()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -33,11 +35,11 @@ BEGIN
     -- An attempt ended: keep it in worker_task_attempts (the task row keeps only the current one).
     IF OLD.status IN ('claimed', 'running') AND NEW.status IN ('pending', 'failed', 'cancelled') THEN
         INSERT INTO worker_task_attempts (
-            task_id, attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at,
-            outcome, error_message)
+            task_id, attempt, claim_token, worker_id, claimed_at, started_at, last_heartbeat_at,
+            ended_at, outcome, error_message)
         VALUES (
-            OLD.id, OLD.attempt, OLD.worker_id, OLD.claimed_at, OLD.started_at, OLD.last_heartbeat_at,
-            taskpool_now(),
+            OLD.id, OLD.attempt, OLD.claim_token, OLD.worker_id, OLD.claimed_at, OLD.started_at,
+            OLD.last_heartbeat_at, taskpool_now(),
             CASE
                 WHEN NEW.status <> 'pending' THEN NEW.status
                 WHEN NEW.retry_count > OLD.retry_count THEN 'retried'

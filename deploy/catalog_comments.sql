@@ -36,6 +36,7 @@
 -- requires: update_schedule
 -- requires: worker_capacity
 -- requires: worker_wake_channel
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -60,27 +61,29 @@ Example:
 
 COMMENT ON FUNCTION claim_and_start_tasks(text, text, integer) IS $$Claims and starts up to max_tasks ready tasks of a role in one transaction; returns them.
 Example:
-  SELECT id, attempt, payload FROM claim_and_start_tasks('product_resync', 'w1');$$;
+  SELECT id, attempt, claim_token, payload FROM claim_and_start_tasks('product_resync', 'w1');$$;
 
 COMMENT ON FUNCTION claim_task(text, text) IS $$Claims the next ready task of a role for a worker: the task row, or no row.
 Example:
   SELECT claim_task('product_resync', 'w1');
-  SELECT id, dispensary_id, attempt, payload FROM claim_task('product_resync', 'w1');$$;
+  SELECT id, dispensary_id, attempt, claim_token, payload FROM claim_task('product_resync', 'w1');$$;
 
 COMMENT ON FUNCTION claim_tasks(text, text, integer) IS $$Claims up to max_tasks ready tasks of a role for a worker, at most one per store; returns them.
 Example:
-  SELECT id, dispensary_id, attempt FROM claim_tasks('product_resync', 'w1', 10);$$;
+  SELECT id, dispensary_id, attempt, claim_token FROM claim_tasks('product_resync', 'w1', 10);$$;
 
-COMMENT ON FUNCTION complete_task(bigint, text, integer, jsonb, jsonb) IS $$Records a task's success and result, and enqueues its follow-up tasks in the same transaction.
+COMMENT ON FUNCTION complete_task(bigint, text, integer, uuid, jsonb, jsonb) IS $$Records a task's success and result, and enqueues its follow-up tasks in the same transaction.
 Example:
-  SELECT status FROM complete_task(42, 'w1', 1, '{"products": 118}',
+  SELECT status FROM complete_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', '{"products": 118}',
       follow_ups := '[{"role": "product_refresh", "dispensary_id": 7, "payload": {"payload_id": 9}}]');$$;
 
 COMMENT ON FUNCTION complete_tasks(text, jsonb) IS $$Records the success of several tasks a worker holds in one transaction, with their results and follow-up tasks; says for each whether it was recorded.
 Example:
-  SELECT * FROM complete_tasks('w1', '[{"task_id": 41, "attempt": 1, "result": {"ok": true}},
-                                       {"task_id": 42, "attempt": 2,
-                                        "follow_ups": [{"role": "product_refresh", "dispensary_id": 7}]}]');$$;
+  SELECT * FROM complete_tasks('w1', '[
+      {"task_id": 41, "attempt": 1, "claim_token": "5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10",
+       "result": {"ok": true}},
+      {"task_id": 42, "attempt": 2, "claim_token": "0e7d5f3a-2c8b-4f1e-a6d9-3b4c5d6e7f80",
+       "follow_ups": [{"role": "product_refresh", "dispensary_id": 7}]}]');$$;
 
 COMMENT ON FUNCTION count_prunable_tasks(interval) IS $$Counts the finished tasks prune_tasks(older_than) would delete now, deleting nothing: a prune's dry run.
 Example:
@@ -101,22 +104,23 @@ Example:
       {"role": "product_resync", "dispensary_id": 1, "priority": 5},
       {"role": "analytics_refresh", "dedupe_key": "analytics:2026-01-31"}]');$$;
 
-COMMENT ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) IS $$Records a failed attempt: back to pending after a backoff while retries remain, else failed.
+COMMENT ON FUNCTION fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb) IS $$Records a failed attempt: back to pending after a backoff while retries remain, else failed.
 Example:
-  SELECT status, retry_count, scheduled_for FROM fail_task(42, 'w1', 1, 'HTTP 503 from platform');
-  SELECT status FROM fail_task(42, 'w1', 1, 'store closed', retryable := false);
-  SELECT status FROM fail_task(42, 'w1', 1, 'KeyError: ''price''',
+  SELECT status, retry_count, scheduled_for FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'HTTP 503 from platform');
+  SELECT status FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'store closed', retryable := false);
+  SELECT status FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'KeyError: ''price''',
                                error_details := E'Traceback (most recent call last):\n...');
-  SELECT status FROM fail_task(42, 'w1', 1, 'command exited with status 3: no such store',
+  SELECT status FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'command exited with status 3: no such store',
                                error_data := '{"exit_code": 3, "stderr_tail": "no such store"}');$$;
 
-COMMENT ON FUNCTION heartbeat_task(bigint, text, integer) IS $$Keeps a worker's task alive and answers what the worker should do: continue, cancel_requested, lost or not_found.
+COMMENT ON FUNCTION heartbeat_task(bigint, text, integer, uuid) IS $$Keeps a worker's task alive and answers what the worker should do: continue, cancel_requested, lost or not_found.
 Example:
-  SELECT heartbeat_task(42, 'w1', 1);   -- 'continue'$$;
+  SELECT heartbeat_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10');   -- 'continue'$$;
 
-COMMENT ON FUNCTION heartbeat_tasks(text, bigint[], integer[]) IS $$Keeps all the tasks a worker holds alive in one call and answers, for each, what heartbeat_task would: continue, cancel_requested, lost or not_found; or busy: another transaction is changing the task this instant (its completion, a cancel, a recovery), so it was not beaten this time.
+COMMENT ON FUNCTION heartbeat_tasks(text, bigint[], integer[], uuid[]) IS $$Keeps all the tasks a worker holds alive in one call and answers, for each, what heartbeat_task would: continue, cancel_requested, lost or not_found; or busy: another transaction is changing the task this instant (its completion, a cancel, a recovery), so it was not beaten this time.
 Example:
-  SELECT * FROM heartbeat_tasks('w1', ARRAY[41, 42], ARRAY[1, 3]);
+  SELECT * FROM heartbeat_tasks('w1', ARRAY[41, 42], ARRAY[1, 3],
+      ARRAY['5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', '0e7d5f3a-2c8b-4f1e-a6d9-3b4c5d6e7f80']::uuid[]);
   -- (41, 'continue'), (42, 'cancel_requested')$$;
 
 COMMENT ON FUNCTION heartbeat_worker(text) IS $$Marks a registered worker as seen now, busy or idle; false when it is not registered.
@@ -166,9 +170,9 @@ COMMENT ON FUNCTION register_worker(text, text[], text, integer) IS $$Enters a s
 Example:
   SELECT role, stale_threshold FROM register_worker('w1', ARRAY['product_resync', 'analytics_refresh'], 'host-a', 4242);$$;
 
-COMMENT ON FUNCTION release_task(bigint, text, integer) IS $$Hands a worker's task back to the pool, ready now, without spending a retry (e.g. on shutdown).
+COMMENT ON FUNCTION release_task(bigint, text, integer, uuid) IS $$Hands a worker's task back to the pool, ready now, without spending a retry (e.g. on shutdown).
 Example:
-  SELECT status FROM release_task(42, 'w1', 1);   -- pending$$;
+  SELECT status FROM release_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10');   -- pending$$;
 
 COMMENT ON FUNCTION retry_task(bigint) IS $$Puts a failed or cancelled task back to pending now, with a fresh retry budget.
 Example:
@@ -179,13 +183,13 @@ Example:
   SELECT set_taskpool_clock_offset(interval '20 minutes');   -- jump ahead, e.g. past the stale threshold
   SELECT set_taskpool_clock_offset(interval '0');            -- back to the database's own clock$$;
 
-COMMENT ON FUNCTION snooze_task(bigint, text, integer, timestamptz) IS $$Puts a worker's task back to pending until a given time without spending a retry.
+COMMENT ON FUNCTION snooze_task(bigint, text, integer, uuid, timestamptz) IS $$Puts a worker's task back to pending until a given time without spending a retry.
 Example:
-  SELECT status, scheduled_for FROM snooze_task(42, 'w1', 1, now() + interval '15 minutes');$$;
+  SELECT status, scheduled_for FROM snooze_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', now() + interval '15 minutes');$$;
 
-COMMENT ON FUNCTION start_task(bigint, text, integer) IS $$Marks a claimed task running (claimed -> running) while the worker still owns that attempt.
+COMMENT ON FUNCTION start_task(bigint, text, integer, uuid) IS $$Marks a claimed task running (claimed -> running) while the worker still holds that claim.
 Example:
-  SELECT status, started_at FROM start_task(42, 'w1', 1);$$;
+  SELECT status, started_at FROM start_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10');$$;
 
 COMMENT ON FUNCTION task_chain(bigint) IS $$A task's chain: the tasks whose completions led to it (its parent, that one's parent, ...) and every follow-up below it, each with its place and status.
 Example:

@@ -17,7 +17,7 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 -- Example:
---   SELECT id, attempt, payload FROM claim_and_start_tasks('product_resync', 'w1');
+--   SELECT id, attempt, claim_token, payload FROM claim_and_start_tasks('product_resync', 'w1');
 -- claim_tasks followed by start_task for each task, in one transaction: what a worker calls
 -- when it runs what it claims right away. The tasks come back running, started_at set;
 -- a worker holding several counts them all as running until it records their outcomes.

@@ -6,11 +6,13 @@
 -- requires: worker_task_attempts_error_details
 -- requires: worker_task_attempts_error_data
 -- requires: worker_tasks_own_backoff
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
 
--- A parameter added at the end is a new signature: drop the old one rather than overload it.
+-- error_data (at the end) and claim_token (after the attempt) make a new signature: drop the old
+-- one rather than overload it.
 DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text);
 
 -- fail_task
@@ -19,6 +21,7 @@ CREATE FUNCTION fail_task(
     task_id       bigint,
     worker_id     text,
     attempt       integer,
+    claim_token   uuid,
     error_message text,
     retryable     boolean     DEFAULT true,
     retry_at      timestamptz DEFAULT NULL,
@@ -30,18 +33,22 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 -- Example:
---   SELECT status, retry_count, scheduled_for FROM fail_task(42, 'w1', 1, 'HTTP 503 from platform');
---   SELECT status FROM fail_task(42, 'w1', 1, 'store closed', retryable := false);
---   SELECT status FROM fail_task(42, 'w1', 1, 'KeyError: ''price''',
+--   SELECT status, retry_count, scheduled_for
+--   FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'HTTP 503 from platform');
+--   SELECT status FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'store closed',
+--                                retryable := false);
+--   SELECT status FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10', 'KeyError: ''price''',
 --                                error_details := E'Traceback (most recent call last):\n...');
---   SELECT status FROM fail_task(42, 'w1', 1, 'command exited with status 3: no such store',
+--   SELECT status FROM fail_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10',
+--                                'command exited with status 3: no such store',
 --                                error_data := '{"exit_code": 3, "stderr_tail": "no such store"}');
 -- Retryable and retry_count < max_retries: pending again at retry_at, or after _retry_delay:
 -- least(backoff_base * backoff_multiplier^retry_count, backoff_cap), spread by the role's
 -- backoff_jitter, with the task's own backoff_base and backoff_cap where it has them; retry_count + 1.
 -- Otherwise failed. A task whose cancel was requested ends cancelled. Raises 55000 when the
--- worker no longer owns the attempt, and 22023 for a retry_at that is infinite or past year 9999
--- (the task would never run again; enqueue refuses such a scheduled_for too).
+-- worker no longer holds the claim (attempt and claim_token, as the claim returned them), and
+-- 22023 for a retry_at that is infinite or past year 9999 (the task would never run again;
+-- enqueue refuses such a scheduled_for too).
 -- error_details (pyworker sends the handler's traceback) go with the attempt into
 -- worker_task_attempts, at most 20000 characters: a longer text keeps its first 4000 characters
 -- and its end, where a traceback names the error, with a line saying how many were cut.
@@ -84,7 +91,7 @@ BEGIN
         END IF;
     END IF;
 
-    v_task := _lock_owned_task(fail_task.task_id, fail_task.worker_id, fail_task.attempt);
+    v_task := _lock_owned_task(fail_task.task_id, fail_task.worker_id, fail_task.attempt, fail_task.claim_token);
     v_status := CASE
         WHEN v_task.cancel_requested_at IS NOT NULL THEN 'cancelled'
         WHEN coalesce(fail_task.retryable, true) AND v_task.retry_count < v_task.max_retries THEN 'pending'
@@ -120,9 +127,9 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) TO taskpool_worker;
-COMMENT ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) IS
+REVOKE ALL ON FUNCTION fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb) TO taskpool_worker;
+COMMENT ON FUNCTION fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb) IS
     'Records a failed attempt: back to pending after a backoff while retries remain, else failed.';
 
 COMMIT;

@@ -1,32 +1,36 @@
 -- Deploy taskpool:heartbeat_task to pg
--- requires: worker_tasks
--- requires: taskpool_worker
+-- requires: heartbeat_task@v0.5.0
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
 
+DROP FUNCTION heartbeat_task(bigint, text, integer);
+
 -- heartbeat_task
 -- Keeps a worker's task alive and answers what the worker should do: continue, cancel_requested, lost or not_found.
-CREATE FUNCTION heartbeat_task(task_id bigint, worker_id text, attempt integer)
+CREATE FUNCTION heartbeat_task(task_id bigint, worker_id text, attempt integer, claim_token uuid)
 RETURNS text
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 -- Example:
---   SELECT heartbeat_task(42, 'w1', 1);   -- 'continue'
+--   SELECT heartbeat_task(42, 'w1', 1, '5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10');   -- 'continue'
 -- continue: keep going. cancel_requested: an operator cancelled the task; stop, then call
--- fail_task (the task ends cancelled). lost: this attempt is no longer the worker's (recovered
--- as stale, re-claimed, finished): stop and record nothing. not_found: the task is gone.
+-- fail_task (the task ends cancelled). lost: this claim is no longer the worker's (recovered
+-- as stale, re-claimed, finished, or forgotten by a failover and claimed again under the same
+-- attempt number: the token differs): stop and record nothing. not_found: the task is gone.
 -- Returns instead of raising, because losing a task is news for the worker, not a mistake.
 DECLARE
     v_cancel_requested_at timestamptz;
 BEGIN
-    IF heartbeat_task.task_id IS NULL OR heartbeat_task.worker_id IS NULL OR heartbeat_task.attempt IS NULL THEN
+    IF heartbeat_task.task_id IS NULL OR heartbeat_task.worker_id IS NULL OR heartbeat_task.attempt IS NULL
+       OR heartbeat_task.claim_token IS NULL THEN
         RAISE EXCEPTION USING
             ERRCODE = '22004',
-            MESSAGE = 'task_id, worker_id and attempt are all required',
-            HINT = 'Pass the id, worker_id and attempt of the row claim_task returned.';
+            MESSAGE = 'task_id, worker_id, attempt and claim_token are all required',
+            HINT = 'Pass the id, worker_id, attempt and claim_token of the row the claim returned.';
     END IF;
 
     UPDATE worker_tasks t
@@ -34,6 +38,7 @@ BEGIN
     WHERE t.id = heartbeat_task.task_id
       AND t.worker_id = heartbeat_task.worker_id
       AND t.attempt = heartbeat_task.attempt
+      AND t.claim_token = heartbeat_task.claim_token
       AND t.status IN ('claimed', 'running')
     RETURNING t.cancel_requested_at INTO v_cancel_requested_at;
     IF FOUND THEN
@@ -46,7 +51,7 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION heartbeat_task(bigint, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION heartbeat_task(bigint, text, integer) TO taskpool_worker;
+REVOKE ALL ON FUNCTION heartbeat_task(bigint, text, integer, uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION heartbeat_task(bigint, text, integer, uuid) TO taskpool_worker;
 
 COMMIT;

@@ -21,8 +21,10 @@ AS $$
     -- health check and metric; recover_stale_tasks_of_role (a worker recovers its role's stale
     -- tasks); pause_role and resume_role; clear errors on a database with no role; nothing of the
     -- schema executable by PUBLIC; v_xmin_horizon without any session's SQL; a cancel or a stale
-    -- recovery notifies the worker that held the task (abort:<id> on its wake channel); and every
-    -- change of the plan before this one.
+    -- recovery notifies the worker that held the task (abort:<id> on its wake channel); a
+    -- claim_token per claim, passed with the attempt by every worker call (start_task,
+    -- heartbeat_task(s), complete_task(s), fail_task, snooze_task, release_task take it); and
+    -- every change of the plan before this one.
     -- 0.6.0: heartbeat_tasks (a worker's held tasks in one call, an answer each); the claim
     -- without a subtransaction or per-call planning; one BEFORE trigger on worker_tasks; workers
     -- that serve several roles (register_worker(worker_id, roles[], ...), mark_worker_waiting(worker_id, role));

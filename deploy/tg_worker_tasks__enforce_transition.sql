@@ -3,6 +3,7 @@
 -- requires: tg_worker_tasks__touch_updated_at
 -- requires: tg_worker_tasks__limit_idle_transaction
 -- requires: task_status_transition_allowed
+-- requires: claim_token
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -66,6 +67,7 @@ BEGIN
             -- finished task says when it finished.
             IF NEW.status = 'pending' THEN
                 NEW.worker_id := NULL;
+                NEW.claim_token := NULL;
                 NEW.claimed_at := NULL;
                 NEW.started_at := NULL;
                 NEW.last_heartbeat_at := NULL;
@@ -105,7 +107,7 @@ BEGIN
     -- checked them as constraints (by name). As with a CHECK, a rule that comes out NULL holds.
     v_broken_rule := CASE
         WHEN NOT (NEW.status NOT IN ('claimed', 'running')
-                  OR (NEW.worker_id IS NOT NULL AND NEW.attempt > 0
+                  OR (NEW.worker_id IS NOT NULL AND NEW.attempt > 0 AND NEW.claim_token IS NOT NULL
                       AND NEW.claimed_at IS NOT NULL AND NEW.last_heartbeat_at IS NOT NULL))
             THEN 'worker_tasks_active_is_owned'
         WHEN NOT (NEW.attempt >= 0)
@@ -117,7 +119,8 @@ BEGIN
         WHEN NOT (jsonb_typeof(NEW.payload) = 'object')
             THEN 'worker_tasks_payload_is_object'
         WHEN NOT (NEW.status <> 'pending'
-                  OR (NEW.worker_id IS NULL AND NEW.claimed_at IS NULL AND NEW.started_at IS NULL
+                  OR (NEW.worker_id IS NULL AND NEW.claim_token IS NULL AND NEW.claimed_at IS NULL
+                      AND NEW.started_at IS NULL
                       AND NEW.last_heartbeat_at IS NULL AND NEW.cancel_requested_at IS NULL
                       AND NEW.completed_at IS NULL))
             THEN 'worker_tasks_pending_is_unowned'

@@ -101,6 +101,9 @@ class Task:
     dedupe_key: str | None
     worker_id: str | None
     attempt: int
+    # The claim's own token (random, new at every claim): every call on the task passes it
+    # with the attempt, so a claim the database forgot (lost WAL) is never taken for this one.
+    claim_token: uuid.UUID | None
     claimed_at: datetime | None
     started_at: datetime | None
     last_heartbeat_at: datetime | None
@@ -155,7 +158,16 @@ class Task:
         """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
         # Not dataclasses.asdict: it deep-copies every field, and the abort signal holds a lock.
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_COLUMNS}
-        return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in data.items()}
+        return {k: _json_ready(v) for k, v in data.items()}
+
+
+def _json_ready(value: Any) -> Any:
+    """A task field as JSON holds it: times in ISO 8601, the claim_token as its text."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
 
 
 # The attempt's own: its abort signal and its connection.
@@ -172,29 +184,25 @@ WORKER_WAKE_CHANNEL = "SELECT worker_wake_channel(%(worker_id)s::text) AS channe
 COMPLETE_TASKS = (
     "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(completions)s::jsonb)"
 )
-HEARTBEAT_TASK = (
-    "SELECT heartbeat_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer) AS answer"
-)
+# Every call on a claimed task names its claim: the task, the worker, the attempt and the claim_token.
+_CLAIM = "%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer, %(claim_token)s::uuid"
+HEARTBEAT_TASK = f"SELECT heartbeat_task({_CLAIM}) AS answer"
 HEARTBEAT_TASKS = (
     "SELECT task_id, answer"
-    " FROM heartbeat_tasks(%(worker_id)s::text, %(task_ids)s::bigint[], %(attempts)s::integer[])"
+    " FROM heartbeat_tasks(%(worker_id)s::text, %(task_ids)s::bigint[], %(attempts)s::integer[],"
+    " %(claim_tokens)s::uuid[])"
 )
-COMPLETE_TASK = (
-    "SELECT status FROM complete_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
-    " %(result)s::jsonb, %(follow_ups)s::jsonb)"
-)
+COMPLETE_TASK = f"SELECT status FROM complete_task({_CLAIM}, %(result)s::jsonb, %(follow_ups)s::jsonb)"
 FAIL_TASK = (
-    "SELECT * FROM fail_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
+    f"SELECT * FROM fail_task({_CLAIM},"
     " %(error_message)s::text, %(retryable)s::boolean, error_details => %(error_details)s::text,"
     " error_data => %(error_data)s::jsonb)"
 )
 SNOOZE_TASK = (
-    "SELECT * FROM snooze_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer,"
+    f"SELECT * FROM snooze_task({_CLAIM},"
     " taskpool_now() + make_interval(secs => %(seconds)s::double precision))"
 )
-RELEASE_TASK = (
-    "SELECT * FROM release_task(%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer)"
-)
+RELEASE_TASK = f"SELECT * FROM release_task({_CLAIM})"
 REGISTER_WORKER = (
     "SELECT * FROM register_worker(%(worker_id)s::text, %(roles)s::text[], %(host)s::text, %(pid)s::integer,"
     " %(concurrency)s::integer)"
@@ -844,8 +852,8 @@ class Database:
         return [Task.from_row(row) for row in rows]
 
     def complete_tasks(self, worker_id: str, completions: list[dict[str, Any]]) -> dict[int, str]:
-        """Records several completions ({task_id, attempt, result, follow_ups}) at once: each
-        task's answer, completed, lost or not_found."""
+        """Records several completions ({task_id, attempt, claim_token, result, follow_ups}) at
+        once: each task's answer, completed, lost or not_found."""
         rows = self._rows(
             COMPLETE_TASKS, {"worker_id": worker_id, "completions": Jsonb(completions, dumps=dump_json)}
         )
@@ -873,6 +881,7 @@ class Database:
                 "worker_id": worker_id,
                 "task_ids": [task.id for task in tasks],
                 "attempts": [task.attempt for task in tasks],
+                "claim_tokens": [task.claim_token for task in tasks],
             },
         )
         return {row["task_id"]: row["answer"] for row in rows}
@@ -915,10 +924,15 @@ class Database:
 
     @staticmethod
     def _owner(task: Task) -> dict[str, Any]:
-        return {"task_id": task.id, "worker_id": task.worker_id, "attempt": task.attempt}
+        return {
+            "task_id": task.id,
+            "worker_id": task.worker_id,
+            "attempt": task.attempt,
+            "claim_token": task.claim_token,
+        }
 
     def _owned(self, query: str, task: Task, **params: Any) -> str:
-        """Run a fenced call; TaskLost when the worker no longer owns the attempt."""
+        """Run a fenced call; TaskLost when the worker no longer holds the claim."""
         try:
             row = self._one(query, {**self._owner(task), **params})
         except Refused as refused:

@@ -227,7 +227,13 @@ class OutcomeRecorder:
         # In id order, the order heartbeat_tasks locks in: the two wait on each other, never deadlock.
         completions.sort(key=lambda completion: completion[0].id)
         entries = [
-            {"task_id": task.id, "attempt": task.attempt, "result": result, "follow_ups": follow_ups}
+            {
+                "task_id": task.id,
+                "attempt": task.attempt,
+                "claim_token": task.claim_token,
+                "result": result,
+                "follow_ups": follow_ups,
+            }
             for task, result, follow_ups, _duration in completions
         ]
         try:

@@ -16,16 +16,16 @@ COMMENT ON FUNCTION cancel_task(bigint) IS NULL;
 COMMENT ON FUNCTION claim_and_start_tasks(text, text, integer) IS NULL;
 COMMENT ON FUNCTION claim_task(text, text) IS NULL;
 COMMENT ON FUNCTION claim_tasks(text, text, integer) IS NULL;
-COMMENT ON FUNCTION complete_task(bigint, text, integer, jsonb, jsonb) IS NULL;
+COMMENT ON FUNCTION complete_task(bigint, text, integer, uuid, jsonb, jsonb) IS NULL;
 COMMENT ON FUNCTION complete_tasks(text, jsonb) IS NULL;
 COMMENT ON FUNCTION count_prunable_tasks(interval) IS NULL;
 COMMENT ON FUNCTION deregister_worker(text) IS NULL;
 COMMENT ON FUNCTION enqueue_task(text, jsonb, integer, integer, timestamptz, text, integer, text, jsonb) IS NULL;
 COMMENT ON FUNCTION enqueue_tasks(jsonb) IS NULL;
-COMMENT ON FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb) IS 
+COMMENT ON FUNCTION fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb) IS 
     'Records a failed attempt: back to pending after a backoff while retries remain, else failed.';
-COMMENT ON FUNCTION heartbeat_task(bigint, text, integer) IS NULL;
-COMMENT ON FUNCTION heartbeat_tasks(text, bigint[], integer[]) IS NULL;
+COMMENT ON FUNCTION heartbeat_task(bigint, text, integer, uuid) IS NULL;
+COMMENT ON FUNCTION heartbeat_tasks(text, bigint[], integer[], uuid[]) IS NULL;
 COMMENT ON FUNCTION heartbeat_worker(text) IS NULL;
 COMMENT ON FUNCTION mark_worker_waiting(text) IS NULL;
 COMMENT ON FUNCTION mark_worker_waiting(text, text) IS NULL;
@@ -36,11 +36,11 @@ COMMENT ON FUNCTION recover_stale_tasks(integer) IS NULL;
 COMMENT ON FUNCTION register_task_waits(bigint[], boolean) IS NULL;
 COMMENT ON FUNCTION register_worker(text, text, text, integer) IS NULL;
 COMMENT ON FUNCTION register_worker(text, text[], text, integer) IS NULL;
-COMMENT ON FUNCTION release_task(bigint, text, integer) IS NULL;
+COMMENT ON FUNCTION release_task(bigint, text, integer, uuid) IS NULL;
 COMMENT ON FUNCTION retry_task(bigint) IS NULL;
 COMMENT ON FUNCTION set_taskpool_clock_offset(interval) IS NULL;
-COMMENT ON FUNCTION snooze_task(bigint, text, integer, timestamptz) IS NULL;
-COMMENT ON FUNCTION start_task(bigint, text, integer) IS NULL;
+COMMENT ON FUNCTION snooze_task(bigint, text, integer, uuid, timestamptz) IS NULL;
+COMMENT ON FUNCTION start_task(bigint, text, integer, uuid) IS NULL;
 COMMENT ON FUNCTION task_chain(bigint) IS NULL;
 COMMENT ON FUNCTION task_wait_channel(integer) IS NULL;
 COMMENT ON FUNCTION taskpool_health(interval, interval) IS 

@@ -3,10 +3,11 @@
 BEGIN;
 SET client_min_messages = 'warning';
 
--- Back to the v0.5.0 body, whose follow-ups had no parent_id.
+-- Back to the v0.5.0 signature and body: no claim_token, follow-ups without a parent_id.
+DROP FUNCTION complete_task(bigint, text, integer, uuid, jsonb, jsonb);
 -- complete_task
 -- Records a task's success and result, and enqueues its follow-up tasks in the same transaction.
-CREATE OR REPLACE FUNCTION complete_task(
+CREATE FUNCTION complete_task(
     task_id    bigint,
     worker_id  text,
     attempt    integer,

@@ -4,7 +4,7 @@ BEGIN;
 SET client_min_messages = 'warning';
 
 -- Back to the v0.5.0 signature and body, which took no error_data.
-DROP FUNCTION fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb);
+DROP FUNCTION fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb);
 
 -- fail_task
 -- Records a failed attempt: back to pending after a backoff while retries remain, else failed.

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION heartbeat_tasks(text, bigint[], integer[]);
+DROP FUNCTION heartbeat_tasks(text, bigint[], integer[], uuid[]);
 
 COMMIT;

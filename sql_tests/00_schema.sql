@@ -67,7 +67,7 @@ SELECT columns_are('worker_tasks', ARRAY[
     'id', 'role', 'dispensary_id', 'platform', 'status', 'priority', 'scheduled_for', 'payload', 'dedupe_key',
     'worker_id', 'attempt', 'claimed_at', 'started_at', 'last_heartbeat_at', 'cancel_requested_at',
     'completed_at', 'result', 'error_message', 'retry_count', 'max_retries', 'created_at', 'updated_at',
-    'parent_id', 'headers', 'waited', 'backoff_base', 'backoff_cap', 'dedupe_window'],
+    'parent_id', 'headers', 'waited', 'backoff_base', 'backoff_cap', 'dedupe_window', 'claim_token'],
     'Should give worker_tasks exactly the documented columns');
 SELECT col_is_pk('worker_tasks', 'id', 'Should key worker_tasks by id');
 SELECT col_type_is('worker_tasks', 'id', 'bigint', 'Should type worker_tasks.id as bigint');
@@ -313,17 +313,17 @@ SELECT has_function('enqueue_task',
 SELECT has_function('enqueue_tasks', ARRAY['jsonb'], 'Should have enqueue_tasks(jsonb)');
 SELECT has_function('claim_task', ARRAY['text', 'text'], 'Should have claim_task(text, text)');
 SELECT has_function('claim_tasks', ARRAY['text', 'text', 'integer'], 'Should have claim_tasks(text, text, integer)');
-SELECT has_function('start_task', ARRAY['bigint', 'text', 'integer'], 'Should have start_task(bigint, text, integer)');
-SELECT has_function('heartbeat_task', ARRAY['bigint', 'text', 'integer'],
-                    'Should have heartbeat_task(bigint, text, integer)');
-SELECT has_function('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
-                    'Should have complete_task(bigint, text, integer, jsonb, jsonb)');
-SELECT has_function('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
-                    'Should have fail_task(bigint, text, integer, text, boolean, timestamptz, text, jsonb)');
-SELECT has_function('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
-                    'Should have snooze_task(bigint, text, integer, timestamptz)');
-SELECT has_function('release_task', ARRAY['bigint', 'text', 'integer'],
-                    'Should have release_task(bigint, text, integer)');
+SELECT has_function('start_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'Should have start_task(bigint, text, integer, uuid)');
+SELECT has_function('heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'],
+                    'Should have heartbeat_task(bigint, text, integer, uuid)');
+SELECT has_function('complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
+                    'Should have complete_task(bigint, text, integer, uuid, jsonb, jsonb)');
+SELECT has_function('fail_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+                    'Should have fail_task(bigint, text, integer, uuid, text, boolean, timestamptz, text, jsonb)');
+SELECT has_function('snooze_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'timestamp with time zone'],
+                    'Should have snooze_task(bigint, text, integer, uuid, timestamptz)');
+SELECT has_function('release_task', ARRAY['bigint', 'text', 'integer', 'uuid'],
+                    'Should have release_task(bigint, text, integer, uuid)');
 SELECT has_function('cancel_task', ARRAY['bigint'], 'Should have cancel_task(bigint)');
 SELECT has_function('retry_task', ARRAY['bigint'], 'Should have retry_task(bigint)');
 SELECT has_function('recover_stale_tasks', ARRAY['integer'], 'Should have recover_stale_tasks(integer)');
@@ -341,17 +341,17 @@ SELECT function_returns('claim_task', ARRAY['text', 'text'], 'setof worker_tasks
                         'Should return setof worker_tasks from claim_task (zero or one row)');
 SELECT function_returns('claim_tasks', ARRAY['text', 'text', 'integer'], 'setof worker_tasks',
                         'Should return setof worker_tasks from claim_tasks');
-SELECT function_returns('start_task', ARRAY['bigint', 'text', 'integer'], 'worker_tasks',
+SELECT function_returns('start_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'worker_tasks',
                         'Should return worker_tasks from start_task');
-SELECT function_returns('heartbeat_task', ARRAY['bigint', 'text', 'integer'], 'text',
+SELECT function_returns('heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'text',
                         'Should return text from heartbeat_task');
-SELECT function_returns('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'], 'worker_tasks',
+SELECT function_returns('complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'], 'worker_tasks',
                         'Should return worker_tasks from complete_task');
-SELECT function_returns('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+SELECT function_returns('fail_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
                         'worker_tasks', 'Should return worker_tasks from fail_task');
-SELECT function_returns('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'], 'worker_tasks',
+SELECT function_returns('snooze_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'timestamp with time zone'], 'worker_tasks',
                         'Should return worker_tasks from snooze_task');
-SELECT function_returns('release_task', ARRAY['bigint', 'text', 'integer'], 'worker_tasks',
+SELECT function_returns('release_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'worker_tasks',
                         'Should return worker_tasks from release_task');
 SELECT function_returns('cancel_task', ARRAY['bigint'], 'worker_tasks', 'Should return worker_tasks from cancel_task');
 SELECT function_returns('retry_task', ARRAY['bigint'], 'worker_tasks', 'Should return worker_tasks from retry_task');
@@ -370,9 +370,9 @@ SELECT volatility_is('enqueue_tasks', ARRAY['jsonb'], 'volatile', 'Should make e
 SELECT volatility_is('claim_task', ARRAY['text', 'text'], 'volatile', 'Should make claim_task VOLATILE (it writes)');
 SELECT volatility_is('claim_tasks', ARRAY['text', 'text', 'integer'], 'volatile',
                      'Should make claim_tasks VOLATILE (it writes)');
-SELECT volatility_is('heartbeat_task', ARRAY['bigint', 'text', 'integer'], 'volatile',
+SELECT volatility_is('heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'volatile',
                      'Should make heartbeat_task VOLATILE (it writes)');
-SELECT volatility_is('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'], 'volatile',
+SELECT volatility_is('complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'], 'volatile',
                      'Should make complete_task VOLATILE (it writes)');
 SELECT volatility_is('recover_stale_tasks', ARRAY['integer'], 'volatile',
                      'Should make recover_stale_tasks VOLATILE (it writes)');
@@ -381,15 +381,15 @@ SELECT volatility_is('prune_tasks', ARRAY['interval', 'integer'], 'volatile',
 
 SELECT is_definer('claim_task', ARRAY['text', 'text'], 'Should make claim_task SECURITY DEFINER');
 SELECT is_definer('claim_tasks', ARRAY['text', 'text', 'integer'], 'Should make claim_tasks SECURITY DEFINER');
-SELECT is_definer('start_task', ARRAY['bigint', 'text', 'integer'], 'Should make start_task SECURITY DEFINER');
-SELECT is_definer('heartbeat_task', ARRAY['bigint', 'text', 'integer'], 'Should make heartbeat_task SECURITY DEFINER');
-SELECT is_definer('complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
+SELECT is_definer('start_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'Should make start_task SECURITY DEFINER');
+SELECT is_definer('heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'Should make heartbeat_task SECURITY DEFINER');
+SELECT is_definer('complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
                   'Should make complete_task SECURITY DEFINER');
-SELECT is_definer('fail_task', ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+SELECT is_definer('fail_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
                   'Should make fail_task SECURITY DEFINER');
-SELECT is_definer('snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
+SELECT is_definer('snooze_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'timestamp with time zone'],
                   'Should make snooze_task SECURITY DEFINER');
-SELECT is_definer('release_task', ARRAY['bigint', 'text', 'integer'], 'Should make release_task SECURITY DEFINER');
+SELECT is_definer('release_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'Should make release_task SECURITY DEFINER');
 SELECT isnt_definer('enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
           'interval', 'interval', 'interval', 'boolean'],

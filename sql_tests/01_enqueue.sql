@@ -152,7 +152,7 @@ SELECT results_eq(
     $$SELECT id, status FROM enqueue_task('enqueue_claim_role', dedupe_key := 'enqueue:dedupe')$$,
     format($$VALUES (%s::bigint, 'claimed'::text)$$, :dedupe_id),
     'Should return the claimed task that has the dedupe key: claimed is active too');
-SELECT is((complete_task(:dedupe_id, 'w-dedupe', 1, '{}')).status, 'completed', 'Should complete the deduplicated task (fixture)');
+SELECT is((complete_task(:dedupe_id, 'w-dedupe', 1, tests.claim_token(:dedupe_id, 1), '{}')).status, 'completed', 'Should complete the deduplicated task (fixture)');
 
 CREATE TEMP TABLE after_done AS
 SELECT * FROM enqueue_task('enqueue_claim_role', '{"third": true}', dedupe_key := 'enqueue:dedupe');
@@ -351,7 +351,7 @@ SELECT tests.rejects(
 -- complete_task follow-ups: enqueued in the completing transaction, all or nothing
 
 SELECT (tests.make_claimed_task(worker_id := 'w-follow', role := 'enqueue_claim_role')).id AS parent_id \gset
-SELECT is((complete_task(:parent_id, 'w-follow', 1, '{"products": 3}',
+SELECT is((complete_task(:parent_id, 'w-follow', 1, tests.claim_token(:parent_id, 1), '{"products": 3}',
            follow_ups := format('[{"role": "enqueue_store_role", "dispensary_id": %s, "payload": {"follow": 1}},
                                   {"role": "enqueue_free_role", "payload": {"follow": 2}, "dedupe_key": "enqueue:follow"}]',
                                 :store_id)::jsonb)).status,
@@ -369,15 +369,15 @@ SELECT results_eq(
 
 SELECT (tests.make_claimed_task(worker_id := 'w-badfollow', role := 'enqueue_claim_role')).id AS bad_parent_id \gset
 SELECT tests.rejects(
-    format($$SELECT complete_task(%s, 'w-badfollow', 1, '{}', '[{"role": "no_such_role"}]')$$, :bad_parent_id),
+    format($$SELECT complete_task(%s, 'w-badfollow', 1, tests.claim_token(%1$s, 1), '{}', '[{"role": "no_such_role"}]')$$, :bad_parent_id),
     '22023', 'follow_ups[0]: unknown role ''no_such_role''', 'a completion with an unknown follow-up role');
 SELECT tests.rejects(
-    format($$SELECT complete_task(%s, 'w-badfollow', 1, '{}',
+    format($$SELECT complete_task(%s, 'w-badfollow', 1, tests.claim_token(%1$s, 1), '{}',
                                   '[{"role": "enqueue_free_role", "payload": {"orphan": 1}}, {"role": "product_resync"}]')$$,
            :bad_parent_id),
     '22023', 'follow_ups[1]: role product_resync needs a dispensary_id', 'a completion whose second follow-up is bad');
 SELECT tests.rejects(
-    format($$SELECT complete_task(%s, 'w-badfollow', 1, '{}', '{"role": "enqueue_free_role"}')$$, :bad_parent_id),
+    format($$SELECT complete_task(%s, 'w-badfollow', 1, tests.claim_token(%1$s, 1), '{}', '{"role": "enqueue_free_role"}')$$, :bad_parent_id),
     '22023', 'follow_ups must be a JSON array of task objects, not object', 'follow_ups that is not an array');
 SELECT results_eq(
     format('SELECT status, result, completed_at, worker_id, attempt FROM worker_tasks WHERE id = %s', :bad_parent_id),
@@ -385,7 +385,7 @@ SELECT results_eq(
     'Should leave the task claimed, with no result, when a follow-up is bad');
 SELECT is((SELECT count(*) FROM worker_tasks WHERE payload ? 'orphan'), 0::bigint,
           'Should enqueue none of the follow-ups when one is bad');
-SELECT is((complete_task(:bad_parent_id, 'w-badfollow', 1, '{"ok": true}')).status, 'completed',
+SELECT is((complete_task(:bad_parent_id, 'w-badfollow', 1, tests.claim_token(:bad_parent_id, 1), '{"ok": true}')).status, 'completed',
           'Should still let the worker complete the task after a refused completion');
 
 SELECT * FROM finish();

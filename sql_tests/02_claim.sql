@@ -160,7 +160,7 @@ SELECT is((SELECT count(*) FROM claim_task('test_claim_store_b', 'w-x-b2')), 0::
 SELECT is((SELECT status FROM worker_tasks WHERE id = tests.fx('x_b_s1')), 'pending',
     'The task of the busy store should stay pending');
 
-SELECT is((SELECT status FROM complete_task(tests.fx('x_a_s1'), 'w-x-a', 1, '{}')), 'completed',
+SELECT is((SELECT status FROM complete_task(tests.fx('x_a_s1'), 'w-x-a', 1, tests.claim_token(tests.fx('x_a_s1'), 1), '{}')), 'completed',
     'The task holding the store should complete');
 SELECT results_eq(
     $$SELECT id, worker_id FROM claim_task('test_claim_store_b', 'w-x-b3')$$,
@@ -326,7 +326,7 @@ INSERT INTO claims (label, t) SELECT 'attempt', c FROM claim_task('test_claim_at
 SELECT is((SELECT (t).attempt FROM claims WHERE label = 'attempt' AND (t).worker_id = 'w-att-1'), 1,
     'The first claim should be attempt 1');
 
-SELECT is((SELECT status FROM release_task(tests.fx('a'), 'w-att-1', 1)), 'pending',
+SELECT is((SELECT status FROM release_task(tests.fx('a'), 'w-att-1', 1, tests.claim_token(tests.fx('a'), 1))), 'pending',
     'A released task should be pending again');
 INSERT INTO claims (label, t) SELECT 'attempt', c FROM claim_task('test_claim_attempt', 'w-att-2') AS c;
 SELECT results_eq(
@@ -336,7 +336,7 @@ SELECT results_eq(
 
 SELECT results_eq(
     $$SELECT status, error_message, retry_count
-      FROM fail_task(tests.fx('a'), 'w-att-2', 2, 'boom', retry_at := now())$$,
+      FROM fail_task(tests.fx('a'), 'w-att-2', 2, tests.claim_token(tests.fx('a'), 2), 'boom', retry_at := now())$$,
     $$VALUES ('pending'::text, 'boom'::text, 1)$$,
     'A failed attempt should leave the task pending with its error');
 INSERT INTO claims (label, t) SELECT 'attempt', c FROM claim_task('test_claim_attempt', 'w-att-3') AS c;

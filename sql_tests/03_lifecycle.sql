@@ -1,5 +1,5 @@
 -- The worker side of a task's life: start_task, heartbeat_task, complete_task (with follow-ups),
--- fail_task (retry, backoff, permanent failure), snooze_task and release_task, and the attempt
+-- fail_task (retry, backoff, permanent failure, tests.claim_token(retry, permanent failure)), snooze_task and release_task, and the attempt
 -- history each of them leaves. The fence (calls by a worker that lost its attempt) has its own file.
 BEGIN;
 SELECT plan(57);
@@ -23,31 +23,31 @@ CREATE TEMP TABLE calls (n serial PRIMARY KEY, label text NOT NULL, t worker_tas
 /****************************************************************************/
 -- Structure
 
-SELECT has_function('public', 'start_task', ARRAY['bigint', 'text', 'integer'],
-    'Should have start_task(task_id, worker_id, attempt)');
-SELECT function_returns('public', 'start_task', ARRAY['bigint', 'text', 'integer'], 'worker_tasks',
+SELECT has_function('public', 'start_task', ARRAY['bigint', 'text', 'integer', 'uuid'],
+    'Should have start_task(task_id, worker_id, attempt, tests.claim_token(task_id, attempt))');
+SELECT function_returns('public', 'start_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'worker_tasks',
     'start_task should return worker_tasks');
-SELECT has_function('public', 'heartbeat_task', ARRAY['bigint', 'text', 'integer'],
-    'Should have heartbeat_task(task_id, worker_id, attempt)');
-SELECT function_returns('public', 'heartbeat_task', ARRAY['bigint', 'text', 'integer'], 'text',
+SELECT has_function('public', 'heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'],
+    'Should have heartbeat_task(task_id, worker_id, attempt, tests.claim_token(task_id, attempt))');
+SELECT function_returns('public', 'heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'text',
     'heartbeat_task should return text');
-SELECT has_function('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
-    'Should have complete_task(task_id, worker_id, attempt, result, follow_ups)');
-SELECT function_returns('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
+SELECT has_function('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
+    'Should have complete_task(task_id, worker_id, attempt, tests.claim_token(task_id, attempt), result, follow_ups)');
+SELECT function_returns('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
     'worker_tasks', 'complete_task should return worker_tasks');
 SELECT has_function('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
-    'Should have fail_task(task_id, worker_id, attempt, error_message, retryable, retry_at, error_details, error_data)');
+    ARRAY['bigint', 'text', 'integer', 'uuid', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+    'Should have fail_task(task_id, worker_id, attempt, tests.claim_token(task_id, attempt), error_message, retryable, retry_at, error_details, error_data)');
 SELECT function_returns('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
+    ARRAY['bigint', 'text', 'integer', 'uuid', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'],
     'worker_tasks', 'fail_task should return worker_tasks');
-SELECT has_function('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
-    'Should have snooze_task(task_id, worker_id, attempt, until)');
-SELECT function_returns('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
+SELECT has_function('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'timestamp with time zone'],
+    'Should have snooze_task(task_id, worker_id, attempt, tests.claim_token(task_id, attempt), until)');
+SELECT function_returns('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'timestamp with time zone'],
     'worker_tasks', 'snooze_task should return worker_tasks');
-SELECT has_function('public', 'release_task', ARRAY['bigint', 'text', 'integer'],
-    'Should have release_task(task_id, worker_id, attempt)');
-SELECT function_returns('public', 'release_task', ARRAY['bigint', 'text', 'integer'], 'worker_tasks',
+SELECT has_function('public', 'release_task', ARRAY['bigint', 'text', 'integer', 'uuid'],
+    'Should have release_task(task_id, worker_id, attempt, tests.claim_token(task_id, attempt))');
+SELECT function_returns('public', 'release_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'worker_tasks',
     'release_task should return worker_tasks');
 SELECT has_function('public', '_retry_delay', ARRAY['text', 'integer', 'interval', 'interval'],
     'Should have _retry_delay(role, retry_count, backoff_base, backoff_cap)');
@@ -59,7 +59,7 @@ SELECT function_returns('public', '_retry_delay', ARRAY['text', 'integer', 'inte
 
 INSERT INTO tests.fx SELECT 'start', (tests.make_claimed_task(worker_id := 'w-start', role := 'test_life')).id;
 DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('start'), interval '5 minutes'); END $$;
-INSERT INTO calls (label, t) SELECT 'start', s FROM start_task(tests.fx('start'), 'w-start', 1) AS s;
+INSERT INTO calls (label, t) SELECT 'start', s FROM start_task(tests.fx('start'), 'w-start', 1, tests.claim_token(tests.fx('start'), 1)) AS s;
 
 SELECT results_eq(
     $$SELECT (t).id, (t).status, (t).worker_id, (t).attempt, (t).started_at, (t).last_heartbeat_at
@@ -75,7 +75,7 @@ SELECT results_eq(
 UPDATE worker_tasks SET started_at = now() - interval '1 minute' WHERE id = tests.fx('start');
 DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('start'), interval '1 minute'); END $$;
 SELECT results_eq(
-    $$SELECT * FROM start_task(tests.fx('start'), 'w-start', 1)$$,
+    $$SELECT * FROM start_task(tests.fx('start'), 'w-start', 1, tests.claim_token(tests.fx('start'), 1))$$,
     $$SELECT * FROM worker_tasks WHERE id = tests.fx('start')$$,
     'A repeated start_task should return the running task');
 SELECT results_eq(
@@ -85,7 +85,7 @@ SELECT results_eq(
 
 INSERT INTO tests.fx VALUES ('start_pending', tests.make_task(role := 'test_life', scheduled_for := now() + interval '1 day'));
 SELECT throws_ok(
-    format('SELECT * FROM start_task(%s, %L, 0)', tests.fx('start_pending'), 'w-start'),
+    format('SELECT * FROM start_task(%s, %L, 0, tests.claim_token(%1$s, 0))', tests.fx('start_pending'), 'w-start'),
     '55000', format('task %s attempt 0 is not owned by worker ''w-start''', tests.fx('start_pending')),
     'start_task should refuse a pending task');
 SELECT results_eq(
@@ -100,7 +100,7 @@ INSERT INTO tests.fx SELECT 'hb', (tests.make_claimed_task(worker_id := 'w-hb', 
 DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('hb'), interval '5 minutes'); END $$;
 SELECT is((SELECT last_heartbeat_at FROM worker_tasks WHERE id = tests.fx('hb')), now() - interval '5 minutes',
     'The heartbeat fixture should backdate the last heartbeat');
-SELECT is(heartbeat_task(tests.fx('hb'), 'w-hb', 1), 'continue',
+SELECT is(heartbeat_task(tests.fx('hb'), 'w-hb', 1, tests.claim_token(tests.fx('hb'), 1)), 'continue',
     'heartbeat_task should answer continue to the worker that owns the attempt');
 SELECT results_eq(
     $$SELECT status, last_heartbeat_at FROM worker_tasks WHERE id = tests.fx('hb')$$,
@@ -113,7 +113,7 @@ SELECT results_eq(
 INSERT INTO tests.fx SELECT 'done_running',
     (tests.make_claimed_task(worker_id := 'w-done-1', role := 'test_life', started := true)).id;
 INSERT INTO calls (label, t)
-SELECT 'done_running', c FROM complete_task(tests.fx('done_running'), 'w-done-1', 1, '{"products": 118}') AS c;
+SELECT 'done_running', c FROM complete_task(tests.fx('done_running'), 'w-done-1', 1, tests.claim_token(tests.fx('done_running'), 1), '{"products": 118}') AS c;
 SELECT results_eq(
     $$SELECT (t).id, (t).status, (t).result, (t).completed_at, (t).started_at, (t).worker_id, (t).attempt
       FROM calls WHERE label = 'done_running'$$,
@@ -130,7 +130,7 @@ SELECT is((SELECT count(*) FROM worker_task_attempts WHERE task_id = tests.fx('d
 INSERT INTO tests.fx SELECT 'done_claimed', (tests.make_claimed_task(worker_id := 'w-done-2', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT id, status, result, completed_at, started_at
-      FROM complete_task(tests.fx('done_claimed'), 'w-done-2', 1, '{"products": 7}')$$,
+      FROM complete_task(tests.fx('done_claimed'), 'w-done-2', 1, tests.claim_token(tests.fx('done_claimed'), 1), '{"products": 7}')$$,
     $$VALUES (tests.fx('done_claimed'), 'completed'::text, '{"products": 7}'::jsonb, now(), NULL::timestamptz)$$,
     'complete_task should complete a claimed task that was never started');
 
@@ -144,7 +144,7 @@ SELECT jsonb_build_array(
 
 INSERT INTO calls (label, t)
 SELECT 'done_fu', c
-FROM follow_ups f, complete_task(tests.fx('done_fu'), 'w-fu', 1, '{"ok": true}', f.specs) AS c;
+FROM follow_ups f, complete_task(tests.fx('done_fu'), 'w-fu', 1, tests.claim_token(tests.fx('done_fu'), 1), '{"ok": true}', f.specs) AS c;
 SELECT results_eq(
     $$SELECT (t).status, (t).result FROM calls WHERE label = 'done_fu'$$,
     $$VALUES ('completed'::text, '{"ok": true}'::jsonb)$$,
@@ -157,7 +157,7 @@ SELECT bag_eq(
     'complete_task should enqueue each follow-up, pending and ready now');
 
 SELECT results_eq(
-    $$SELECT * FROM follow_ups f, complete_task(tests.fx('done_fu'), 'w-fu', 1, '{"ok": false}', f.specs)$$,
+    $$SELECT * FROM follow_ups f, complete_task(tests.fx('done_fu'), 'w-fu', 1, tests.claim_token(tests.fx('done_fu'), 1), '{"ok": false}', f.specs)$$,
     $$SELECT f.*, t.* FROM follow_ups f, worker_tasks t WHERE t.id = tests.fx('done_fu')$$,
     'A repeated complete_task by the same owner should return the completed task');
 SELECT results_eq(
@@ -174,7 +174,7 @@ SELECT is(
 INSERT INTO tests.fx SELECT 'retry',
     (tests.make_claimed_task(worker_id := 'w-fail', role := 'test_backoff', started := true)).id;
 DO $$ BEGIN PERFORM tests.age_heartbeat(tests.fx('retry'), interval '1 minute'); END $$;
-INSERT INTO calls (label, t) SELECT 'retry', f FROM fail_task(tests.fx('retry'), 'w-fail', 1, 'HTTP 503') AS f;
+INSERT INTO calls (label, t) SELECT 'retry', f FROM fail_task(tests.fx('retry'), 'w-fail', 1, tests.claim_token(tests.fx('retry'), 1), 'HTTP 503') AS f;
 
 SELECT results_eq(
     $$SELECT (t).status, (t).retry_count, (t).attempt, (t).error_message, (t).scheduled_for, (t).completed_at
@@ -213,7 +213,7 @@ INSERT INTO tests.fx SELECT 'spent',
     (tests.make_claimed_task(worker_id := 'w-spent', role := 'test_life', max_retries := 0)).id;
 SELECT results_eq(
     $$SELECT status, retry_count, error_message, completed_at
-      FROM fail_task(tests.fx('spent'), 'w-spent', 1, 'HTTP 500')$$,
+      FROM fail_task(tests.fx('spent'), 'w-spent', 1, tests.claim_token(tests.fx('spent'), 1), 'HTTP 500')$$,
     $$VALUES ('failed'::text, 0, 'HTTP 500'::text, now())$$,
     'A failure with no retry left (retry_count = max_retries) should fail the task, completed now');
 SELECT results_eq(
@@ -224,7 +224,7 @@ SELECT results_eq(
 INSERT INTO tests.fx SELECT 'permanent', (tests.make_claimed_task(worker_id := 'w-perm', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT status, retry_count, max_retries, error_message, completed_at
-      FROM fail_task(tests.fx('permanent'), 'w-perm', 1, 'store closed', retryable := false)$$,
+      FROM fail_task(tests.fx('permanent'), 'w-perm', 1, tests.claim_token(tests.fx('permanent'), 1), 'store closed', retryable := false)$$,
     $$VALUES ('failed'::text, 0, 3, 'store closed'::text, now())$$,
     'A failure with retryable := false should fail the task at once, even with retries left');
 SELECT results_eq(
@@ -238,7 +238,7 @@ SELECT results_eq(
 INSERT INTO tests.fx SELECT 'retry_at_future', (tests.make_claimed_task(worker_id := 'w-later', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT status, retry_count, scheduled_for
-      FROM fail_task(tests.fx('retry_at_future'), 'w-later', 1, 'rate limited',
+      FROM fail_task(tests.fx('retry_at_future'), 'w-later', 1, tests.claim_token(tests.fx('retry_at_future'), 1), 'rate limited',
                      retry_at := now() + interval '2 hours')$$,
     $$VALUES ('pending'::text, 1, now() + interval '2 hours')$$,
     'fail_task should schedule the retry at an explicit retry_at in the future');
@@ -246,7 +246,7 @@ SELECT results_eq(
 INSERT INTO tests.fx SELECT 'retry_at_past', (tests.make_claimed_task(worker_id := 'w-past', role := 'test_retry_past')).id;
 SELECT results_eq(
     $$SELECT status, retry_count, scheduled_for
-      FROM fail_task(tests.fx('retry_at_past'), 'w-past', 1, 'flaky',
+      FROM fail_task(tests.fx('retry_at_past'), 'w-past', 1, tests.claim_token(tests.fx('retry_at_past'), 1), 'flaky',
                      retry_at := now() - interval '1 hour')$$,
     $$VALUES ('pending'::text, 1, now())$$,
     'fail_task should clamp a retry_at in the past to now');
@@ -256,7 +256,7 @@ SELECT results_eq(
 
 INSERT INTO tests.fx SELECT 'null_error', (tests.make_claimed_task(worker_id := 'w-null', role := 'test_life')).id;
 SELECT throws_ok(
-    format('SELECT * FROM fail_task(%s, %L, 1, NULL)', tests.fx('null_error'), 'w-null'),
+    format('SELECT * FROM fail_task(%s, %L, 1, tests.claim_token(%1$s, 1), NULL)', tests.fx('null_error'), 'w-null'),
     '22004', 'error_message is required: say why the attempt failed',
     'fail_task should reject a NULL error_message');
 SELECT results_eq(
@@ -271,7 +271,7 @@ SELECT results_eq(
 INSERT INTO tests.fx SELECT 'snooze', (tests.make_claimed_task(worker_id := 'w-snooze', role := 'test_life')).id;
 SELECT results_eq(
     $$SELECT status, scheduled_for, retry_count, worker_id, claimed_at, error_message
-      FROM snooze_task(tests.fx('snooze'), 'w-snooze', 1, now() + interval '15 minutes')$$,
+      FROM snooze_task(tests.fx('snooze'), 'w-snooze', 1, tests.claim_token(tests.fx('snooze'), 1), now() + interval '15 minutes')$$,
     $$VALUES ('pending'::text, now() + interval '15 minutes', 0, NULL::text, NULL::timestamptz, NULL::text)$$,
     'snooze_task should put the task back to pending at the given time without spending a retry');
 SELECT results_eq(
@@ -282,14 +282,14 @@ SELECT results_eq(
 INSERT INTO tests.fx SELECT 'snooze_past', (tests.make_claimed_task(worker_id := 'w-snooze-2', role := 'test_snooze_past')).id;
 SELECT results_eq(
     $$SELECT status, scheduled_for, retry_count
-      FROM snooze_task(tests.fx('snooze_past'), 'w-snooze-2', 1, now() - interval '1 hour')$$,
+      FROM snooze_task(tests.fx('snooze_past'), 'w-snooze-2', 1, tests.claim_token(tests.fx('snooze_past'), 1), now() - interval '1 hour')$$,
     $$VALUES ('pending'::text, now(), 0)$$,
     'snooze_task should clamp a time in the past to now');
 
 -- A task that already spent a retry, so that "unchanged" is not just zero.
 INSERT INTO tests.fx SELECT 'release', (tests.make_claimed_task(worker_id := 'w-rel-1', role := 'test_release')).id;
 SELECT results_eq(
-    $$SELECT status, retry_count FROM fail_task(tests.fx('release'), 'w-rel-1', 1, 'timeout', retry_at := now())$$,
+    $$SELECT status, retry_count FROM fail_task(tests.fx('release'), 'w-rel-1', 1, tests.claim_token(tests.fx('release'), 1), 'timeout', retry_at := now())$$,
     $$VALUES ('pending'::text, 1)$$,
     'The release fixture should first spend one retry');
 SELECT results_eq(
@@ -298,7 +298,7 @@ SELECT results_eq(
     'The release fixture should be claimed again at attempt 2');
 SELECT results_eq(
     $$SELECT status, scheduled_for, retry_count, worker_id, error_message
-      FROM release_task(tests.fx('release'), 'w-rel-2', 2)$$,
+      FROM release_task(tests.fx('release'), 'w-rel-2', 2, tests.claim_token(tests.fx('release'), 2))$$,
     $$VALUES ('pending'::text, now(), 1, NULL::text, NULL::text)$$,
     'release_task should put the task back to pending, ready now, with retry_count unchanged');
 SELECT results_eq(
@@ -316,15 +316,15 @@ SELECT results_eq(
 INSERT INTO tests.fx VALUES ('rounds', tests.make_task(role := 'test_rounds', max_retries := 2));
 
 INSERT INTO calls (label, t) SELECT 'round_claim', c FROM claim_task('test_rounds', 'w-r1') AS c;
-INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r1', 1, 'e1') AS f;
+INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r1', 1, tests.claim_token(tests.fx('rounds'), 1), 'e1') AS f;
 UPDATE worker_tasks SET scheduled_for = now() WHERE id = tests.fx('rounds');
 
 INSERT INTO calls (label, t) SELECT 'round_claim', c FROM claim_task('test_rounds', 'w-r2') AS c;
-INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r2', 2, 'e2') AS f;
+INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r2', 2, tests.claim_token(tests.fx('rounds'), 2), 'e2') AS f;
 UPDATE worker_tasks SET scheduled_for = now() WHERE id = tests.fx('rounds');
 
 INSERT INTO calls (label, t) SELECT 'round_claim', c FROM claim_task('test_rounds', 'w-r3') AS c;
-INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r3', 3, 'e3') AS f;
+INSERT INTO calls (label, t) SELECT 'round_fail', f FROM fail_task(tests.fx('rounds'), 'w-r3', 3, tests.claim_token(tests.fx('rounds'), 3), 'e3') AS f;
 
 SELECT results_eq(
     $$SELECT (t).id, (t).attempt, (t).worker_id, (t).retry_count FROM calls WHERE label = 'round_claim' ORDER BY n$$,

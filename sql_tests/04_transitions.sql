@@ -58,10 +58,10 @@ SELECT t.id AS pending_id FROM enqueue_task('t04_transitions') AS t \gset
 SELECT t.id AS running_id FROM tests.make_claimed_task(role := 't04_transitions', started := true) AS t \gset
 SELECT c.id AS completed_id
 FROM tests.make_claimed_task(role := 't04_transitions') AS m,
-     complete_task(m.id, m.worker_id, m.attempt, '{"done": true}') AS c \gset
+     complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), '{"done": true}') AS c \gset
 SELECT f.id AS failed_id
 FROM tests.make_claimed_task(role := 't04_transitions') AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'permanent', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'permanent', retryable := false) AS f \gset
 SELECT c.id AS cancelled_id FROM enqueue_task('t04_transitions') AS e, cancel_task(e.id) AS c \gset
 
 INSERT INTO subject (status, id, row_before)
@@ -107,9 +107,9 @@ SELECT id AS a_id, worker_id AS a_worker, attempt AS a_attempt
 FROM tests.make_claimed_task(role := 't04_transitions') \gset
 SELECT is((SELECT status FROM worker_tasks WHERE id = :a_id), 'claimed',
     'Should go pending -> claimed by claim_task');
-SELECT is((SELECT status FROM start_task(:a_id, :'a_worker', :a_attempt)), 'running',
+SELECT is((SELECT status FROM start_task(:a_id, :'a_worker', :a_attempt, tests.claim_token(:a_id, :a_attempt))), 'running',
     'Should go claimed -> running by start_task');
-SELECT is((SELECT status FROM complete_task(:a_id, :'a_worker', :a_attempt, '{"n": 1}')), 'completed',
+SELECT is((SELECT status FROM complete_task(:a_id, :'a_worker', :a_attempt, tests.claim_token(:a_id, :a_attempt), '{"n": 1}')), 'completed',
     'Should go running -> completed by complete_task');
 
 -- pending -> running, claim and start at once (oldest and highest priority: first in claim order)
@@ -131,34 +131,34 @@ SELECT is((SELECT status FROM worker_tasks WHERE id = :s_id), 'failed',
 
 -- claimed -> completed
 SELECT is((SELECT c.status FROM tests.make_claimed_task(role := 't04_transitions') AS m,
-                                complete_task(m.id, m.worker_id, m.attempt) AS c),
+                                complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c),
     'completed',
     'Should go claimed -> completed by complete_task without start_task');
 
 -- claimed -> failed
 SELECT is((SELECT f.status FROM tests.make_claimed_task(role := 't04_transitions') AS m,
-                                fail_task(m.id, m.worker_id, m.attempt, 'bad input', retryable := false) AS f),
+                                fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'bad input', retryable := false) AS f),
     'failed',
     'Should go claimed -> failed by a permanent fail_task');
 
 -- running -> failed; kept to be retried below (failed -> pending)
 SELECT f.id AS b_id
 FROM tests.make_claimed_task(role := 't04_transitions', started := true) AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'store closed', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'store closed', retryable := false) AS f \gset
 SELECT is((SELECT status FROM worker_tasks WHERE id = :b_id), 'failed',
     'Should go running -> failed by a permanent fail_task');
 
 -- running -> pending (a retry: its backoff keeps it out of the claim order)
 SELECT f.id AS c_id
 FROM tests.make_claimed_task(role := 't04_transitions', started := true) AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'HTTP 503') AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'HTTP 503') AS f \gset
 SELECT is((SELECT status FROM worker_tasks WHERE id = :c_id), 'pending',
     'Should go running -> pending by a retryable fail_task');
 
 -- claimed -> pending, then pending -> cancelled (which also takes it out of the claim order)
 SELECT r.id AS d_id
 FROM tests.make_claimed_task(role := 't04_transitions') AS m,
-     release_task(m.id, m.worker_id, m.attempt) AS r \gset
+     release_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS r \gset
 SELECT is((SELECT status FROM worker_tasks WHERE id = :d_id), 'pending',
     'Should go claimed -> pending by release_task');
 SELECT is((SELECT status FROM cancel_task(:d_id)), 'cancelled',
@@ -168,14 +168,14 @@ SELECT is((SELECT status FROM cancel_task(:d_id)), 'cancelled',
 SELECT id AS e_id, worker_id AS e_worker, attempt AS e_attempt
 FROM tests.make_claimed_task(role := 't04_transitions') \gset
 SELECT cancel_requested_at AS e_cancel_requested_at FROM cancel_task(:e_id) \gset
-SELECT is((SELECT status FROM release_task(:e_id, :'e_worker', :e_attempt)), 'cancelled',
+SELECT is((SELECT status FROM release_task(:e_id, :'e_worker', :e_attempt, tests.claim_token(:e_id, :e_attempt))), 'cancelled',
     'Should go claimed -> cancelled when the worker releases a task whose cancel was requested');
 
 -- running -> cancelled; kept to be retried below (cancelled -> pending)
 SELECT id AS f_id, worker_id AS f_worker, attempt AS f_attempt
 FROM tests.make_claimed_task(role := 't04_transitions', started := true) \gset
 SELECT cancel_requested_at AS f_cancel_requested_at FROM cancel_task(:f_id) \gset
-SELECT is((SELECT status FROM fail_task(:f_id, :'f_worker', :f_attempt, 'stopped on cancel')), 'cancelled',
+SELECT is((SELECT status FROM fail_task(:f_id, :'f_worker', :f_attempt, tests.claim_token(:f_id, :f_attempt), 'stopped on cancel')), 'cancelled',
     'Should go running -> cancelled when the worker fails a task whose cancel was requested');
 
 -- claimed, for a direct UPDATE to failed further down

@@ -16,11 +16,11 @@ INSERT INTO task_roles (role, description) VALUES
 -- The five raising worker-side calls, as SQL templates of (task_id, worker_id, attempt).
 CREATE TEMP TABLE worker_call (ord integer PRIMARY KEY, name text NOT NULL, template text NOT NULL);
 INSERT INTO worker_call (ord, name, template) VALUES
-    (1, 'complete_task', $$SELECT complete_task(%L, %L, %L, '{"n": 1}')$$),
-    (2, 'fail_task',     $$SELECT fail_task(%L, %L, %L, 'boom')$$),
-    (3, 'start_task',    $$SELECT start_task(%L, %L, %L)$$),
-    (4, 'snooze_task',   $$SELECT snooze_task(%L, %L, %L, now() + interval '1 minute')$$),
-    (5, 'release_task',  $$SELECT release_task(%L, %L, %L)$$);
+    (1, 'complete_task', $$SELECT complete_task(%L, %L, %L, tests.claim_token(%1$L, %3$L), '{"n": 1}')$$),
+    (2, 'fail_task',     $$SELECT fail_task(%L, %L, %L, tests.claim_token(%1$L, %3$L), 'boom')$$),
+    (3, 'start_task',    $$SELECT start_task(%L, %L, %L, tests.claim_token(%1$L, %3$L))$$),
+    (4, 'snooze_task',   $$SELECT snooze_task(%L, %L, %L, tests.claim_token(%1$L, %3$L), now() + interval '1 minute')$$),
+    (5, 'release_task',  $$SELECT release_task(%L, %L, %L, tests.claim_token(%1$L, %3$L))$$);
 
 -- Asserts that each worker call for (task_id, worker_id, attempt) raises errcode/errmsg and, when
 -- check_row, that the task row is unchanged after each: 10 tests, or 5 without check_row.
@@ -72,7 +72,7 @@ SELECT * FROM pg_temp.refuses_every_call(:a_id, 'w1', 1, '55000', pg_temp.not_ow
     'after the task was recovered as stale');
 
 SELECT tests.task_row(:a_id) AS a_row \gset
-SELECT is(heartbeat_task(:a_id, 'w1', 1), 'lost',
+SELECT is(heartbeat_task(:a_id, 'w1', 1, tests.claim_token(:a_id, 1)), 'lost',
     'Should answer lost to the heartbeat of the old owner of a recovered task');
 SELECT is(tests.task_row(:a_id), :'a_row'::jsonb,
     'Should leave the recovered task row unchanged after a lost heartbeat');
@@ -92,19 +92,19 @@ SELECT * FROM pg_temp.refuses_every_call(:b_id, 'w1', 1, '55000', pg_temp.not_ow
     'after w2 re-claimed the task');
 
 SELECT tests.task_row(:b_id) AS b_row \gset
-SELECT is(heartbeat_task(:b_id, 'w1', 1), 'lost',
+SELECT is(heartbeat_task(:b_id, 'w1', 1, tests.claim_token(:b_id, 1)), 'lost',
     'Should answer lost to the heartbeat of the old owner after w2 re-claimed the task');
 SELECT is(tests.task_row(:b_id), :'b_row'::jsonb,
     'Should leave the re-claimed task row unchanged after the old owner''s heartbeat');
 
 SELECT throws_ok(
-    format($$SELECT complete_task(%s, 'w1', 2)$$, :b_id),
+    format($$SELECT complete_task(%s, 'w1', 2, tests.claim_token(%1$s, 2))$$, :b_id),
     '55000', pg_temp.not_owned(:b_id, 'w1', 2),
     'Should refuse the old owner even when it names the current attempt');
 
-SELECT is(heartbeat_task(:b_id, 'w2', 2), 'continue', 'Should answer continue to the new owner''s heartbeat');
-SELECT is((SELECT status FROM start_task(:b_id, 'w2', 2)), 'running', 'Should let the new owner start the task');
-SELECT is((SELECT status || ' ' || result::text FROM complete_task(:b_id, 'w2', 2, '{"by": "w2"}')),
+SELECT is(heartbeat_task(:b_id, 'w2', 2, tests.claim_token(:b_id, 2)), 'continue', 'Should answer continue to the new owner''s heartbeat');
+SELECT is((SELECT status FROM start_task(:b_id, 'w2', 2, tests.claim_token(:b_id, 2))), 'running', 'Should let the new owner start the task');
+SELECT is((SELECT status || ' ' || result::text FROM complete_task(:b_id, 'w2', 2, tests.claim_token(:b_id, 2), '{"by": "w2"}')),
     'completed {"by": "w2"}',
     'Should let the new owner complete the task with its result');
 
@@ -123,17 +123,17 @@ SELECT * FROM pg_temp.refuses_every_call(:c_id, 'w1', 1, '55000', pg_temp.not_ow
     'after w1 re-claimed the task as attempt 2');
 
 SELECT tests.task_row(:c_id) AS c_row \gset
-SELECT is(heartbeat_task(:c_id, 'w1', 1), 'lost',
+SELECT is(heartbeat_task(:c_id, 'w1', 1, tests.claim_token(:c_id, 1)), 'lost',
     'Should answer lost to a heartbeat for attempt 1 once the same worker holds attempt 2');
 SELECT is(tests.task_row(:c_id), :'c_row'::jsonb,
     'Should leave the task row unchanged after the heartbeat for attempt 1');
 
-SELECT is(heartbeat_task(:c_id, 'w1', 2), 'continue', 'Should answer continue to the heartbeat for attempt 2');
-SELECT is((SELECT status FROM start_task(:c_id, 'w1', 2)), 'running', 'Should start the task for attempt 2');
-SELECT is((SELECT status FROM complete_task(:c_id, 'w1', 2, '{"attempt": 2}')), 'completed',
+SELECT is(heartbeat_task(:c_id, 'w1', 2, tests.claim_token(:c_id, 2)), 'continue', 'Should answer continue to the heartbeat for attempt 2');
+SELECT is((SELECT status FROM start_task(:c_id, 'w1', 2, tests.claim_token(:c_id, 2))), 'running', 'Should start the task for attempt 2');
+SELECT is((SELECT status FROM complete_task(:c_id, 'w1', 2, tests.claim_token(:c_id, 2), '{"attempt": 2}')), 'completed',
     'Should complete the task for attempt 2');
 SELECT throws_ok(
-    format($$SELECT complete_task(%s, 'w1', 1)$$, :c_id),
+    format($$SELECT complete_task(%s, 'w1', 1, tests.claim_token(%1$s, 1))$$, :c_id),
     '55000', pg_temp.not_owned(:c_id, 'w1', 1),
     'Should refuse to complete attempt 1 after attempt 2 completed the task');
 
@@ -143,14 +143,14 @@ SELECT throws_ok(
 -- A pending task cancelled after its worker released it: that worker is refused.
 SELECT r.id AS d1_id
 FROM tests.make_claimed_task(worker_id := 'w1', role := 't05_cancel') AS m,
-     release_task(m.id, m.worker_id, m.attempt) AS r \gset
+     release_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS r \gset
 SELECT is((SELECT status FROM cancel_task(:d1_id)), 'cancelled', 'Should cancel the pending task at once');
 
 SELECT * FROM pg_temp.refuses_every_call(:d1_id, 'w1', 1, '55000', pg_temp.not_owned(:d1_id, 'w1', 1),
     'after the task was cancelled while pending');
 
 SELECT tests.task_row(:d1_id) AS d1_row \gset
-SELECT is(heartbeat_task(:d1_id, 'w1', 1), 'lost', 'Should answer lost to a heartbeat for a cancelled task');
+SELECT is(heartbeat_task(:d1_id, 'w1', 1, tests.claim_token(:d1_id, 1)), 'lost', 'Should answer lost to a heartbeat for a cancelled task');
 SELECT is(tests.task_row(:d1_id), :'d1_row'::jsonb,
     'Should leave the cancelled task row unchanged after the heartbeat');
 SELECT is((SELECT count(*) FROM claim_task('t05_cancel', 'w2')), 0::bigint,
@@ -162,12 +162,12 @@ SELECT is((SELECT jsonb_build_object('status', status, 'cancel_requested_at', ca
            FROM cancel_task(:d2_id)),
     jsonb_build_object('status', 'running', 'cancel_requested_at', now()),
     'Should leave a running task running with cancel_requested_at set');
-SELECT is(heartbeat_task(:d2_id, 'w1', 1), 'cancel_requested',
+SELECT is(heartbeat_task(:d2_id, 'w1', 1, tests.claim_token(:d2_id, 1)), 'cancel_requested',
     'Should answer cancel_requested to the heartbeat of a task whose cancel was requested');
 SELECT is(
     (SELECT jsonb_build_object('status', status, 'retry_count', retry_count, 'completed_at', completed_at,
                                'error_message', error_message)
-     FROM fail_task(:d2_id, 'w1', 1, 'stopped on cancel')),
+     FROM fail_task(:d2_id, 'w1', 1, tests.claim_token(:d2_id, 1), 'stopped on cancel')),
     jsonb_build_object('status', 'cancelled', 'retry_count', 0, 'completed_at', now(),
                        'error_message', 'stopped on cancel'),
     'Should end the task cancelled on fail_task, not pending, without spending a retry');
@@ -175,16 +175,16 @@ SELECT results_eq(
     format('SELECT attempt, worker_id, outcome, error_message FROM worker_task_attempts WHERE task_id = %s', :d2_id),
     $$VALUES (1, 'w1'::text, 'cancelled'::text, 'stopped on cancel'::text)$$,
     'Should record the attempt as cancelled');
-SELECT is(heartbeat_task(:d2_id, 'w1', 1), 'lost', 'Should answer lost to a heartbeat once the task is cancelled');
+SELECT is(heartbeat_task(:d2_id, 'w1', 1, tests.claim_token(:d2_id, 1)), 'lost', 'Should answer lost to a heartbeat once the task is cancelled');
 SELECT throws_ok(
-    format($$SELECT complete_task(%s, 'w1', 1)$$, :d2_id),
+    format($$SELECT complete_task(%s, 'w1', 1, tests.claim_token(%1$s, 1))$$, :d2_id),
     '55000', pg_temp.not_owned(:d2_id, 'w1', 1),
     'Should refuse to complete a task that ended cancelled');
 
 -- A running task cancelled, then completed anyway: the completion stands.
 SELECT id AS d3_id FROM tests.make_claimed_task(worker_id := 'w1', role := 't05_cancel', started := true) \gset
 SELECT cancel_requested_at AS d3_cancel_requested_at FROM cancel_task(:d3_id) \gset
-SELECT is((SELECT status || ' ' || result::text FROM complete_task(:d3_id, 'w1', 1, '{"late": true}')),
+SELECT is((SELECT status || ' ' || result::text FROM complete_task(:d3_id, 'w1', 1, tests.claim_token(:d3_id, 1), '{"late": true}')),
     'completed {"late": true}',
     'Should complete a task whose cancel was requested when the worker completes it');
 SELECT is((SELECT count(*) FROM worker_task_attempts WHERE task_id = :d3_id), 0::bigint,
@@ -198,7 +198,7 @@ DELETE FROM worker_tasks WHERE id = :e_id;
 
 SELECT * FROM pg_temp.refuses_every_call(:e_id, 'w1', 1, 'P0002', format('task %s does not exist', :e_id),
     'for a task that does not exist', check_row := false);
-SELECT is(heartbeat_task(:e_id, 'w1', 1), 'not_found', 'Should answer not_found to a heartbeat for a missing task');
+SELECT is(heartbeat_task(:e_id, 'w1', 1, tests.claim_token(:e_id, 1)), 'not_found', 'Should answer not_found to a heartbeat for a missing task');
 
 /****************************************************************************/
 -- (f) NULL arguments
@@ -206,22 +206,22 @@ SELECT is(heartbeat_task(:e_id, 'w1', 1), 'not_found', 'Should answer not_found 
 SELECT id AS f_id FROM tests.make_claimed_task(worker_id := 'w1', role := 't05_null') \gset
 SELECT tests.task_row(:f_id) AS f_row \gset
 
-SELECT * FROM pg_temp.refuses_every_call(:f_id, NULL, 1, '22004', 'task_id, worker_id and attempt are all required',
+SELECT * FROM pg_temp.refuses_every_call(:f_id, NULL, 1, '22004', 'task_id, worker_id, attempt and claim_token are all required',
     'with a NULL worker_id', check_row := false);
-SELECT * FROM pg_temp.refuses_every_call(:f_id, 'w1', NULL, '22004', 'task_id, worker_id and attempt are all required',
+SELECT * FROM pg_temp.refuses_every_call(:f_id, 'w1', NULL, '22004', 'task_id, worker_id, attempt and claim_token are all required',
     'with a NULL attempt', check_row := false);
 SELECT throws_ok(
-    $$SELECT complete_task(NULL, 'w1', 1)$$,
-    '22004', 'task_id, worker_id and attempt are all required',
+    $$SELECT complete_task(NULL, 'w1', 1, tests.claim_token(NULL, 1))$$,
+    '22004', 'task_id, worker_id, attempt and claim_token are all required',
     'Should refuse complete_task with a NULL task_id');
-SELECT throws_ok(format('SELECT heartbeat_task(%s, NULL, 1)', :f_id), '22004',
-    'task_id, worker_id and attempt are all required', 'Should refuse a heartbeat with a NULL worker_id');
-SELECT throws_ok(format('SELECT heartbeat_task(%s, ''w1'', NULL)', :f_id), '22004',
-    'task_id, worker_id and attempt are all required', 'Should refuse a heartbeat with a NULL attempt');
-SELECT throws_ok($$SELECT heartbeat_task(NULL, 'w1', 1)$$, '22004',
-    'task_id, worker_id and attempt are all required', 'Should refuse a heartbeat with a NULL task_id');
+SELECT throws_ok(format('SELECT heartbeat_task(%s, NULL, 1, tests.claim_token(%1$s, 1))', :f_id), '22004',
+    'task_id, worker_id, attempt and claim_token are all required', 'Should refuse a heartbeat with a NULL worker_id');
+SELECT throws_ok(format('SELECT heartbeat_task(%s, ''w1'', NULL, tests.claim_token(%1$s, NULL))', :f_id), '22004',
+    'task_id, worker_id, attempt and claim_token are all required', 'Should refuse a heartbeat with a NULL attempt');
+SELECT throws_ok($$SELECT heartbeat_task(NULL, 'w1', 1, tests.claim_token(NULL, 1))$$, '22004',
+    'task_id, worker_id, attempt and claim_token are all required', 'Should refuse a heartbeat with a NULL task_id');
 SELECT is(tests.task_row(:f_id), :'f_row'::jsonb, 'Should leave the task row unchanged after the NULL calls');
-SELECT is(heartbeat_task(:f_id, 'w1', 1), 'continue', 'Should still answer continue to the owner');
+SELECT is(heartbeat_task(:f_id, 'w1', 1, tests.claim_token(:f_id, 1)), 'continue', 'Should still answer continue to the owner');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -50,10 +50,10 @@ SELECT is(
     'Should leave a running task running with cancel_requested_at = now()');
 
 SELECT c.id AS completed_id
-FROM tests.make_claimed_task(role := 't06_cancel') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't06_cancel') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT f.id AS failed_id
 FROM tests.make_claimed_task(role := 't06_cancel') AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'permanent', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'permanent', retryable := false) AS f \gset
 
 SELECT throws_ok(format('SELECT cancel_task(%s)', :completed_id), '55000',
     format('task %s is completed and cannot be cancelled', :completed_id),
@@ -78,10 +78,10 @@ SELECT throws_ok('SELECT cancel_task(NULL)', '22004', 'task_id is required',
 
 -- A task that failed for good after spending its one retry: attempts 1 (retried) and 2 (failed).
 SELECT id AS rf_id FROM tests.make_claimed_task(worker_id := 'w1', role := 't06_retry') \gset
-SELECT status AS rf_status FROM fail_task(:rf_id, 'w1', 1, 'first', retry_at := now()) \gset
+SELECT status AS rf_status FROM fail_task(:rf_id, 'w1', 1, tests.claim_token(:rf_id, 1), 'first', retry_at := now()) \gset
 SELECT attempt AS rf_attempt FROM claim_task('t06_retry', 'w2') \gset
 SELECT is((SELECT jsonb_build_object('status', status, 'retry_count', retry_count)
-           FROM fail_task(:rf_id, 'w2', :rf_attempt, 'second')),
+           FROM fail_task(:rf_id, 'w2', :rf_attempt, tests.claim_token(:rf_id, :rf_attempt), 'second')),
     '{"status": "failed", "retry_count": 1}'::jsonb,
     'Should have a failed task with its retry spent to retry');
 
@@ -102,7 +102,7 @@ SELECT status AS rf_status FROM cancel_task(:rf_id) \gset
 -- A running task cancelled through its worker.
 SELECT id AS rc_id FROM tests.make_claimed_task(worker_id := 'w1', role := 't06_retry', started := true) \gset
 SELECT status AS rc_status FROM cancel_task(:rc_id) \gset
-SELECT status AS rc_status FROM fail_task(:rc_id, 'w1', 1, 'stopped on cancel') \gset
+SELECT status AS rc_status FROM fail_task(:rc_id, 'w1', 1, tests.claim_token(:rc_id, 1), 'stopped on cancel') \gset
 SELECT is(
     (SELECT jsonb_build_object('status', status, 'retry_count', retry_count, 'scheduled_for', scheduled_for,
                                'cancel_requested_at', cancel_requested_at, 'completed_at', completed_at)
@@ -120,7 +120,7 @@ SELECT id AS rp_id FROM enqueue_task('t06_retry', scheduled_for := now() + inter
 SELECT id AS rcl_id FROM tests.make_claimed_task(role := 't06_retry') \gset
 SELECT id AS rr_id FROM tests.make_claimed_task(role := 't06_retry', started := true) \gset
 SELECT c.id AS rco_id
-FROM tests.make_claimed_task(role := 't06_retry') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't06_retry') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 
 SELECT throws_ok(format('SELECT retry_task(%s)', :rp_id), '55000',
     format('task %s is pending and cannot be retried', :rp_id),
@@ -143,7 +143,7 @@ SELECT throws_ok('SELECT retry_task(NULL)', '22004', 'task_id is required',
 -- A failed task whose dedupe key another active task now holds.
 SELECT id AS rd_id FROM enqueue_task('t06_retry', priority := 100, dedupe_key := 't06-dedupe') \gset
 SELECT attempt AS rd_attempt FROM claim_task('t06_retry', 'w1') \gset
-SELECT status AS rd_status FROM fail_task(:rd_id, 'w1', :rd_attempt, 'permanent', retryable := false) \gset
+SELECT status AS rd_status FROM fail_task(:rd_id, 'w1', :rd_attempt, tests.claim_token(:rd_id, :rd_attempt), 'permanent', retryable := false) \gset
 SELECT id AS rd_holder_id FROM enqueue_task('t06_retry', dedupe_key := 't06-dedupe') \gset
 SELECT isnt(:rd_holder_id::bigint, :rd_id::bigint, 'Should enqueue a new task with the key of the failed one');
 SELECT to_jsonb(t) AS rd_row FROM worker_tasks t WHERE t.id = :rd_id \gset
@@ -158,24 +158,24 @@ SELECT is((SELECT to_jsonb(t) FROM worker_tasks t WHERE t.id = :rd_id), :'rd_row
 
 -- Finished long ago: completed 4 days, failed 3 days, cancelled (while running) 2 days.
 SELECT c.id AS old_completed_id
-FROM tests.make_claimed_task(role := 't06_prune') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't06_prune') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT f.id AS old_failed_id
 FROM tests.make_claimed_task(role := 't06_prune') AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'permanent', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'permanent', retryable := false) AS f \gset
 SELECT id AS old_cancelled_id FROM tests.make_claimed_task(role := 't06_prune', started := true) \gset
 SELECT status AS s FROM cancel_task(:old_cancelled_id) \gset
-SELECT status AS s FROM fail_task(:old_cancelled_id, 'w1', 1, 'stopped on cancel') \gset
+SELECT status AS s FROM fail_task(:old_cancelled_id, 'w1', 1, tests.claim_token(:old_cancelled_id, 1), 'stopped on cancel') \gset
 SELECT tests.age_completion(:old_completed_id, interval '4 days') AS aged \gset
 SELECT tests.age_completion(:old_failed_id, interval '3 days') AS aged \gset
 SELECT tests.age_completion(:old_cancelled_id, interval '2 days') AS aged \gset
 
 -- Finished recently: completed an hour ago, failed just now (with an attempt row).
 SELECT c.id AS new_completed_id
-FROM tests.make_claimed_task(role := 't06_prune') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't06_prune') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT tests.age_completion(:new_completed_id, interval '1 hour') AS aged \gset
 SELECT f.id AS new_failed_id
 FROM tests.make_claimed_task(role := 't06_prune') AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'permanent', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'permanent', retryable := false) AS f \gset
 
 -- Active, and old by every other clock: pending since 2000, claimed and running with old heartbeats.
 SELECT tests.make_task(role := 't06_prune', scheduled_for := now() + interval '1 day',

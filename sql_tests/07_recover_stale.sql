@@ -58,10 +58,10 @@ SELECT tests.make_task(role := 't07_stale', scheduled_for := '2000-01-01 00:00:0
                        created_at := '2000-01-01 00:00:00+00') AS pending_id \gset
 SELECT c.id AS completed_id
 FROM tests.make_claimed_task(worker_id := 'w4', role := 't07_stale') AS m,
-     complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+     complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT f.id AS failed_id
 FROM tests.make_claimed_task(worker_id := 'w4', role := 't07_stale') AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'permanent', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'permanent', retryable := false) AS f \gset
 SELECT tests.age_heartbeat(:completed_id, interval '1 day') AS aged \gset
 SELECT tests.age_heartbeat(:failed_id, interval '1 day') AS aged \gset
 
@@ -125,7 +125,7 @@ SELECT tests.age_heartbeat(:zero_id, interval '11 minutes') AS aged \gset
 
 -- retry_count = max_retries = 1: one failure retried at once, then claimed again.
 SELECT id AS spent_id FROM tests.make_claimed_task(worker_id := 'w1', role := 't07_spent', max_retries := 1) \gset
-SELECT status AS s FROM fail_task(:spent_id, 'w1', 1, 'first', retry_at := now()) \gset
+SELECT status AS s FROM fail_task(:spent_id, 'w1', 1, tests.claim_token(:spent_id, 1), 'first', retry_at := now()) \gset
 SELECT attempt AS spent_attempt FROM claim_task('t07_spent', 'w2') \gset
 SELECT is((SELECT jsonb_build_object('status', status, 'retry_count', retry_count, 'max_retries', max_retries,
                                      'attempt', attempt)

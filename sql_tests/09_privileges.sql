@@ -44,18 +44,18 @@ SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'taskpo
     'Should let taskpool_worker execute claim_task');
 SELECT function_privs_are('public', 'claim_tasks', ARRAY['text', 'text', 'integer'], 'taskpool_worker', ARRAY['EXECUTE'],
     'Should let taskpool_worker execute claim_tasks');
-SELECT function_privs_are('public', 'start_task', ARRAY['bigint', 'text', 'integer'], 'taskpool_worker', ARRAY['EXECUTE'],
+SELECT function_privs_are('public', 'start_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'taskpool_worker', ARRAY['EXECUTE'],
     'Should let taskpool_worker execute start_task');
-SELECT function_privs_are('public', 'heartbeat_task', ARRAY['bigint', 'text', 'integer'], 'taskpool_worker',
+SELECT function_privs_are('public', 'heartbeat_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'taskpool_worker',
     ARRAY['EXECUTE'], 'Should let taskpool_worker execute heartbeat_task');
-SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
+SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
     'taskpool_worker', ARRAY['EXECUTE'], 'Should let taskpool_worker execute complete_task');
 SELECT function_privs_are('public', 'fail_task',
-    ARRAY['bigint', 'text', 'integer', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'], 'taskpool_worker',
+    ARRAY['bigint', 'text', 'integer', 'uuid', 'text', 'boolean', 'timestamp with time zone', 'text', 'jsonb'], 'taskpool_worker',
     ARRAY['EXECUTE'], 'Should let taskpool_worker execute fail_task');
-SELECT function_privs_are('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'timestamp with time zone'],
+SELECT function_privs_are('public', 'snooze_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'timestamp with time zone'],
     'taskpool_worker', ARRAY['EXECUTE'], 'Should let taskpool_worker execute snooze_task');
-SELECT function_privs_are('public', 'release_task', ARRAY['bigint', 'text', 'integer'], 'taskpool_worker',
+SELECT function_privs_are('public', 'release_task', ARRAY['bigint', 'text', 'integer', 'uuid'], 'taskpool_worker',
     ARRAY['EXECUTE'], 'Should let taskpool_worker execute release_task');
 
 SELECT function_privs_are('public', 'taskpool_now', ARRAY[]::name[], 'taskpool_worker', ARRAY['EXECUTE'],
@@ -111,7 +111,7 @@ SELECT is((SELECT count(*) FROM taskpool_functions
           28::bigint, 'Should have checked all twenty-eight public taskpool functions above (register_worker in three forms, mark_worker_waiting in two)');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
-SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'jsonb', 'jsonb'],
+SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
     'tp_nobody', ARRAY[]::text[], 'Should not let PUBLIC execute complete_task');
 SELECT function_privs_are('public', 'enqueue_task',
     ARRAY['text', 'jsonb', 'integer', 'integer', 'timestamp with time zone', 'text', 'integer', 'text', 'jsonb',
@@ -153,21 +153,21 @@ SELECT results_eq(
     $$SELECT id, status, attempt FROM claim_task('priv_test_role', 'w-priv')$$,
     format($$VALUES (%s::bigint, 'claimed'::text, 1)$$, :a_id),
     'Should let taskpool_worker claim a task');
-SELECT is((start_task(:a_id, 'w-priv', 1)).status, 'running', 'Should let taskpool_worker start its task');
-SELECT is(heartbeat_task(:a_id, 'w-priv', 1), 'continue', 'Should let taskpool_worker heartbeat its task');
-SELECT is((complete_task(:a_id, 'w-priv', 1, '{"ok": true}',
+SELECT is((start_task(:a_id, 'w-priv', 1, tests.claim_token(:a_id, 1))).status, 'running', 'Should let taskpool_worker start its task');
+SELECT is(heartbeat_task(:a_id, 'w-priv', 1, tests.claim_token(:a_id, 1)), 'continue', 'Should let taskpool_worker heartbeat its task');
+SELECT is((complete_task(:a_id, 'w-priv', 1, tests.claim_token(:a_id, 1), '{"ok": true}',
                          '[{"role": "store_discovery", "dedupe_key": "priv:follow-up"}]')).status,
           'completed', 'Should let taskpool_worker complete its task, with a follow-up');
 SELECT results_eq(
     $$SELECT id, attempt FROM claim_tasks('priv_test_role', 'w-priv', 3)$$,
     format($$VALUES (%s::bigint, 1), (%s, 1), (%s, 1)$$, :b_id, :c_id, :d_id),
     'Should let taskpool_worker claim a batch');
-SELECT is((fail_task(:b_id, 'w-priv', 1, 'HTTP 503')).status, 'pending',
+SELECT is((fail_task(:b_id, 'w-priv', 1, tests.claim_token(:b_id, 1), 'HTTP 503')).status, 'pending',
           'Should let taskpool_worker fail its task (retried)');
-SELECT is((snooze_task(:c_id, 'w-priv', 1, now() + interval '1 hour')).status, 'pending',
+SELECT is((snooze_task(:c_id, 'w-priv', 1, tests.claim_token(:c_id, 1), now() + interval '1 hour')).status, 'pending',
           'Should let taskpool_worker snooze its task');
-SELECT is((release_task(:d_id, 'w-priv', 1)).status, 'pending', 'Should let taskpool_worker release its task');
-SELECT throws_ok(format($$SELECT complete_task(%s, 'w-other', 1)$$, :b_id),
+SELECT is((release_task(:d_id, 'w-priv', 1, tests.claim_token(:d_id, 1))).status, 'pending', 'Should let taskpool_worker release its task');
+SELECT throws_ok(format($$SELECT complete_task(%s, 'w-other', 1, tests.claim_token(%1$s, 1))$$, :b_id),
     '55000', format('task %s attempt 1 is not owned by worker ''w-other''', :b_id),
     'Should still fence taskpool_worker out of a task it does not own');
 

@@ -40,7 +40,7 @@ AS $$
 DECLARE
     v_task worker_tasks := pg_temp.claimed(completed.role, 't13-history');
 BEGIN
-    PERFORM complete_task(v_task.id, v_task.worker_id, v_task.attempt, '{}');
+    PERFORM complete_task(v_task.id, v_task.worker_id, v_task.attempt, tests.claim_token(v_task.id, v_task.attempt), '{}');
     UPDATE worker_tasks t
     SET created_at = now() - completed.created_ago,
         claimed_at = now() - completed.claimed_ago,
@@ -59,7 +59,7 @@ AS $$
 DECLARE
     v_task worker_tasks := pg_temp.claimed(failed.role, 't13-history');
 BEGIN
-    PERFORM fail_task(v_task.id, v_task.worker_id, v_task.attempt, 'boom', retryable := failed.retryable);
+    PERFORM fail_task(v_task.id, v_task.worker_id, v_task.attempt, tests.claim_token(v_task.id, v_task.attempt), 'boom', retryable := failed.retryable);
     RETURN v_task.id;
 END;
 $$;
@@ -86,7 +86,7 @@ INSERT INTO tests.fx VALUES ('a_failed', pg_temp.failed('t13_a', false));
 INSERT INTO tests.fx VALUES ('a_retried', pg_temp.failed('t13_a', true));
 INSERT INTO tests.fx SELECT 'a_claimed', id FROM pg_temp.claimed('t13_a', 't13-a-w1');
 INSERT INTO tests.fx SELECT 'a_running', id FROM pg_temp.claimed('t13_a', 't13-a-w3');
-SELECT start_task(t.id, t.worker_id, t.attempt) AS started FROM worker_tasks t WHERE t.id = (SELECT id FROM tests.fx WHERE name = 'a_running') \gset
+SELECT start_task(t.id, t.worker_id, t.attempt, tests.claim_token(t.id, t.attempt)) AS started FROM worker_tasks t WHERE t.id = (SELECT id FROM tests.fx WHERE name = 'a_running') \gset
 SELECT tests.age_heartbeat((SELECT id FROM tests.fx WHERE name = 'a_claimed'), interval '9 minutes') AS aged \gset
 SELECT tests.age_heartbeat((SELECT id FROM tests.fx WHERE name = 'a_running'), interval '11 minutes') AS aged \gset
 INSERT INTO tests.fx VALUES ('a_oldest_ready', tests.make_task(role := 't13_a', scheduled_for := now() - interval '15 minutes'));

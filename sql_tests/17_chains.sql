@@ -16,7 +16,7 @@ SELECT tests.make_store(name := 'chain two') AS store_b \gset
 
 -- store_discovery fans out over the new stores.
 SELECT id AS discovery_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'store_discovery') \gset
-SELECT status AS completed_status FROM complete_task(:discovery_id, 'w1', 1, jsonb_build_object('newStoreIds', jsonb_build_array(:store_a, :store_b))) \gset
+SELECT status AS completed_status FROM complete_task(:discovery_id, 'w1', 1, tests.claim_token(:discovery_id, 1), jsonb_build_object('newStoreIds', jsonb_build_array(:store_a, :store_b))) \gset
 SELECT bag_eq(
     format('SELECT dispensary_id, status FROM worker_tasks WHERE role = %L AND dispensary_id IN (%s, %s)',
            'product_discovery', :store_a, :store_b),
@@ -25,7 +25,7 @@ SELECT bag_eq(
 
 -- product_resync hands its payload on to product_refresh, for the same store.
 SELECT id AS resync_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'product_resync', dispensary_id := :store_a) \gset
-SELECT status AS completed_status FROM complete_task(:resync_id, 'w1', 1, '{"payload_id": 42, "products": 7}') \gset
+SELECT status AS completed_status FROM complete_task(:resync_id, 'w1', 1, tests.claim_token(:resync_id, 1), '{"payload_id": 42, "products": 7}') \gset
 SELECT results_eq(
     format('SELECT dispensary_id, payload FROM worker_tasks WHERE role = %L AND dispensary_id = %s',
            'product_refresh', :store_a),
@@ -34,18 +34,18 @@ SELECT results_eq(
 
 -- A completion without the key, or with a result that is not an object, chains nothing.
 SELECT id AS plain_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'store_discovery') \gset
-SELECT status AS completed_status FROM complete_task(:plain_id, 'w1', 1, '{"stores": 3}') \gset
+SELECT status AS completed_status FROM complete_task(:plain_id, 'w1', 1, tests.claim_token(:plain_id, 1), '{"stores": 3}') \gset
 SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 'product_discovery' AND created_at = now()), 2::bigint,
     'Should chain nothing from a result without the key');
 SELECT id AS array_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'store_discovery') \gset
-SELECT status AS completed_status FROM complete_task(:array_id, 'w1', 1, '[1, 2]') \gset
+SELECT status AS completed_status FROM complete_task(:array_id, 'w1', 1, tests.claim_token(:array_id, 1), '[1, 2]') \gset
 SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 'product_discovery' AND created_at = now()), 2::bigint,
     'Should chain nothing from a result that is not an object');
 
 -- A bad link fails the completion itself: nothing completed, nothing queued.
 SELECT id AS bad_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'store_discovery') \gset
 SELECT throws_ok(
-    format($$SELECT complete_task(%s, 'w1', 1, '{"newStoreIds": [-5]}')$$, :bad_id),
+    format($$SELECT complete_task(%s, 'w1', 1, tests.claim_token(%1$s, 1), '{"newStoreIds": [-5]}')$$, :bad_id),
     '23503', format('task %s chained[0]: dispensary -5 does not exist', :bad_id),
     'Should refuse a completion whose chain names a store that does not exist');
 SELECT is((SELECT status FROM worker_tasks WHERE id = :bad_id), 'claimed', 'Should leave that task claimed');

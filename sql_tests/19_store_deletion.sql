@@ -8,7 +8,7 @@ SELECT fk_ok('worker_tasks', 'dispensary_id', 'dispensaries', 'id', 'Should stil
 SELECT tests.make_store(name := 'doomed') AS store \gset
 SELECT tests.make_store(name := 'kept') AS kept \gset
 SELECT id AS done_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'product_discovery', dispensary_id := :store) \gset
-SELECT status AS done_status FROM complete_task(:done_id, 'w1', 1, '{"products": 3}') \gset
+SELECT status AS done_status FROM complete_task(:done_id, 'w1', 1, tests.claim_token(:done_id, 1), '{"products": 3}') \gset
 SELECT id AS running_id, attempt AS running_attempt
 FROM tests.make_claimed_task(worker_id := 'w2', role := 'product_resync', dispensary_id := :store, started := true) \gset
 SELECT tests.make_task(role := 'product_refresh', dispensary_id := :store) AS waiting_id \gset
@@ -24,9 +24,9 @@ SELECT results_eq(
     format('SELECT status, cancel_requested_at, dispensary_id FROM worker_tasks WHERE id = %s', :running_id),
     $$VALUES ('running'::text, now(), NULL::integer)$$,
     'Should ask a running task of the deleted store to stop');
-SELECT is(heartbeat_task(:running_id, 'w2', :running_attempt), 'cancel_requested',
+SELECT is(heartbeat_task(:running_id, 'w2', :running_attempt, tests.claim_token(:running_id, :running_attempt)), 'cancel_requested',
     'Should tell the running task''s worker at its next heartbeat');
-SELECT is((SELECT status FROM fail_task(:running_id, 'w2', :running_attempt, 'store not found')), 'cancelled',
+SELECT is((SELECT status FROM fail_task(:running_id, 'w2', :running_attempt, tests.claim_token(:running_id, :running_attempt), 'store not found')), 'cancelled',
     'Should end the running task cancelled when its worker gives up');
 SELECT results_eq(
     format('SELECT status, result, dispensary_id FROM worker_tasks WHERE id = %s', :done_id),

@@ -68,7 +68,7 @@ SELECT mark_worker_waiting('t20w-1');
 SELECT is((SELECT count(*) FROM claim_and_start_tasks('t20w_a', 't20w-2')), 1::bigint,
     'A worker that was woken should claim a task');
 SELECT is(tests.waiting_workers(), ARRAY['t20w-1', 't20w-b'], 'A claim by a worker not waiting should change no mark');
-SELECT release_task(t.id, 't20w-2', t.attempt) FROM worker_tasks t WHERE t.worker_id = 't20w-2';
+SELECT release_task(t.id, 't20w-2', t.attempt, tests.claim_token(t.id, t.attempt)) FROM worker_tasks t WHERE t.worker_id = 't20w-2';
 SELECT is(tests.waiting_workers(), ARRAY['t20w-b'], 'A released task should wake a waiting worker of its role');
 SELECT mark_worker_waiting('t20w-1');
 SELECT is((SELECT count(*) FROM claim_and_start_tasks('t20w_a', 't20w-1')), 1::bigint,

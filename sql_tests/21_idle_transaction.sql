@@ -30,17 +30,17 @@ SELECT is(current_setting('idle_in_transaction_session_timeout'), '90s',
     'Should set the timeout to the role''s stale threshold once a worker claims a task');
 
 SET LOCAL idle_in_transaction_session_timeout = 0;
-SELECT heartbeat_task(:task_id, 'w1', :attempt);
+SELECT heartbeat_task(:task_id, 'w1', :attempt, tests.claim_token(:task_id, :attempt));
 SELECT is(current_setting('idle_in_transaction_session_timeout'), '90s',
     'Should set it on a heartbeat, through the SECURITY DEFINER function');
 
 SET LOCAL idle_in_transaction_session_timeout = 0;
-SELECT status FROM start_task(:task_id, 'w1', :attempt);
+SELECT status FROM start_task(:task_id, 'w1', :attempt, tests.claim_token(:task_id, :attempt));
 SELECT is(current_setting('idle_in_transaction_session_timeout'), '90s',
     'Should set it when the task starts');
 
 SET LOCAL idle_in_transaction_session_timeout = '5s';
-SELECT status FROM complete_task(:task_id, 'w1', :attempt, '{}');
+SELECT status FROM complete_task(:task_id, 'w1', :attempt, tests.claim_token(:task_id, :attempt), '{}');
 SELECT is(current_setting('idle_in_transaction_session_timeout'), '5s',
     'Should keep a stricter timeout already in force');
 

@@ -27,9 +27,9 @@ SELECT is((SELECT count(*) FROM claim_task('t23_later', 't23-thief')), 0::bigint
 SELECT is(acquire_platform_request('t23_rate'), 1::double precision,
     'Should not let a worker''s clock setting refill the platform''s rate limit');
 SET taskpool.clock_offset = '100 years';
-SELECT is(heartbeat_task(:beat_id, 't23-w', :beat_attempt), 'continue', 'Should still take the worker''s heartbeat');
+SELECT is(heartbeat_task(:beat_id, 't23-w', :beat_attempt, tests.claim_token(:beat_id, :beat_attempt)), 'continue', 'Should still take the worker''s heartbeat');
 SET taskpool.clock_offset = '-10 days';
-SELECT is((complete_task(:beat_id, 't23-w', :beat_attempt)).status, 'completed', 'Should still take the worker''s completion');
+SELECT is((complete_task(:beat_id, 't23-w', :beat_attempt, tests.claim_token(:beat_id, :beat_attempt))).status, 'completed', 'Should still take the worker''s completion');
 
 SELECT throws_ok($$SELECT set_taskpool_clock_offset('2 days')$$, '42501',
     'permission denied for function set_taskpool_clock_offset',

@@ -16,27 +16,27 @@ SELECT id AS running_id, attempt AS running_attempt
 FROM tests.make_claimed_task(worker_id := 'w1', role := 't24_outcome', started := true) \gset
 
 SELECT throws_ok(
-    format($$SELECT fail_task(%s, 'w1', %s, 'boom', retry_at := 'infinity')$$, :running_id, :running_attempt),
+    format($$SELECT fail_task(%s, 'w1', %s, tests.claim_token(%1$s, %2$s), 'boom', retry_at := 'infinity')$$, :running_id, :running_attempt),
     '22023', 'retry_at must be a finite time before year 10000, not infinity',
     'Should refuse fail_task with retry_at infinity');
 SELECT throws_ok(
-    format($$SELECT fail_task(%s, 'w1', %s, 'boom', retry_at := '-infinity')$$, :running_id, :running_attempt),
+    format($$SELECT fail_task(%s, 'w1', %s, tests.claim_token(%1$s, %2$s), 'boom', retry_at := '-infinity')$$, :running_id, :running_attempt),
     '22023', 'retry_at must be a finite time before year 10000, not -infinity',
     'Should refuse fail_task with retry_at -infinity');
 SELECT throws_ok(
-    format($$SELECT fail_task(%s, 'w1', %s, 'boom', retry_at := '10000-01-01 00:00:00+00')$$, :running_id, :running_attempt),
+    format($$SELECT fail_task(%s, 'w1', %s, tests.claim_token(%1$s, %2$s), 'boom', retry_at := '10000-01-01 00:00:00+00')$$, :running_id, :running_attempt),
     '22023', NULL,
     'Should refuse fail_task with retry_at past year 9999');
 SELECT throws_ok(
-    format($$SELECT snooze_task(%s, 'w1', %s, 'infinity')$$, :running_id, :running_attempt),
+    format($$SELECT snooze_task(%s, 'w1', %s, tests.claim_token(%1$s, %2$s), 'infinity')$$, :running_id, :running_attempt),
     '22023', 'until must be a finite time before year 10000, not infinity',
     'Should refuse snooze_task until infinity');
 SELECT throws_ok(
-    format($$SELECT snooze_task(%s, 'w1', %s, '-infinity')$$, :running_id, :running_attempt),
+    format($$SELECT snooze_task(%s, 'w1', %s, tests.claim_token(%1$s, %2$s), '-infinity')$$, :running_id, :running_attempt),
     '22023', 'until must be a finite time before year 10000, not -infinity',
     'Should refuse snooze_task until -infinity');
 SELECT throws_ok(
-    format($$SELECT snooze_task(%s, 'w1', %s, '20000-06-01 00:00:00+00')$$, :running_id, :running_attempt),
+    format($$SELECT snooze_task(%s, 'w1', %s, tests.claim_token(%1$s, %2$s), '20000-06-01 00:00:00+00')$$, :running_id, :running_attempt),
     '22023', NULL,
     'Should refuse snooze_task until past year 9999');
 SELECT results_eq(
@@ -44,7 +44,7 @@ SELECT results_eq(
     format($$VALUES ('running'::text, 'w1'::text, %s, 0, NULL::text)$$, :running_attempt),
     'Should leave the refused task running, owned and unchanged');
 SELECT is(
-    (SELECT scheduled_for FROM fail_task(:running_id, 'w1', :running_attempt, 'boom',
+    (SELECT scheduled_for FROM fail_task(:running_id, 'w1', :running_attempt, tests.claim_token(:running_id, :running_attempt), 'boom',
                                          retry_at := '9999-06-01 00:00:00+00')),
     '9999-06-01 00:00:00+00'::timestamptz,
     'Should still accept a retry_at far off but within year 9999');

@@ -70,16 +70,16 @@ SELECT is(pg_temp.task_count(), :tasks_before::bigint + 2, 'A refused batch shou
 
 SELECT id AS parent_id FROM tests.make_claimed_task(worker_id := 't25-w', role := 'store_discovery') \gset
 SELECT throws_ok(
-    format($$SELECT complete_task(%s, 't25-w', 1, '{}', jsonb_build_array(
+    format($$SELECT complete_task(%s, 't25-w', 1, tests.claim_token(%1$s, 1), '{}', jsonb_build_array(
         jsonb_build_object('role', 'analytics_refresh', 'payload', pg_temp.nested(1500))))$$, :parent_id),
     '22023',
     'follow_ups[0]: payload is nested more than 100 levels deep',
     'A follow-up with a deep payload should be refused');
 SELECT throws_ok(
-    format($$SELECT * FROM complete_tasks('t25-w', jsonb_build_array(jsonb_build_object(
+    format($$SELECT * FROM complete_tasks('t25-w', tests.with_claim_tokens(jsonb_build_array(jsonb_build_object(
         'task_id', %s, 'attempt', 1, 'result', '{}'::jsonb,
         'follow_ups', jsonb_build_array(jsonb_build_object('role', 'analytics_refresh',
-            'payload', ('{"n": ' || repeat('9', 5000) || '}')::jsonb)))))$$, :parent_id),
+            'payload', ('{"n": ' || repeat('9', 5000) || '}')::jsonb))))))$$, :parent_id),
     '22023',
     'completions[0].follow_ups[0]: payload holds the number 99999999999999999999... (5000 digits); numbers may have at most 1000 digits before the decimal point',
     'A batched completion''s follow-up with a huge number should be refused');
@@ -114,26 +114,26 @@ $$;
 SELECT register_worker(w, r, 'host', 1)
 FROM (VALUES ('t25-resync', 'product_resync'), ('t25-other', 'analytics_refresh')) AS v(w, r);
 
-SELECT is(pg_temp.asleep_after($$SELECT complete_task(%s, %L, %s)$$), ARRAY['t25-other'],
+SELECT is(pg_temp.asleep_after($$SELECT complete_task(%s, %L, %s, tests.claim_token(%1$s, %3$s))$$), ARRAY['t25-other'],
     'A completed store task should wake a worker of the store''s next ready task');
-SELECT is(pg_temp.asleep_after($$SELECT fail_task(%s, %L, %s, 'boom')$$), ARRAY['t25-other'],
+SELECT is(pg_temp.asleep_after($$SELECT fail_task(%s, %L, %s, tests.claim_token(%1$s, %3$s), 'boom')$$), ARRAY['t25-other'],
     'A failed store task should wake a worker of the store''s next ready task');
-SELECT is(pg_temp.asleep_after($$SELECT cancel_task(%1$s), complete_task(%1$s, %2$L, %3$s)$$), ARRAY['t25-other'],
+SELECT is(pg_temp.asleep_after($$SELECT cancel_task(%1$s), complete_task(%1$s, %2$L, %3$s, tests.claim_token(%1$s, %3$s))$$), ARRAY['t25-other'],
     'A cancelled store task should wake a worker of the store''s next ready task');
-SELECT is(pg_temp.asleep_after($$SELECT snooze_task(%s, %L, %s, now() + interval '1 hour')$$), ARRAY['t25-other'],
+SELECT is(pg_temp.asleep_after($$SELECT snooze_task(%s, %L, %s, tests.claim_token(%1$s, %3$s), now() + interval '1 hour')$$), ARRAY['t25-other'],
     'A store task snoozed for later should wake a worker of the store''s next ready task');
-SELECT is(pg_temp.asleep_after($$SELECT release_task(%s, %L, %s)$$), ARRAY['t25-other'],
+SELECT is(pg_temp.asleep_after($$SELECT release_task(%s, %L, %s, tests.claim_token(%1$s, %3$s))$$), ARRAY['t25-other'],
     'A released store task should wake a worker of the store''s other ready task too');
-SELECT is(pg_temp.asleep_after($$SELECT heartbeat_task(%s, %L, %s)$$), ARRAY['t25-other', 't25-resync'],
+SELECT is(pg_temp.asleep_after($$SELECT heartbeat_task(%s, %L, %s, tests.claim_token(%1$s, %3$s))$$), ARRAY['t25-other', 't25-resync'],
     'A heartbeat frees no store and should wake nobody');
 
 SELECT is(pg_temp.asleep_after($$UPDATE worker_tasks SET scheduled_for = now() + interval '1 hour'
                                  WHERE role = 'product_resync' AND status = 'pending';
-                                 SELECT complete_task(%s, %L, %s)$$),
+                                 SELECT complete_task(%s, %L, %s, tests.claim_token(%1$s, %3$s))$$),
     ARRAY['t25-other', 't25-resync'],
     'A store whose other tasks are scheduled later should wake nobody');
 SELECT is(pg_temp.asleep_after($$SELECT cancel_task(id) FROM worker_tasks WHERE role = 'product_resync' AND status = 'pending';
-                                 SELECT complete_task(%s, %L, %s)$$),
+                                 SELECT complete_task(%s, %L, %s, tests.claim_token(%1$s, %3$s))$$),
     ARRAY['t25-other', 't25-resync'],
     'A store with nothing else to do should wake nobody');
 

@@ -26,11 +26,11 @@ $$;
 -- The five raising worker-side calls, as SQL templates of (task_id, worker_id, attempt).
 CREATE TEMP TABLE worker_call (ord integer PRIMARY KEY, name text NOT NULL, template text NOT NULL);
 INSERT INTO worker_call (ord, name, template) VALUES
-    (1, 'complete_task', $$SELECT complete_task(%L, %L, %L, '{"n": 1}')$$),
-    (2, 'fail_task',     $$SELECT fail_task(%L, %L, %L, 'boom')$$),
-    (3, 'start_task',    $$SELECT start_task(%L, %L, %L)$$),
-    (4, 'snooze_task',   $$SELECT snooze_task(%L, %L, %L, now() + interval '1 minute')$$),
-    (5, 'release_task',  $$SELECT release_task(%L, %L, %L)$$);
+    (1, 'complete_task', $$SELECT complete_task(%L, %L, %L, tests.claim_token(%1$L, %3$L), '{"n": 1}')$$),
+    (2, 'fail_task',     $$SELECT fail_task(%L, %L, %L, tests.claim_token(%1$L, %3$L), 'boom')$$),
+    (3, 'start_task',    $$SELECT start_task(%L, %L, %L, tests.claim_token(%1$L, %3$L))$$),
+    (4, 'snooze_task',   $$SELECT snooze_task(%L, %L, %L, tests.claim_token(%1$L, %3$L), now() + interval '1 minute')$$),
+    (5, 'release_task',  $$SELECT release_task(%L, %L, %L, tests.claim_token(%1$L, %3$L))$$);
 
 -- Asserts the SQLSTATE and DETAIL of every worker call for (task_id, worker_id, attempt): 5 tests.
 CREATE FUNCTION pg_temp.every_call_refused_with(task_id bigint, worker_id text, attempt integer, refusal text, why text)
@@ -69,10 +69,10 @@ SELECT tests.age_heartbeat(:moved_id, interval '1 day') AS aged \gset
 SELECT is(recover_stale_tasks(1), 1, 'Should recover the old worker''s silent task');
 SELECT is((SELECT attempt FROM claim_task('t29_moved_on', 'w-new')), 2, 'Should let another worker claim it at attempt 2');
 
-SELECT is(pg_temp.refusal(format($$SELECT complete_task(%s, 'w-old', 1)$$, :moved_id)),
+SELECT is(pg_temp.refusal(format($$SELECT complete_task(%s, 'w-old', 1, tests.claim_token(%1$s, 1))$$, :moved_id)),
     '55000: Attempt 1 of this worker ended: retried.',
     'Should tell the old owner its attempt ended, without naming the new owner');
-SELECT is(pg_temp.refusal(format($$SELECT fail_task(%s, 'w-old', 2, 'boom')$$, :moved_id)),
+SELECT is(pg_temp.refusal(format($$SELECT fail_task(%s, 'w-old', 2, tests.claim_token(%1$s, 2), 'boom')$$, :moved_id)),
     '55000: The task''s current worker and attempt are told to that worker only.',
     'Should tell the old owner nothing of the attempt it never held');
 
@@ -80,8 +80,8 @@ SELECT is(pg_temp.refusal(format($$SELECT fail_task(%s, 'w-old', 2, 'boom')$$, :
 -- The owner itself, calling again after its own completion: told what became of the task
 
 SELECT id AS done_id, attempt AS done_attempt FROM tests.make_claimed_task(worker_id := 'w-done', role := 't29_done') \gset
-SELECT is((complete_task(:done_id, 'w-done', :done_attempt)).status, 'completed', 'Should complete the task');
-SELECT is(pg_temp.refusal(format($$SELECT fail_task(%s, 'w-done', %s, 'late')$$, :done_id, :done_attempt)),
+SELECT is((complete_task(:done_id, 'w-done', :done_attempt, tests.claim_token(:done_id, :done_attempt))).status, 'completed', 'Should complete the task');
+SELECT is(pg_temp.refusal(format($$SELECT fail_task(%s, 'w-done', %s, tests.claim_token(%1$s, %2$s), 'late')$$, :done_id, :done_attempt)),
     '55000: The task is completed at attempt 1, worker ''w-done''.',
     'Should tell the owner the state of its own task');
 

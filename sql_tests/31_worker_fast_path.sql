@@ -88,7 +88,7 @@ SELECT is((SELECT count(*) FROM claim_and_start_tasks('t31_start', 'w-start-2', 
 
 -- A task released once comes back at its next attempt.
 INSERT INTO tests.fx SELECT 'restart', (tests.make_claimed_task(worker_id := 'w-re-1', role := 't31_restart')).id;
-DO $$ BEGIN PERFORM release_task(tests.fx('restart'), 'w-re-1', 1); END $$;
+DO $$ BEGIN PERFORM release_task(tests.fx('restart'), 'w-re-1', 1, tests.claim_token(tests.fx('restart'), 1)); END $$;
 SELECT results_eq(
     $$SELECT id, status, worker_id, attempt, claimed_at, started_at, last_heartbeat_at
       FROM claim_and_start_tasks('t31_restart', 'w-re-2')$$,
@@ -241,7 +241,7 @@ SELECT results_eq(
     $$VALUES (tests.fx('cl_1'), 'claimed'::text, 'w-cl'::text, 1, now(), NULL::timestamptz, now()),
              (tests.fx('cl_2'), 'claimed'::text, 'w-cl'::text, 1, now(), NULL::timestamptz, now())$$,
     'claim_tasks should still return its tasks claimed, not started (started_at NULL)');
-SELECT is((SELECT status FROM start_task(tests.fx('cl_1'), 'w-cl', 1)), 'running',
+SELECT is((SELECT status FROM start_task(tests.fx('cl_1'), 'w-cl', 1, tests.claim_token(tests.fx('cl_1'), 1))), 'running',
     'A task claim_tasks claimed should still be started by start_task');
 
 /****************************************************************************/
@@ -346,7 +346,7 @@ SELECT jsonb_build_array(
 ) AS completions;
 
 INSERT INTO answers (label, task_id, attempt, status)
-SELECT 'first', c.* FROM batch b, complete_tasks('w-done', b.completions) AS c;
+SELECT 'first', c.* FROM batch b, complete_tasks('w-done', tests.with_claim_tokens(b.completions)) AS c;
 
 SELECT results_eq(
     $$SELECT task_id, attempt, status FROM answers WHERE label = 'first' ORDER BY n$$,
@@ -384,7 +384,7 @@ SELECT results_eq(
 SELECT set_taskpool_clock_offset('1 minute') AS shifted \gset
 INSERT INTO answers (label, task_id, attempt, status)
 SELECT 'repeat', c.*
-FROM batch b, complete_tasks('w-done', jsonb_set(b.completions, '{0,result}', '{"n": 99}')) AS c;
+FROM batch b, complete_tasks('w-done', tests.with_claim_tokens(jsonb_set(b.completions, '{0,result}', '{"n": 99}'))) AS c;
 SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 SELECT results_eq(
@@ -403,7 +403,7 @@ SELECT is((SELECT count(*) FROM worker_tasks WHERE role IN ('t31_follow_a', 't31
 SELECT ok(tests.unchanged('lost') AND tests.unchanged('foreign'),
     'A repeated complete_tasks should still leave the lost tasks untouched');
 
-SELECT is_empty($$SELECT * FROM complete_tasks('w-done', '[]')$$,
+SELECT is_empty($$SELECT * FROM complete_tasks('w-done', tests.with_claim_tokens('[]'))$$,
     'complete_tasks should answer an empty batch with no row');
 
 /****************************************************************************/
@@ -417,7 +417,7 @@ SELECT tests.snapshot('bad_1');
 SELECT tests.snapshot('bad_2');
 
 SELECT throws_ok(
-    format('SELECT * FROM complete_tasks(%L, %L)', 'w-bad', jsonb_build_array(
+    format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-bad', jsonb_build_array(
         jsonb_build_object('task_id', tests.fx('bad_1'), 'attempt', 1, 'result', '{"ok": true}'::jsonb,
             'follow_ups', jsonb_build_array(jsonb_build_object('role', 't31_follow_a', 'payload', '{"from": "bad_1"}'::jsonb))),
         jsonb_build_object('task_id', tests.fx('bad_2'), 'attempt', 1,
@@ -429,7 +429,7 @@ SELECT ok(tests.unchanged('bad_1') AND tests.unchanged('bad_2'),
 SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 't31_follow_a' AND payload = '{"from": "bad_1"}'), 0::bigint,
     'The failed call should enqueue no follow-up');
 SELECT results_eq(
-    format('SELECT task_id, status FROM complete_tasks(%L, %L)', 'w-bad', jsonb_build_array(
+    format('SELECT task_id, status FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-bad', jsonb_build_array(
         jsonb_build_object('task_id', tests.fx('bad_1'), 'attempt', 1),
         jsonb_build_object('task_id', tests.fx('bad_2'), 'attempt', 1))),
     $$VALUES (tests.fx('bad_1'), 'completed'::text), (tests.fx('bad_2'), 'completed')$$,
@@ -446,66 +446,66 @@ CREATE TEMP TABLE good AS
 SELECT jsonb_build_object('task_id', tests.fx('m_1'), 'attempt', 1, 'result', '{"ok": true}'::jsonb) AS entry;
 
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal', g.entry) FROM good g),
-    '22023', 'completions must be a JSON array of {task_id, attempt, result, follow_ups} objects, not object',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal', g.entry) FROM good g),
+    '22023', 'completions must be a JSON array of {task_id, attempt, claim_token, result, follow_ups} objects, not object',
     'complete_tasks should reject completions that are not a JSON array');
 SELECT is(
-    tests.error_hint((SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal', jsonb_build_array(g.entry, 5))
+    tests.error_hint((SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal', jsonb_build_array(g.entry, 5))
                         FROM good g)),
-    'Each completion is {"task_id": ..., "attempt": ..., "result": ..., "follow_ups": [...]}.',
+    'Each completion is {"task_id": ..., "attempt": ..., "claim_token": "...", "result": ..., "follow_ups": [...]}.',
     'A malformed completion error should hint at the shape of a completion');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal', jsonb_build_array(g.entry, 5)) FROM good g),
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal', jsonb_build_array(g.entry, 5)) FROM good g),
     '22023', 'completions[1] is not an object',
     'complete_tasks should reject a completion that is not an object');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal',
                    jsonb_build_array(g.entry, jsonb_build_object('task_id', 'seven', 'attempt', 1))) FROM good g),
     '22023', 'completions[1] needs an integer task_id',
     'complete_tasks should reject a task_id that is a string');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal',
                    jsonb_build_array(g.entry, jsonb_build_object('task_id', 1.5, 'attempt', 1))) FROM good g),
     '22023', 'completions[1] needs an integer task_id',
     'complete_tasks should reject a task_id that is not a whole number');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal',
                    jsonb_build_array(g.entry, jsonb_build_object('task_id', -1))) FROM good g),
     '22023', 'completions[1] needs an integer attempt',
     'complete_tasks should reject a completion without an attempt');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal',
                    jsonb_build_array(g.entry || jsonb_build_object('follow_ups', jsonb_build_object('role', 't31_follow_a'))))
      FROM good g),
     '22023', 'completions[0] has follow_ups that are not an array',
     'complete_tasks should reject follow_ups that are not an array');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal',
                    jsonb_build_array(g.entry, jsonb_build_object('task_id', -1, 'attempt', 1, 'follow_up', '[]'::jsonb,
                                                                  'results', '{}'::jsonb))) FROM good g),
     '22023', 'completions[1] has unknown fields: follow_up, results',
     'complete_tasks should reject a misspelt field rather than drop its value');
 SELECT results_eq(
-    $$SELECT task_id, attempt, status FROM complete_tasks('w-mal', '[{"task_id": 3000000000, "attempt": 1.0}]')$$,
+    $$SELECT task_id, attempt, status FROM complete_tasks('w-mal', tests.with_claim_tokens('[{"task_id": 3000000000, "attempt": 1.0}]'))$$,
     $$VALUES (3000000000::bigint, 1, 'not_found')$$,
     'complete_tasks should take task ids beyond the integer range, and whole numbers written as decimals');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal', jsonb_build_array(g.entry, g.entry)) FROM good g),
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal', jsonb_build_array(g.entry, g.entry)) FROM good g),
     '22023', format('completions[1] repeats task %s', tests.fx('m_1')),
     'complete_tasks should reject a batch that names a task twice');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(%L, %L)', 'w-mal',
+    (SELECT format('SELECT * FROM complete_tasks(%L, tests.with_claim_tokens(%L))', 'w-mal',
                    jsonb_build_array(g.entry) || (SELECT jsonb_agg(jsonb_build_object('task_id', -i, 'attempt', 1))
                                                   FROM generate_series(1, 1000) AS i))
      FROM good g),
     '54000', 'completions has 1001 entries; at most 1000 go in one call',
     'complete_tasks should reject more than 1000 completions');
 SELECT throws_ok(
-    (SELECT format('SELECT * FROM complete_tasks(NULL, %L)', jsonb_build_array(g.entry)) FROM good g),
+    (SELECT format('SELECT * FROM complete_tasks(NULL, tests.with_claim_tokens(%L))', jsonb_build_array(g.entry)) FROM good g),
     '22004', 'worker_id and completions are both required',
     'complete_tasks should reject a NULL worker_id');
 SELECT throws_ok(
-    $$SELECT * FROM complete_tasks('w-mal', NULL)$$,
+    $$SELECT * FROM complete_tasks('w-mal', tests.with_claim_tokens(NULL))$$,
     '22004', 'worker_id and completions are both required',
     'complete_tasks should reject NULL completions');
 SELECT ok(tests.unchanged('m_1'),
@@ -514,9 +514,9 @@ SELECT ok(tests.unchanged('m_1'),
 SELECT results_eq(
     $$SELECT c.status, count(*)
       FROM good g,
-           complete_tasks('w-mal', jsonb_build_array(g.entry)
+           complete_tasks('w-mal', tests.with_claim_tokens(jsonb_build_array(g.entry)
                                    || (SELECT jsonb_agg(jsonb_build_object('task_id', -i, 'attempt', 1))
-                                       FROM generate_series(1, 999) AS i)) AS c
+                                       FROM generate_series(1, 999) AS i))) AS c
       GROUP BY c.status ORDER BY c.status$$,
     $$VALUES ('completed'::text, 1::bigint), ('not_found', 999)$$,
     'complete_tasks should accept exactly 1000 completions in one call');
@@ -549,8 +549,8 @@ SELECT results_eq(
     format($$VALUES (%s::bigint, 'running'::text, 'w-priv'::text, 1), (%s, 'running', 'w-priv', 1)$$, :p1_id, :p2_id),
     'Should let taskpool_worker claim and start a batch');
 SELECT results_eq(
-    format($$SELECT * FROM complete_tasks('w-priv', '[{"task_id": %s, "attempt": 1, "result": {"ok": true}},
-                                                      {"task_id": %s, "attempt": 1}]')$$, :p1_id, :p2_id),
+    format($$SELECT * FROM complete_tasks('w-priv', tests.with_claim_tokens('[{"task_id": %s, "attempt": 1, "result": {"ok": true}},
+                                                      {"task_id": %s, "attempt": 1}]'))$$, :p1_id, :p2_id),
     format($$VALUES (%s::bigint, 1, 'completed'::text), (%s, 1, 'completed')$$, :p1_id, :p2_id),
     'Should let taskpool_worker complete its batch');
 SELECT throws_ok(

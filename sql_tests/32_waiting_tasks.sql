@@ -17,15 +17,15 @@ SELECT tests.make_store() AS busy_store \gset
 INSERT INTO tests.fx SELECT 'running', id
 FROM tests.make_claimed_task(worker_id := 't32-w1', role := 't32_role', dispensary_id := :busy_store, started := true);
 INSERT INTO tests.fx SELECT 'retry', id FROM tests.make_claimed_task(worker_id := 't32-w2', role := 't32_role');
-SELECT status AS failed FROM fail_task((SELECT id FROM tests.fx WHERE name = 'retry'), 't32-w2', 1, 'HTTP 503') \gset
+SELECT status AS failed FROM fail_task((SELECT id FROM tests.fx WHERE name = 'retry'), 't32-w2', 1, tests.claim_token((SELECT id FROM tests.fx WHERE name = 'retry'), 1), 'HTTP 503') \gset
 INSERT INTO tests.fx SELECT 'retry_at', id FROM tests.make_claimed_task(worker_id := 't32-w3', role := 't32_role');
-SELECT status AS failed FROM fail_task((SELECT id FROM tests.fx WHERE name = 'retry_at'), 't32-w3', 1, 'rate limited',
+SELECT status AS failed FROM fail_task((SELECT id FROM tests.fx WHERE name = 'retry_at'), 't32-w3', 1, tests.claim_token((SELECT id FROM tests.fx WHERE name = 'retry_at'), 1), 'rate limited',
                                        retry_at := now() + interval '7 minutes') \gset
 INSERT INTO tests.fx SELECT 'snooze', id FROM tests.make_claimed_task(worker_id := 't32-w4', role := 't32_role');
-SELECT status AS snoozed FROM snooze_task((SELECT id FROM tests.fx WHERE name = 'snooze'), 't32-w4', 1,
+SELECT status AS snoozed FROM snooze_task((SELECT id FROM tests.fx WHERE name = 'snooze'), 't32-w4', 1, tests.claim_token((SELECT id FROM tests.fx WHERE name = 'snooze'), 1),
                                           now() + interval '15 minutes') \gset
 INSERT INTO tests.fx SELECT 'done', id FROM tests.make_claimed_task(worker_id := 't32-w5', role := 't32_role');
-SELECT status AS completed FROM complete_task((SELECT id FROM tests.fx WHERE name = 'done'), 't32-w5', 1) \gset
+SELECT status AS completed FROM complete_task((SELECT id FROM tests.fx WHERE name = 'done'), 't32-w5', 1, tests.claim_token((SELECT id FROM tests.fx WHERE name = 'done'), 1)) \gset
 
 INSERT INTO tests.fx VALUES ('worker', tests.make_task(role := 't32_role', scheduled_for := now() - interval '2 minutes'));
 INSERT INTO tests.fx VALUES ('schedule', tests.make_task(role := 't32_role', scheduled_for := now() + interval '1 hour'));
@@ -76,7 +76,7 @@ SELECT is((SELECT waiting_for FROM v_waiting_tasks WHERE id = (SELECT id FROM te
     'Should say a task just claimed waits for its handler');
 
 -- Time moves on: retries and the circuit pass, the store's task ends.
-SELECT status AS completed FROM complete_task((SELECT id FROM tests.fx WHERE name = 'running'), 't32-w1', 1) \gset
+SELECT status AS completed FROM complete_task((SELECT id FROM tests.fx WHERE name = 'running'), 't32-w1', 1, tests.claim_token((SELECT id FROM tests.fx WHERE name = 'running'), 1)) \gset
 SELECT set_taskpool_clock_offset('10 minutes') AS shifted \gset
 SELECT results_eq(
     $$SELECT fx.name, w.waiting_for FROM v_waiting_tasks w JOIN tests.fx ON fx.id = w.id

@@ -26,14 +26,14 @@ SELECT is_procedure('public', 'prune_tasks_in_batches', ARRAY['interval', 'integ
 -- Finished long ago: completed 4 days, failed 3 days, cancelled 2 days. Finished an hour ago:
 -- one completed. Active with old heartbeats: one claimed.
 SELECT c.id AS old_completed_id
-FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT f.id AS old_failed_id
 FROM tests.make_claimed_task(role := 't35_prune') AS m,
-     fail_task(m.id, m.worker_id, m.attempt, 'permanent', retryable := false) AS f \gset
+     fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'permanent', retryable := false) AS f \gset
 SELECT c.id AS old_cancelled_id
 FROM tests.make_task(role := 't35_prune') AS t(id), cancel_task(t.id) AS c \gset
 SELECT c.id AS new_completed_id
-FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT id AS old_claimed_id FROM tests.make_claimed_task(role := 't35_prune') \gset
 SELECT tests.age_completion(:old_completed_id, interval '4 days') AS aged \gset
 SELECT tests.age_completion(:old_failed_id, interval '3 days') AS aged \gset
@@ -78,9 +78,9 @@ SELECT throws_ok($$CALL prune_tasks_in_batches(interval '-1 day')$$, '22023',
 
 -- Two more old finished tasks, for three in all: the cancelled one (2 days), these (5 and 6 days).
 SELECT c.id AS older_id
-FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT c.id AS oldest_id
-FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't35_prune') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT tests.age_completion(:older_id, interval '5 days') AS aged \gset
 SELECT tests.age_completion(:oldest_id, interval '6 days') AS aged \gset
 

@@ -24,22 +24,22 @@ CREATE ROLE t36_nobody NOLOGIN;
 /****************************************************************************/
 -- Structure and grants
 
-SELECT has_function('public', 'heartbeat_tasks', ARRAY['text', 'bigint[]', 'integer[]'],
-    'Should have heartbeat_tasks(worker_id, task_ids, attempts)');
-SELECT is(pg_get_function_arguments('heartbeat_tasks(text, bigint[], integer[])'::regprocedure),
-    'worker_id text, task_ids bigint[], attempts integer[]',
-    'heartbeat_tasks should take worker_id, task_ids and attempts');
-SELECT is(pg_get_function_result('heartbeat_tasks(text, bigint[], integer[])'::regprocedure),
+SELECT has_function('public', 'heartbeat_tasks', ARRAY['text', 'bigint[]', 'integer[]', 'uuid[]'],
+    'Should have heartbeat_tasks(worker_id, task_ids, attempts, claim_tokens)');
+SELECT is(pg_get_function_arguments('heartbeat_tasks(text, bigint[], integer[], uuid[])'::regprocedure),
+    'worker_id text, task_ids bigint[], attempts integer[], claim_tokens uuid[]',
+    'heartbeat_tasks should take worker_id, task_ids, attempts and claim_tokens');
+SELECT is(pg_get_function_result('heartbeat_tasks(text, bigint[], integer[], uuid[])'::regprocedure),
     'TABLE(task_id bigint, answer text)',
     'heartbeat_tasks should return (task_id, answer) rows');
-SELECT is_definer('public', 'heartbeat_tasks', ARRAY['text', 'bigint[]', 'integer[]'],
+SELECT is_definer('public', 'heartbeat_tasks', ARRAY['text', 'bigint[]', 'integer[]', 'uuid[]'],
     'heartbeat_tasks should be SECURITY DEFINER');
 SELECT is((SELECT c FROM pg_proc p, unnest(p.proconfig) AS c
-           WHERE p.oid = 'heartbeat_tasks(text, bigint[], integer[])'::regprocedure AND c LIKE 'search_path=%'),
+           WHERE p.oid = 'heartbeat_tasks(text, bigint[], integer[], uuid[])'::regprocedure AND c LIKE 'search_path=%'),
     'search_path=public, pg_temp', 'heartbeat_tasks should pin search_path to public, pg_temp');
-SELECT function_privs_are('public', 'heartbeat_tasks', ARRAY['text', 'bigint[]', 'integer[]'], 'taskpool_worker',
+SELECT function_privs_are('public', 'heartbeat_tasks', ARRAY['text', 'bigint[]', 'integer[]', 'uuid[]'], 'taskpool_worker',
     ARRAY['EXECUTE'], 'Should let taskpool_worker execute heartbeat_tasks');
-SELECT ok(NOT has_function_privilege('t36_nobody', 'heartbeat_tasks(text, bigint[], integer[])', 'EXECUTE'),
+SELECT ok(NOT has_function_privilege('t36_nobody', 'heartbeat_tasks(text, bigint[], integer[], uuid[])', 'EXECUTE'),
     'Should not let PUBLIC execute heartbeat_tasks');
 
 /****************************************************************************/
@@ -64,7 +64,7 @@ SELECT is((SELECT (t).attempt FROM (SELECT claim_task('t36_other', 'w36-other') 
     'w36-other should re-claim one at attempt 2');
 SELECT is((SELECT (t).attempt FROM (SELECT claim_task('t36_again', 'w36') AS t) c), 2,
     'w36 should re-claim the other at attempt 2');
-SELECT is((complete_task(tests.fx('done'), 'w36', 1)).status, 'completed', 'w36 should complete one task');
+SELECT is((complete_task(tests.fx('done'), 'w36', 1, tests.claim_token(tests.fx('done'), 1))).status, 'completed', 'w36 should complete one task');
 -- The live attempts' heartbeats a minute old: a heartbeat is seen to move them.
 SELECT tests.age_heartbeat(f.id, interval '1 minute') FROM tests.fx f
 WHERE f.name IN ('claimed', 'running', 'cancel', 'other', 'again');
@@ -75,7 +75,7 @@ SELECT set_taskpool_clock_offset('3 minutes') AS shifted \gset
 CREATE TEMP TABLE batch AS
 SELECT * FROM heartbeat_tasks('w36',
     ARRAY(SELECT tests.fx(n) FROM unnest(ARRAY['gone', 'done', 'again', 'other', 'cancel', 'running', 'claimed']) AS n),
-    ARRAY[1, 1, 1, 1, 1, 1, 1]);
+    ARRAY[1, 1, 1, 1, 1, 1, 1], tests.claim_tokens(ARRAY(SELECT tests.fx(n) FROM unnest(ARRAY['gone', 'done', 'again', 'other', 'cancel', 'running', 'claimed']) AS n), ARRAY[1, 1, 1, 1, 1, 1, 1]));
 SELECT set_taskpool_clock_offset('0') AS shifted \gset
 
 SELECT results_eq(
@@ -98,8 +98,8 @@ SELECT is((SELECT to_jsonb(t) - 'last_heartbeat_at' - 'updated_at' FROM worker_t
 
 -- The same answers as heartbeat_task gives for each, one by one.
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY(SELECT id FROM tests.fx ORDER BY name), ARRAY(SELECT attempt FROM tests.fx ORDER BY name))$$,
-    $$SELECT heartbeat_task(id, 'w36', attempt) FROM tests.fx ORDER BY name$$,
+    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY(SELECT id FROM tests.fx ORDER BY name), ARRAY(SELECT attempt FROM tests.fx ORDER BY name), tests.claim_tokens(ARRAY(SELECT id FROM tests.fx ORDER BY name), ARRAY(SELECT attempt FROM tests.fx ORDER BY name)))$$,
+    $$SELECT heartbeat_task(id, 'w36', attempt, tests.claim_token(id, attempt)) FROM tests.fx ORDER BY name$$,
     'Should answer for each task what heartbeat_task answers for it');
 
 /****************************************************************************/
@@ -107,56 +107,56 @@ SELECT results_eq(
 
 SELECT tests.snapshot_all();
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36-thief', ARRAY[tests.fx('running'), tests.fx('claimed')], ARRAY[1, 1])$$,
+    $$SELECT answer FROM heartbeat_tasks('w36-thief', ARRAY[tests.fx('running'), tests.fx('claimed')], ARRAY[1, 1], tests.claim_tokens(ARRAY[tests.fx('running'), tests.fx('claimed')], ARRAY[1, 1]))$$,
     $$VALUES ('lost'::text), ('lost')$$,
     'Should answer lost to another worker heartbeating tasks it does not hold');
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY[tests.fx('running'), tests.fx('again')], ARRAY[2, 1])$$,
+    $$SELECT answer FROM heartbeat_tasks('w36', ARRAY[tests.fx('running'), tests.fx('again')], ARRAY[2, 1], tests.claim_tokens(ARRAY[tests.fx('running'), tests.fx('again')], ARRAY[2, 1]))$$,
     $$VALUES ('lost'::text), ('lost')$$,
     'Should answer lost to the worker heartbeating another attempt than the one it holds');
 SELECT is(tests.changed(), '{}'::text[], 'Should leave every row unchanged for lost heartbeats');
 SELECT results_eq(
-    $$SELECT answer FROM heartbeat_tasks('w36-other', ARRAY[tests.fx('other')], ARRAY[2])$$,
+    $$SELECT answer FROM heartbeat_tasks('w36-other', ARRAY[tests.fx('other')], ARRAY[2], tests.claim_tokens(ARRAY[tests.fx('other')], ARRAY[2]))$$,
     $$VALUES ('continue'::text)$$,
     'Should answer continue to the new owner''s heartbeat');
-SELECT is_empty($$SELECT * FROM heartbeat_tasks('w36', '{}', '{}')$$, 'Should answer no rows for no tasks');
+SELECT is_empty($$SELECT * FROM heartbeat_tasks('w36', '{}', '{}', tests.claim_tokens('{}', '{}'))$$, 'Should answer no rows for no tasks');
 
 /****************************************************************************/
 -- Bad input: refused, nothing changed
 
 SELECT tests.snapshot_all();
 SELECT throws_ok(
-    format($$SELECT * FROM heartbeat_tasks(NULL, ARRAY[%s], ARRAY[1])$$, tests.fx('running')),
-    '22004', 'worker_id, task_ids and attempts are all required, and no task id or attempt may be NULL',
+    format($$SELECT * FROM heartbeat_tasks(NULL, ARRAY[%s], ARRAY[1], tests.claim_tokens(ARRAY[%1$s], ARRAY[1]))$$, tests.fx('running')),
+    '22004', 'worker_id, task_ids, attempts and claim_tokens are all required, and no task id, attempt or claim_token may be NULL',
     'Should refuse a NULL worker_id');
-SELECT throws_ok($$SELECT * FROM heartbeat_tasks('w36', NULL, ARRAY[1])$$,
+SELECT throws_ok($$SELECT * FROM heartbeat_tasks('w36', NULL, ARRAY[1], tests.claim_tokens(NULL, ARRAY[1]))$$,
     '22004', NULL, 'Should refuse NULL task_ids');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s], NULL)$$, tests.fx('running')),
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s], NULL, tests.claim_tokens(ARRAY[%1$s], NULL))$$, tests.fx('running')),
     '22004', NULL, 'Should refuse NULL attempts');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, NULL], ARRAY[1, 1])$$, tests.fx('running')),
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, NULL], ARRAY[1, 1], tests.claim_tokens(ARRAY[%1$s, NULL], ARRAY[1, 1]))$$, tests.fx('running')),
     '22004', NULL, 'Should refuse a NULL task id');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s], ARRAY[1, NULL])$$,
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s], ARRAY[1, NULL], tests.claim_tokens(ARRAY[%1$s, %2$s], ARRAY[1, NULL]))$$,
                         tests.fx('running'), tests.fx('claimed')),
     '22004', NULL, 'Should refuse a NULL attempt');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s], ARRAY[1])$$,
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s], ARRAY[1], ARRAY[gen_random_uuid(), gen_random_uuid()])$$,
                         tests.fx('running'), tests.fx('claimed')),
-    '22023', 'task_ids and attempts must be one-dimensional arrays of the same length, not 2 and 1',
+    '22023', 'task_ids, attempts and claim_tokens must be one-dimensional arrays of the same length, not 2, 1 and 2',
     'Should refuse arrays of different lengths');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[[%s, %s]], ARRAY[[1, 1]])$$,
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[[%s, %s]], ARRAY[[1, 1]], tests.claim_tokens(ARRAY[[%1$s, %2$s]], ARRAY[[1, 1]]))$$,
                         tests.fx('running'), tests.fx('claimed')),
     '22023', NULL, 'Should refuse two-dimensional arrays');
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s, %s], ARRAY[1, 1, 1])$$,
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s, %s, %s], ARRAY[1, 1, 1], tests.claim_tokens(ARRAY[%1$s, %2$s, %3$s], ARRAY[1, 1, 1]))$$,
                         tests.fx('running'), tests.fx('claimed'), tests.fx('running')),
     '22023', format('task_ids repeats task %s', tests.fx('running')),
     'Should refuse a task given twice');
 SELECT throws_ok(
     format($$SELECT * FROM heartbeat_tasks('w36', ARRAY[%s] || ARRAY(SELECT -g::bigint FROM generate_series(1, 1000) g),
-                                           array_fill(1, ARRAY[1001]))$$, tests.fx('running')),
+                                           array_fill(1, ARRAY[1001]), tests.claim_tokens(ARRAY[%1$s] || ARRAY(SELECT -g::bigint FROM generate_series(1, 1000) g), array_fill(1, ARRAY[1001])))$$, tests.fx('running')),
     '22023', 'task_ids has 1001 entries; at most 1000 go in one call',
     'Should refuse more than 1000 tasks');
 SELECT is(tests.changed(), '{}'::text[], 'Should leave every row unchanged after the refused calls');
 SELECT is((SELECT count(*) FROM heartbeat_tasks('w36', ARRAY(SELECT -g::bigint FROM generate_series(1, 1000) g),
-                                                array_fill(1, ARRAY[1000]))),
+                                                array_fill(1, ARRAY[1000]), tests.claim_tokens(ARRAY(SELECT -g::bigint FROM generate_series(1, 1000) g), array_fill(1, ARRAY[1000])))),
     1000::bigint, 'Should take 1000 tasks in one call');
 
 /****************************************************************************/
@@ -165,12 +165,12 @@ SELECT is((SELECT count(*) FROM heartbeat_tasks('w36', ARRAY(SELECT -g::bigint F
 SELECT id AS priv_id, attempt AS priv_attempt FROM tests.make_claimed_task('w36-priv', 't36_priv', started := true) \gset
 SET ROLE t36_worker_login;
 SELECT results_eq(
-    format($$SELECT task_id, answer FROM heartbeat_tasks('w36-priv', ARRAY[%s], ARRAY[%s])$$, :priv_id, :priv_attempt),
+    format($$SELECT task_id, answer FROM heartbeat_tasks('w36-priv', ARRAY[%s], ARRAY[%s], tests.claim_tokens(ARRAY[%1$s], ARRAY[%2$s]))$$, :priv_id, :priv_attempt),
     format($$VALUES (%s::bigint, 'continue'::text)$$, :priv_id),
     'Should let a login granted only taskpool_worker heartbeat its tasks');
 RESET ROLE;
 SET ROLE t36_nobody;
-SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36-priv', ARRAY[%s], ARRAY[1])$$, :priv_id),
+SELECT throws_ok(format($$SELECT * FROM heartbeat_tasks('w36-priv', ARRAY[%s], ARRAY[1], ARRAY[gen_random_uuid()])$$, :priv_id),
     '42501', 'permission denied for function heartbeat_tasks', 'Should refuse a role without taskpool_worker');
 RESET ROLE;
 

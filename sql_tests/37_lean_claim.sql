@@ -33,7 +33,7 @@ SELECT is(
 );
 SELECT is(
     (SELECT c.status FROM worker_tasks t,
-        LATERAL complete_task(t.id, 'lean-w1', t.attempt, '{"ok": true}') c
+        LATERAL complete_task(t.id, 'lean-w1', t.attempt, tests.claim_token(t.id, t.attempt), '{"ok": true}') c
      WHERE t.role = 'test_lean_plain'),
     'completed',
     'Should complete it'
@@ -60,7 +60,7 @@ SELECT is(
     'Should claim nothing of a store whose task runs, without an error'
 );
 SELECT is(
-    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'lean-w2', t.attempt) c
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'lean-w2', t.attempt, tests.claim_token(t.id, t.attempt)) c
      WHERE t.role = 'test_lean_store' AND t.status = 'running'),
     'completed',
     'Should complete the store''s running task'

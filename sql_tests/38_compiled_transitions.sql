@@ -41,7 +41,7 @@ SELECT is(_task_status_transition_allowed('pending', 'cancelled'), false,
 INSERT INTO task_status_transitions (from_status, to_status, meaning)
 VALUES ('completed', 'cancelled', 'a test''s own rule');
 SELECT c.id AS third_id FROM claim_and_start_tasks('test_compiled', 'w-compiled') c,
-    complete_task(c.id, 'w-compiled', c.attempt) d \gset
+    complete_task(c.id, 'w-compiled', c.attempt, tests.claim_token(c.id, c.attempt)) d \gset
 SELECT lives_ok(
     format($$UPDATE worker_tasks SET status = 'cancelled' WHERE id = %s$$, :third_id),
     'Should allow a transition at once when its row is inserted');

@@ -51,7 +51,7 @@ SELECT tests.make_store(name := 't45 store') AS store_a \gset
 -- complete_task's follow_ups
 SELECT id AS root_id FROM tests.make_claimed_task(worker_id := 'w45', role := 'store_discovery') \gset
 SELECT is((SELECT parent_id FROM worker_tasks WHERE id = :root_id), NULL, 'Should give an enqueued task no parent');
-SELECT status FROM complete_task(:root_id, 'w45', 1, jsonb_build_object('newStoreIds', jsonb_build_array(:store_a)),
+SELECT status FROM complete_task(:root_id, 'w45', 1, tests.claim_token(:root_id, 1), jsonb_build_object('newStoreIds', jsonb_build_array(:store_a)),
     follow_ups := '[{"role": "t45", "payload": {"n": 1}}]') \gset
 SELECT bag_eq(
     format('SELECT role, parent_id FROM worker_tasks WHERE parent_id = %s', :root_id),
@@ -64,14 +64,14 @@ SELECT id AS chained_id FROM worker_tasks WHERE parent_id = :root_id AND role = 
 UPDATE worker_tasks SET priority = 100 WHERE id = :child_id;
 SELECT id AS claimed_child FROM claim_and_start_tasks('t45', 'w45', 1) \gset
 SELECT is(:claimed_child::bigint, :child_id::bigint, 'Should claim the follow-up');
-SELECT status FROM complete_tasks('w45', format('[{"task_id": %s, "attempt": 1, "result": {},
-    "follow_ups": [{"role": "t45"}, {"role": "t45"}]}]', :child_id)::jsonb) \gset
+SELECT status FROM complete_tasks('w45', tests.with_claim_tokens(format('[{"task_id": %s, "attempt": 1, "result": {},
+    "follow_ups": [{"role": "t45"}, {"role": "t45"}]}]', :child_id)::jsonb)) \gset
 SELECT is((SELECT count(*)::int FROM worker_tasks WHERE parent_id = :child_id), 2,
     'Should give complete_tasks'' follow-ups their task as parent');
 
 -- product_resync -> product_refresh through the trigger
 SELECT id AS resync_id FROM tests.make_claimed_task(worker_id := 'w45', role := 'product_resync', dispensary_id := :store_a) \gset
-SELECT status FROM complete_task(:resync_id, 'w45', 1, '{"payload_id": 7}') \gset
+SELECT status FROM complete_task(:resync_id, 'w45', 1, tests.claim_token(:resync_id, 1), '{"payload_id": 7}') \gset
 SELECT is((SELECT parent_id FROM worker_tasks WHERE role = 'product_refresh' AND payload = '{"payload_id": 7}'),
           :resync_id::bigint, 'Should give product_refresh its product_resync as parent');
 
@@ -137,7 +137,7 @@ SELECT is((SELECT count(*)::int FROM task_result_waits WHERE task_id = :w1), 0,
 SELECT id AS w3 FROM enqueue_task('t45', '{"w": 3}') \gset
 SELECT task_id FROM register_task_waits(ARRAY[:w3]) \gset
 SELECT id, attempt FROM claim_and_start_tasks('t45', 'w45b', 10) WHERE id = :w3 \gset claimed_
-SELECT status FROM complete_task(:w3, 'w45b', :claimed_attempt, NULL) \gset
+SELECT status FROM complete_task(:w3, 'w45b', :claimed_attempt, tests.claim_token(:w3, :claimed_attempt), NULL) \gset
 SELECT is((SELECT count(*)::int FROM task_result_waits WHERE task_id = :w3), 0,
     'Should take the waits out at a completion with no result (the WHEN clause passes a waited task)');
 

@@ -313,8 +313,8 @@ DECLARE
 BEGIN
     PERFORM tests.make_task(role := 't48_store', dispensary_id := store, priority := 100, created_at := '2000-01-01');
     SELECT * INTO v_task FROM claim_task('t48_store', 'w48');
-    PERFORM start_task(v_task.id, 'w48', v_task.attempt);
-    PERFORM complete_task(v_task.id, 'w48', v_task.attempt, '{}');
+    PERFORM start_task(v_task.id, 'w48', v_task.attempt, tests.claim_token(v_task.id, v_task.attempt));
+    PERFORM complete_task(v_task.id, 'w48', v_task.attempt, tests.claim_token(v_task.id, v_task.attempt), '{}');
     PERFORM tests.age_completion(v_task.id, age);
 END;
 $$;

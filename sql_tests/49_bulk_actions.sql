@@ -20,7 +20,7 @@ BEGIN
     PERFORM tests.make_task(role := failed.role, dispensary_id := failed.dispensary_id, priority := 100,
                             created_at := '2000-01-01 00:00:00+00', dedupe_key := failed.dedupe_key);
     SELECT * INTO v_task FROM claim_task(failed.role, 'w49');
-    PERFORM fail_task(v_task.id, 'w49', v_task.attempt, failed.error, false);
+    PERFORM fail_task(v_task.id, 'w49', v_task.attempt, tests.claim_token(v_task.id, v_task.attempt), failed.error, false);
     UPDATE worker_tasks t SET created_at = now() - interval '1 hour' WHERE t.id = v_task.id;
     RETURN v_task.id;
 END;

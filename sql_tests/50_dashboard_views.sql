@@ -15,14 +15,14 @@ SELECT ok(NOT has_function_privilege('taskpool_worker', 'task_throughput(integer
 -- task_throughput: a completion now, one three hours ago, failed attempts; zeros elsewhere
 
 SELECT id AS done_now FROM tests.make_claimed_task('w48', 'store_discovery', started := true) \gset
-SELECT complete_task(:done_now, 'w48', 1);
+SELECT complete_task(:done_now, 'w48', 1, tests.claim_token(:done_now, 1));
 SELECT id AS done_before FROM tests.make_claimed_task('w48', 'store_discovery', started := true) \gset
-SELECT complete_task(:done_before, 'w48', 1);
+SELECT complete_task(:done_before, 'w48', 1, tests.claim_token(:done_before, 1));
 SELECT tests.age_completion(:done_before, '3 hours');
 SELECT id AS failing FROM tests.make_claimed_task('w48', 'analytics_refresh', max_retries := 1, started := true) \gset
-SELECT fail_task(:failing, 'w48', 1, 'boom');
+SELECT fail_task(:failing, 'w48', 1, tests.claim_token(:failing, 1), 'boom');
 SELECT id AS failed FROM tests.make_claimed_task('w48', 'analytics_refresh', max_retries := 0, started := true) \gset
-SELECT fail_task(:failed, 'w48', 1, 'boom for good');
+SELECT fail_task(:failed, 'w48', 1, tests.claim_token(:failed, 1), 'boom for good');
 
 SELECT is((SELECT count(*) FROM task_throughput(4)), 4 * (SELECT count(*) FROM task_roles),
     'Should give a row per role for each of the last 4 hours');

@@ -26,7 +26,7 @@ DECLARE
 BEGIN
     PERFORM tests.make_task(role := done_in.role, scheduled_for := now() - interval '1 day');
     SELECT * INTO v_task FROM claim_task(done_in.role, 't48-history');
-    PERFORM complete_task(v_task.id, v_task.worker_id, v_task.attempt, '{}');
+    PERFORM complete_task(v_task.id, v_task.worker_id, v_task.attempt, tests.claim_token(v_task.id, v_task.attempt), '{}');
     UPDATE worker_tasks t SET claimed_at = t.completed_at - done_in.took WHERE t.id = v_task.id;
 END;
 $$;

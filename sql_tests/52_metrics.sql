@@ -73,15 +73,15 @@ SELECT is(pg_temp.counters(),
 -- the counters follow the history: two completions, a retried and a permanent failure, a stale recovery
 
 SELECT c.id AS first_id
-FROM tests.make_claimed_task(role := 't52_metrics') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't52_metrics') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT c.id AS second_id
-FROM tests.make_claimed_task(role := 't52_metrics') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't52_metrics') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 -- retried once (max_retries 1), then failed for good
 SELECT f.id AS failing_id
-FROM tests.make_claimed_task(role := 't52_metrics') AS m, fail_task(m.id, m.worker_id, m.attempt, 'HTTP 503') AS f \gset
+FROM tests.make_claimed_task(role := 't52_metrics') AS m, fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'HTTP 503') AS f \gset
 UPDATE worker_tasks SET scheduled_for = now() WHERE id = :failing_id;   -- past its backoff
 SELECT f.status AS failed_status
-FROM claim_task('t52_metrics', 'w1') AS m, fail_task(m.id, m.worker_id, m.attempt, 'HTTP 503 again') AS f \gset
+FROM claim_task('t52_metrics', 'w1') AS m, fail_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt), 'HTTP 503 again') AS f \gset
 SELECT id AS stale_id FROM tests.make_claimed_task(role := 't52_metrics', max_retries := 2) \gset
 SELECT tests.age_heartbeat(:stale_id, interval '1 day');
 SELECT is(recover_stale_tasks(), 1, 'Should recover the silent task');
@@ -127,7 +127,7 @@ SELECT is(pg_temp.counters(), :'before_fold'::jsonb, 'Should count nothing twice
 -- finished after the fold: newer than the watermark, counted where it is until the prune
 SELECT status AS cancelled_status FROM cancel_task(:stale_id) \gset
 SELECT c.id AS third_id
-FROM tests.make_claimed_task(role := 't52_metrics') AS m, complete_task(m.id, m.worker_id, m.attempt) AS c \gset
+FROM tests.make_claimed_task(role := 't52_metrics') AS m, complete_task(m.id, m.worker_id, m.attempt, tests.claim_token(m.id, m.attempt)) AS c \gset
 SELECT pg_temp.counters() AS before_prune \gset
 SELECT is(pg_temp.sample('taskpool_tasks_completed_total', '{"role": "t52_metrics"}'), 3::double precision,
     'Should count a completion newer than the watermark');

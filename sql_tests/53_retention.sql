@@ -46,9 +46,9 @@ BEGIN
     ELSE
         SELECT m.id INTO v_id FROM tests.make_claimed_task(role := 't53_retention', worker_id := 'w53') m;
         IF outcome = 'completed' THEN
-            PERFORM complete_task(v_id, 'w53', 1);
+            PERFORM complete_task(v_id, 'w53', 1, tests.claim_token(v_id, 1));
         ELSE
-            PERFORM fail_task(v_id, 'w53', 1, 'permanent', retryable := false);
+            PERFORM fail_task(v_id, 'w53', 1, tests.claim_token(v_id, 1), 'permanent', retryable := false);
         END IF;
     END IF;
     PERFORM tests.age_completion(v_id, age);
@@ -120,7 +120,7 @@ SELECT is(pg_temp.kept(), ARRAY['completed_6d', 'failed_20d'], 'Should have prun
 -- task_attempts: attempts of kept tasks, by their own age, once the metrics folded them
 
 SELECT m.id AS retried_id FROM tests.make_claimed_task(role := 't53_retention', worker_id := 'w53-r') m \gset
-SELECT fail_task(:retried_id, 'w53-r', 1, 'first try failed') IS NOT NULL AS failed \gset
+SELECT fail_task(:retried_id, 'w53-r', 1, tests.claim_token(:retried_id, 1), 'first try failed') IS NOT NULL AS failed \gset
 UPDATE worker_task_attempts SET ended_at = now() - interval '40 days' WHERE task_id = :retried_id;
 SELECT is((SELECT would_prune FROM count_retention() WHERE policy = 'task_attempts'), 0::bigint,
     'Should not count attempts the metrics have not folded yet');

@@ -56,9 +56,9 @@ SELECT is((SELECT id FROM claim_task('t54_other', 't54-w2')), tests.fx('other'),
 
 SELECT is((SELECT status FROM enqueue_task('t54_paused', '{"while": "paused"}')), 'pending',
     'An enqueue of a paused role should still land, pending');
-SELECT is(heartbeat_task(tests.fx('in_flight'), 't54-w1', 1), 'continue',
+SELECT is(heartbeat_task(tests.fx('in_flight'), 't54-w1', 1, tests.claim_token(tests.fx('in_flight'), 1)), 'continue',
     'A task in flight of a paused role should still be heartbeaten');
-SELECT is((SELECT status FROM complete_task(tests.fx('in_flight'), 't54-w1', 1, '{"done": true}')), 'completed',
+SELECT is((SELECT status FROM complete_task(tests.fx('in_flight'), 't54-w1', 1, tests.claim_token(tests.fx('in_flight'), 1), '{"done": true}')), 'completed',
     'A task in flight of a paused role should still complete');
 
 SELECT is((SELECT ROW(paused, ready_tasks) FROM v_worker_capacity WHERE role = 't54_paused'),

@@ -101,26 +101,26 @@ SELECT id AS own_id FROM enqueue_task('t55_none', priority := 100,
 SELECT id AS own_claimed FROM claim_task('t55_none', 'w55') \gset
 SELECT is(:own_claimed::bigint, :own_id::bigint, 'Should claim the task with its own backoff (fixture)');
 SELECT results_eq(
-    format($$SELECT status, retry_count, scheduled_for FROM fail_task(%s, 'w55', 1, 'HTTP 503')$$, :own_id),
+    format($$SELECT status, retry_count, scheduled_for FROM fail_task(%s, 'w55', 1, tests.claim_token(%1$s, 1), 'HTTP 503')$$, :own_id),
     $$VALUES ('pending'::text, 1, now() + interval '2 seconds')$$,
     'Should retry a task with its own backoff_base after that delay, not the role''s');
 UPDATE worker_tasks SET scheduled_for = now() WHERE id = :own_id;
 SELECT id AS own_claimed FROM claim_task('t55_none', 'w55') \gset
 SELECT results_eq(
-    format($$SELECT status, retry_count, scheduled_for FROM fail_task(%s, 'w55', 2, 'HTTP 503')$$, :own_id),
+    format($$SELECT status, retry_count, scheduled_for FROM fail_task(%s, 'w55', 2, tests.claim_token(%1$s, 2), 'HTTP 503')$$, :own_id),
     $$VALUES ('pending'::text, 2, now() + interval '6 seconds')$$,
     'Should grow a task''s own backoff_base by the role''s multiplier (2 s, then 6 s)');
 UPDATE worker_tasks SET scheduled_for = now() WHERE id = :own_id;
 SELECT id AS own_claimed FROM claim_task('t55_none', 'w55') \gset
 SELECT results_eq(
-    format($$SELECT status, retry_count, scheduled_for FROM fail_task(%s, 'w55', 3, 'HTTP 503')$$, :own_id),
+    format($$SELECT status, retry_count, scheduled_for FROM fail_task(%s, 'w55', 3, tests.claim_token(%1$s, 3), 'HTTP 503')$$, :own_id),
     $$VALUES ('pending'::text, 3, now() + interval '10 seconds')$$,
     'Should stop a task''s own backoff at its own backoff_cap (18 s capped at 10 s)');
 
 SELECT id AS full_id FROM tests.make_claimed_task(worker_id := 'w55', role := 't55_full') \gset
 SELECT ok(
     (SELECT scheduled_for >= now() AND scheduled_for <= now() + interval '100 seconds' AND status = 'pending'
-     FROM fail_task(:full_id, 'w55', 1, 'HTTP 503')),
+     FROM fail_task(:full_id, 'w55', 1, tests.claim_token(:full_id, 1), 'HTTP 503')),
     'Should retry a task of a full-jitter role between now and backoff_base from now');
 
 /****************************************************************************/

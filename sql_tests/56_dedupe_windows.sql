@@ -148,7 +148,7 @@ SELECT isnt((SELECT id FROM enqueue_task('t56', '{"page": 9}', dedupe_by_content
 
 -- Follow-ups take the same fields.
 SELECT tests.make_claimed_task(worker_id := 'w56', role := 't56_other') AS parent \gset
-SELECT is((SELECT count(*) FROM complete_task((:'parent'::worker_tasks).id, 'w56', (:'parent'::worker_tasks).attempt, '{}',
+SELECT is((SELECT count(*) FROM complete_task((:'parent'::worker_tasks).id, 'w56', (:'parent'::worker_tasks).attempt, tests.claim_token((:'parent'::worker_tasks).id, (:'parent'::worker_tasks).attempt), '{}',
                                               '[{"role": "t56", "payload": {"page": 1, "sort": "name"},
                                                  "dedupe_by_content": true}]')), 1::bigint,
           'Should complete a task whose follow-up dedupes by content');

@@ -23,7 +23,7 @@ BEGIN
     IF v_task.id IS DISTINCT FROM v_id THEN
         RAISE EXCEPTION 'pg_temp.completed claimed task % instead of %', v_task.id, v_id;
     END IF;
-    PERFORM complete_task(v_task.id, v_task.worker_id, v_task.attempt, '{}');
+    PERFORM complete_task(v_task.id, v_task.worker_id, v_task.attempt, tests.claim_token(v_task.id, v_task.attempt), '{}');
     UPDATE worker_tasks t
     SET claimed_at = now() - interval '5 minutes' - completed.took, completed_at = now() - interval '5 minutes'
     WHERE t.id = v_task.id;

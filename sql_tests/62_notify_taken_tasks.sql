@@ -62,8 +62,8 @@ SELECT dblink_exec('t58_actor', 'BEGIN');
 SELECT pg_temp.t58_act(format('SELECT status FROM cancel_task(%s)', :a));
 SELECT dblink_exec('t58_actor', 'ROLLBACK');
 SELECT pg_temp.t58_act(format('SELECT status FROM cancel_task(%s)', :p));
-SELECT pg_temp.t58_act(format($$SELECT answer FROM heartbeat_tasks('t58_w', ARRAY[%s], ARRAY[1])$$, :d));
-SELECT pg_temp.t58_act(format($$SELECT status FROM complete_task(%s, 't58_w', 1)$$, :d));
+SELECT pg_temp.t58_act(format($$SELECT answer FROM heartbeat_tasks('t58_w', ARRAY[%s], ARRAY[1], tests.claim_tokens(ARRAY[%1$s], ARRAY[1]))$$, :d));
+SELECT pg_temp.t58_act(format($$SELECT status FROM complete_task(%s, 't58_w', 1, tests.claim_token(%1$s, 1))$$, :d));
 SELECT pg_temp.t58_act(format('SELECT status FROM cancel_task(%s)', :a));
 SELECT is(pg_temp.t58_heard(1), ARRAY[format('%s abort:%s', :'channel', :a)],
     'Should notify the worker that runs a task of its cancel, on its channel, and of nothing before it (its claims, a cancel rolled back, a pending task''s cancel, its own heartbeat and completion)');

@@ -13,8 +13,10 @@ from worker_support import Run, run_json
 def failed_task(conn: psycopg.Connection, role: str, error: str) -> int:
     """A task of `role` that failed for good with `error`, through the worker's own calls."""
     conn.execute("SELECT enqueue_task(%s, '{}', max_retries := 0)", (role,))
-    task_id, attempt = conn.execute("SELECT id, attempt FROM claim_task(%s, 'w-bulk')", (role,)).fetchone()
-    conn.execute("SELECT fail_task(%s, 'w-bulk', %s, %s, false)", (task_id, attempt, error))
+    task_id, attempt, token = conn.execute(
+        "SELECT id, attempt, claim_token FROM claim_task(%s, 'w-bulk')", (role,)
+    ).fetchone()
+    conn.execute("SELECT fail_task(%s, 'w-bulk', %s, %s, %s, false)", (task_id, attempt, token, error))
     return task_id
 
 
@@ -54,8 +56,10 @@ def test_retry_dry_run_counts_and_samples_without_changing_anything(
 def test_cancel_pending_and_running_by_role(run: Run, conn: psycopg.Connection) -> None:
     for _ in range(3):
         conn.execute("SELECT enqueue_task('analytics_refresh', '{}')")
-    task_id, attempt = conn.execute("SELECT id, attempt FROM claim_task('analytics_refresh', 'w-bulk')").fetchone()
-    conn.execute("SELECT start_task(%s, 'w-bulk', %s)", (task_id, attempt))
+    task_id, attempt, token = conn.execute(
+        "SELECT id, attempt, claim_token FROM claim_task('analytics_refresh', 'w-bulk')"
+    ).fetchone()
+    conn.execute("SELECT start_task(%s, 'w-bulk', %s, %s)", (task_id, attempt, token))
     shown = run_json(run, "cancel", "--role", "analytics_refresh")
     assert shown == {"tasks": 3}
     assert statuses(conn, "analytics_refresh") == {"cancelled": 2, "running": 1}

@@ -66,7 +66,7 @@ def run_claimers(db_url: str, batch_size: int) -> tuple[list[tuple], list[BaseEx
                 idle_rounds = 0
                 while True:
                     tasks = conn.execute(
-                        "SELECT id, dispensary_id, attempt FROM claim_tasks(%s, %s, %s)",
+                        "SELECT id, dispensary_id, attempt, claim_token FROM claim_tasks(%s, %s, %s)",
                         (ROLE, worker_id, batch_size),
                     ).fetchall()
                     held_from = time.perf_counter()
@@ -83,11 +83,11 @@ def run_claimers(db_url: str, batch_size: int) -> tuple[list[tuple], list[BaseEx
                         time.sleep(0.001 * min(idle_rounds, 10))
                         continue
                     idle_rounds = 0
-                    for task_id, store_id, attempt in tasks:
+                    for task_id, store_id, attempt, token in tasks:
                         held_to = time.perf_counter()
                         conn.execute(
-                            "SELECT complete_task(%s, %s, %s, '{}'::jsonb)",
-                            (task_id, worker_id, attempt),
+                            "SELECT complete_task(%s, %s, %s, %s, '{}'::jsonb)",
+                            (task_id, worker_id, attempt, token),
                         )
                         with lock:
                             records.append((task_id, store_id, held_from, held_to))

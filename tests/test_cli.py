@@ -71,14 +71,17 @@ def status_of(conn: psycopg.Connection, task_id: int) -> str:
 def completed_task(conn: psycopg.Connection) -> int:
     task_id = enqueue(conn)
     assert claim(conn) == task_id
-    conn.execute("SELECT complete_task(%s, 'w1', 1, '{\"stores\": 3}')", (task_id,))
+    conn.execute("SELECT complete_task(id, 'w1', 1, claim_token, '{\"stores\": 3}') FROM worker_tasks WHERE id = %s", (task_id,))
     return task_id
 
 
 def failed_task(conn: psycopg.Connection) -> int:
     task_id = enqueue(conn)
     assert claim(conn) == task_id
-    conn.execute("SELECT fail_task(%s, 'w1', 1, 'HTTP 404', retryable := false)", (task_id,))
+    conn.execute(
+        "SELECT fail_task(id, 'w1', 1, claim_token, 'HTTP 404', retryable := false) FROM worker_tasks WHERE id = %s",
+        (task_id,),
+    )
     return task_id
 
 
@@ -677,7 +680,7 @@ def test_list_filters_by_error_text_in_any_case(run: Run, conn: psycopg.Connecti
     for message in ("HTTP 503 from the platform", "menu did not parse", "50% off: not a price"):
         task_id = enqueue(conn, max_retries=0)
         assert claim(conn) == task_id
-        conn.execute("SELECT fail_task(%s, 'w1', 1, %s)", (task_id, message))
+        conn.execute("SELECT fail_task(id, 'w1', 1, claim_token, %s) FROM worker_tasks WHERE id = %s", (message, task_id))
         failed[message] = task_id
     enqueue(conn)
     assert [t["id"] for t in run_json(run, "list", "--error", "http 503")] == [failed["HTTP 503 from the platform"]]
@@ -735,7 +738,7 @@ def test_list_an_unknown_store_exits_2(run: Run, conn: psycopg.Connection) -> No
 def test_show_prints_fields_and_attempt_history(run: Run, conn: psycopg.Connection) -> None:
     task_id = enqueue(conn, payload={"reason": "manual"})
     assert claim(conn) == task_id
-    conn.execute("SELECT fail_task(%s, 'w1', 1, 'HTTP 503')", (task_id,))
+    conn.execute("SELECT fail_task(id, 'w1', 1, claim_token, 'HTTP 503') FROM worker_tasks WHERE id = %s", (task_id,))
     result = run("show", str(task_id))
     assert result.exit_code == 0, result.output
     fields = dict(
@@ -758,7 +761,9 @@ def test_show_json(run: Run, conn: psycopg.Connection) -> None:
     assert fresh["attempts"] == []
     assert claim(conn) == task_id
     conn.execute(
-        "SELECT fail_task(%s, 'w1', 1, 'HTTP 503', retry_at := taskpool_now())", (task_id,)
+        "SELECT fail_task(id, 'w1', 1, claim_token, 'HTTP 503', retry_at := taskpool_now())"
+        " FROM worker_tasks WHERE id = %s",
+        (task_id,),
     )
     assert claim(conn, worker="w2", attempt=2) == task_id
     shown = run_json(run, "show", str(task_id))
@@ -795,7 +800,9 @@ def test_show_prints_the_chain(run: Run, conn: psycopg.Connection) -> None:
     root = enqueue(conn)
     assert claim(conn) == root
     conn.execute(
-        "SELECT complete_task(%s, 'w1', 1, '{}', '[{\"role\": \"analytics_refresh\"}]')", (root,)
+        "SELECT complete_task(id, 'w1', 1, claim_token, '{}', '[{\"role\": \"analytics_refresh\"}]')"
+        " FROM worker_tasks WHERE id = %s",
+        (root,),
     )
     child = conn.execute("SELECT id FROM worker_tasks WHERE parent_id = %s", (root,)).fetchone()[0]
     result = run("show", str(child))
@@ -889,7 +896,9 @@ def test_cancel_a_claimed_task_requests_it(run: Run, conn: psycopg.Connection) -
     task = run_json(run, "cancel", str(task_id))
     assert task["status"] == "claimed"
     datetime.fromisoformat(task["cancel_requested_at"])
-    answer = conn.execute("SELECT heartbeat_task(%s, 'w1', 1)", (task_id,)).fetchone()[0]
+    answer = conn.execute(
+        "SELECT heartbeat_task(id, 'w1', 1, claim_token) FROM worker_tasks WHERE id = %s", (task_id,)
+    ).fetchone()[0]
     assert answer == "cancel_requested"
 
 
@@ -1096,7 +1105,8 @@ def test_tables_fit_the_terminal_and_say_how_to_see_the_rest(
         task_id = enqueue(conn)
         assert claim(conn, worker=worker) == task_id
         conn.execute(
-            "SELECT fail_task(%s, %s, 1, %s, retryable := false)", (task_id, worker, error)
+            "SELECT fail_task(id, %s, 1, claim_token, %s, retryable := false) FROM worker_tasks WHERE id = %s",
+            (worker, error, task_id),
         )
 
     def invoke(*args: str, columns: str | None = "80") -> Result:

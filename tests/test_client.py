@@ -44,13 +44,14 @@ def claim(url: str, role: str, worker: str = "tw") -> tuple[int, int]:
 def complete(url: str, task_id: int, attempt: int, result: str | None = None, follow_ups: str | None = None,
              worker: str = "tw") -> None:
     with psycopg.connect(url, autocommit=True) as w:
-        w.execute("SELECT complete_task(%s, %s, %s, %s::jsonb, %s::jsonb)",
-                  (task_id, worker, attempt, result, follow_ups))
+        w.execute("SELECT complete_task(id, %s, %s, claim_token, %s::jsonb, %s::jsonb) FROM worker_tasks WHERE id = %s",
+                  (worker, attempt, result, follow_ups, task_id))
 
 
 def fail(url: str, task_id: int, attempt: int, message: str, worker: str = "tw") -> None:
     with psycopg.connect(url, autocommit=True) as w:
-        w.execute("SELECT fail_task(%s, %s, %s, %s, false)", (task_id, worker, attempt, message))
+        w.execute("SELECT fail_task(id, %s, %s, claim_token, %s, false) FROM worker_tasks WHERE id = %s",
+                  (worker, attempt, message, task_id))
 
 
 def later(delay: float, fn: Any, *args: Any) -> threading.Thread:
@@ -370,11 +371,11 @@ def test_the_docs_example_runs(db_url: str, monkeypatch: pytest.MonkeyPatch) -> 
         with psycopg.connect(db_url, autocommit=True) as w:
             while not stop.is_set():
                 for role in ("store_discovery", "analytics_refresh"):
-                    row = w.execute("SELECT id, attempt FROM claim_and_start_tasks(%s, 'dw', 1)", (role,)).fetchone()
+                    row = w.execute("SELECT id, attempt, claim_token FROM claim_and_start_tasks(%s, 'dw', 1)", (role,)).fetchone()
                     if row:
                         follow = '[{"role": "analytics_refresh"}]' if role == "store_discovery" else None
-                        w.execute("SELECT complete_task(%s, 'dw', %s, '{\"done\": true}', %s::jsonb)",
-                                  (row[0], row[1], follow))
+                        w.execute("SELECT complete_task(%s, 'dw', %s, %s, '{\"done\": true}', %s::jsonb)",
+                                  (row[0], row[1], row[2], follow))
                 time.sleep(0.05)
 
     thread = threading.Thread(target=worker, daemon=True)

@@ -64,32 +64,34 @@ def seed(conn: psycopg.Connection) -> dict[str, int]:
             task = claim(conn, "analytics_refresh")
             assert task["id"] == task_id
             if number < failed:
-                conn.execute("SELECT fail_task(%s, %s, %s, 'HTTP 503 from the platform', retry_at => taskpool_now())",
-                             (task_id, WORKER, task["attempt"]))
+                conn.execute("SELECT fail_task(%s, %s, %s, %s, 'HTTP 503 from the platform', retry_at => taskpool_now())",
+                             (task_id, WORKER, task["attempt"], task["claim_token"]))
                 task = claim(conn, "analytics_refresh")
-            conn.execute("SELECT complete_task(%s, %s, %s, %s)",
-                         (task_id, WORKER, task["attempt"], Jsonb({"rows": number})))
+            conn.execute("SELECT complete_task(%s, %s, %s, %s, %s)",
+                         (task_id, WORKER, task["attempt"], task["claim_token"], Jsonb({"rows": number})))
     conn.execute("SELECT set_taskpool_clock_offset('0')")
     conn.execute("SELECT register_worker(%s, ARRAY['analytics_refresh', 'store_discovery'], 'dash-host', 4242)", (WORKER,))
 
     # A chain: a completed store_discovery whose follow-up waits.
     ids["parent"] = enqueue(conn, "store_discovery", {"platform": "simulated"})
     task = claim(conn, "store_discovery")
-    conn.execute("SELECT complete_task(%s, %s, %s, %s, %s)", (
-        ids["parent"], WORKER, task["attempt"], Jsonb({"newStoreIds": []}),
+    conn.execute("SELECT complete_task(%s, %s, %s, %s, %s, %s)", (
+        ids["parent"], WORKER, task["attempt"], task["claim_token"], Jsonb({"newStoreIds": []}),
         Jsonb([{"role": "analytics_refresh", "payload": {"after": "discovery"}}]),
     ))
     ids["child"] = scalar(conn, "SELECT id FROM worker_tasks WHERE parent_id = %s", (ids["parent"],))
     # Failed for good after a retry: two attempts in its history.
     ids["failed"] = enqueue(conn, "store_discovery", {"platform": "broken"}, max_retries=1)
     task = claim(conn, "store_discovery")
-    conn.execute("SELECT fail_task(%s, %s, %s, 'HTTP 503: first try', retry_at => taskpool_now())",
-                 (ids["failed"], WORKER, task["attempt"]))
+    conn.execute("SELECT fail_task(%s, %s, %s, %s, 'HTTP 503: first try', retry_at => taskpool_now())",
+                 (ids["failed"], WORKER, task["attempt"], task["claim_token"]))
     task = claim(conn, "store_discovery")
-    conn.execute("SELECT fail_task(%s, %s, %s, 'HTTP 503: gave up')", (ids["failed"], WORKER, task["attempt"]))
+    conn.execute("SELECT fail_task(%s, %s, %s, %s, 'HTTP 503: gave up')",
+                 (ids["failed"], WORKER, task["attempt"], task["claim_token"]))
     ids["other_failed"] = enqueue(conn, "store_discovery", {"platform": "flaky"}, max_retries=0)
     task = claim(conn, "store_discovery")
-    conn.execute("SELECT fail_task(%s, %s, %s, 'parse error in the menu')", (ids["other_failed"], WORKER, task["attempt"]))
+    conn.execute("SELECT fail_task(%s, %s, %s, %s, 'parse error in the menu')",
+                 (ids["other_failed"], WORKER, task["attempt"], task["claim_token"]))
     ids["running"] = enqueue(conn, "store_discovery", {"state": "running"})
     claim(conn, "store_discovery", started=True)
     ids["claimed"] = enqueue(conn, "store_discovery", {"state": "claimed"})

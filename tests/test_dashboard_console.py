@@ -78,8 +78,10 @@ def fail_tasks(conn: psycopg.Connection, role: str, errors: list[str]) -> list[i
     ids = []
     for error in errors:
         (task_id,) = enqueue_many(conn, role, 1, max_retries=0)
-        (attempt,) = conn.execute("SELECT attempt FROM claim_and_start_tasks(%s, 'console-w1', 1)", (role,)).fetchone()
-        conn.execute("SELECT fail_task(%s, 'console-w1', %s, %s)", (task_id, attempt, error))
+        attempt, token = conn.execute(
+            "SELECT attempt, claim_token FROM claim_and_start_tasks(%s, 'console-w1', 1)", (role,)
+        ).fetchone()
+        conn.execute("SELECT fail_task(%s, 'console-w1', %s, %s, %s)", (task_id, attempt, token, error))
         ids.append(task_id)
     return ids
 

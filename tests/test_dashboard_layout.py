@@ -48,8 +48,10 @@ def seeded(template_database: str) -> Iterator[tuple[str, dict[str, Any]]]:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("INSERT INTO task_roles (role) VALUES (%s)", (LONG_ROLE,))
             failed = conn.execute("SELECT id FROM enqueue_task(%s, %s, max_retries => 0)", (LONG_ROLE, Jsonb({"url": LONG_ERROR}))).fetchone()[0]
-            attempt = conn.execute("SELECT attempt FROM claim_and_start_tasks(%s, %s, 1)", (LONG_ROLE, "worker-" + "x" * 60)).fetchone()[0]
-            conn.execute("SELECT fail_task(%s, %s, %s, %s)", (failed, "worker-" + "x" * 60, attempt, LONG_ERROR))
+            attempt, token = conn.execute(
+                "SELECT attempt, claim_token FROM claim_and_start_tasks(%s, %s, 1)", (LONG_ROLE, "worker-" + "x" * 60)
+            ).fetchone()
+            conn.execute("SELECT fail_task(%s, %s, %s, %s, %s)", (failed, "worker-" + "x" * 60, attempt, token, LONG_ERROR))
             pending = conn.execute("SELECT id FROM enqueue_task('analytics_refresh', '{}')").fetchone()[0]
             conn.execute("SELECT pause_role('product_refresh', 'maintenance')")
             conn.execute("SELECT create_schedule(%s, %s, every => '1 hour')", ("every_hour_for_" + LONG_ROLE, LONG_ROLE))

@@ -50,10 +50,12 @@ def seeded(template_database: str) -> Iterator[dict[str, Any]]:
                     "proxies": ["http://KEY-proxy-1:@proxy.example:8080", "http://TOKEN-proxy-2@proxy.example"],
                 }),),
             ).fetchone()[0]
-            attempt = conn.execute("SELECT attempt FROM claim_and_start_tasks('analytics_refresh', 'sec-w1', 1)").fetchone()[0]
+            attempt, token = conn.execute(
+                "SELECT attempt, claim_token FROM claim_and_start_tasks('analytics_refresh', 'sec-w1', 1)"
+            ).fetchone()
             conn.execute(
-                "SELECT fail_task(%s, 'sec-w1', %s, %s)",
-                (task_id, attempt, "could not reach https://db.internal/x?user=app&password=pw-in-query-3"
+                "SELECT fail_task(%s, 'sec-w1', %s, %s, %s)",
+                (task_id, attempt, token, "could not reach https://db.internal/x?user=app&password=pw-in-query-3"
                                    " (dsn: host=db.internal password=libpq-pw-4 port=5432)"),
             )
             conn.execute(

@@ -110,7 +110,7 @@ def test_no_wake_up_is_lost_when_enqueues_race_marks(conn: psycopg.Connection, d
                     lost.append(round_number)
                 found = worker.execute(claim).fetchone()[0]
             assert found == 1, f"round {round_number}: the task was not there after its commit"
-            worker.execute("SELECT complete_task(id, 'w1', attempt) FROM worker_tasks WHERE worker_id = 'w1' AND status = 'running'")
+            worker.execute("SELECT complete_task(id, 'w1', attempt, claim_token) FROM worker_tasks WHERE worker_id = 'w1' AND status = 'running'")
             # A notification left over from a round where the claim won the race must not count next round.
             list(listener.notifies(timeout=0.01))
     assert lost == []

@@ -13,9 +13,9 @@ def test_a_task_being_changed_elsewhere_is_busy_and_the_rest_are_beaten(conn: ps
     for _ in range(3):
         conn.execute("SELECT enqueue_task('store_discovery')")
     claimed = conn.execute(
-        "SELECT id, attempt FROM claim_and_start_tasks('store_discovery', 'hb-w', 3) ORDER BY id"
+        "SELECT id, attempt, claim_token FROM claim_and_start_tasks('store_discovery', 'hb-w', 3) ORDER BY id"
     ).fetchall()
-    ids, attempts = [row[0] for row in claimed], [row[1] for row in claimed]
+    ids, attempts, tokens = [row[0] for row in claimed], [row[1] for row in claimed], [row[2] for row in claimed]
     assert len(ids) == 3
 
     with psycopg.connect(db_url) as completing, psycopg.connect(db_url, autocommit=True) as beating:
@@ -23,11 +23,11 @@ def test_a_task_being_changed_elsewhere_is_busy_and_the_rest_are_beaten(conn: ps
         completing.execute("SELECT FROM worker_tasks WHERE id = %s FOR NO KEY UPDATE", (ids[1],))
         beating.execute("SET statement_timeout = '5s'")
         answers = dict(
-            beating.execute("SELECT * FROM heartbeat_tasks('hb-w', %s, %s)", (ids, attempts)).fetchall()
+            beating.execute("SELECT * FROM heartbeat_tasks('hb-w', %s, %s, %s)", (ids, attempts, tokens)).fetchall()
         )
         assert answers == {ids[0]: "continue", ids[1]: "busy", ids[2]: "continue"}
         completing.rollback()
         answers = dict(
-            beating.execute("SELECT * FROM heartbeat_tasks('hb-w', %s, %s)", (ids, attempts)).fetchall()
+            beating.execute("SELECT * FROM heartbeat_tasks('hb-w', %s, %s, %s)", (ids, attempts, tokens)).fetchall()
         )
         assert answers == dict.fromkeys(ids, "continue")

@@ -12,6 +12,7 @@ import copy
 import math
 import re
 import shlex
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -370,7 +371,7 @@ class Fleet:
         self.slots = slots
         self.minutes = 0
         self.replicas = 0
-        self.held: dict[str, list[tuple[int, int]]] = {}
+        self.held: dict[str, list[tuple[int, int, uuid.UUID]]] = {}
         self.polls: list[tuple[int, float, int]] = []  # (minute, value, replicas)
 
     def poll(self) -> int:
@@ -383,13 +384,16 @@ class Fleet:
         self.minutes += STEP
         self.conn.execute("SELECT set_taskpool_clock_offset(%s::interval)", (f"{self.minutes} minutes",))
         for pod, tasks in self.held.items():
-            completions = [{"task_id": task_id, "attempt": attempt} for task_id, attempt in tasks]
+            completions = [
+                {"task_id": task_id, "attempt": attempt, "claim_token": str(token)} for task_id, attempt, token in tasks
+            ]
             self.conn.execute("SELECT count(*) FROM complete_tasks(%s, %s)", (pod, Jsonb(completions)))
         self.held = {}
         for n in range(self.replicas):
             pod = f"{SIMULATED_ROLE}-pod-{n}"
             claimed = self.conn.execute(
-                "SELECT id, attempt FROM claim_and_start_tasks(%s, %s, %s)", (SIMULATED_ROLE, pod, self.slots)
+                "SELECT id, attempt, claim_token FROM claim_and_start_tasks(%s, %s, %s)",
+                (SIMULATED_ROLE, pod, self.slots),
             ).fetchall()
             if claimed:
                 self.held[pod] = claimed

@@ -36,7 +36,7 @@ def scrape(url: str) -> tuple[dict[str, object], dict[tuple[str, tuple[tuple[str
 def complete_one(conn: psycopg.Connection, role: str) -> int:
     task_id = conn.execute("SELECT id FROM enqueue_task(%s)", (role,)).fetchone()[0]
     conn.execute(
-        "SELECT complete_task(c.id, c.worker_id, c.attempt) FROM claim_and_start_tasks(%s, 'w1', 1) c", (role,)
+        "SELECT complete_task(c.id, c.worker_id, c.attempt, c.claim_token) FROM claim_and_start_tasks(%s, 'w1', 1) c", (role,)
     )
     return task_id
 

@@ -84,7 +84,7 @@ def test_a_released_task_wakes_a_waiting_worker(conn: psycopg.Connection, db_url
     channel = register(conn, "w2")
     conn.execute("SELECT mark_worker_waiting('w2')")
     with listen(db_url, channel) as listener:
-        conn.execute("SELECT release_task(%s, 'w1', 1)", (task_id,))
+        conn.execute("SELECT release_task(id, 'w1', 1, claim_token) FROM worker_tasks WHERE id = %s", (task_id,))
         assert received(listener, timeout=2.0, expect=1) == ["store_discovery"]
 
 

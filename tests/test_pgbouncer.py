@@ -295,12 +295,12 @@ def complete(db_url: str, task_id: int) -> None:
     """Claim and complete the task as a worker does, on a connection of its own."""
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("SELECT register_worker('bouncer-completer', ARRAY['test_outcome'], 'test-host', 1)")
-        (attempt,) = conn.execute(
-            "SELECT attempt FROM claim_and_start_tasks('test_outcome', 'bouncer-completer', 1) WHERE id = %s",
+        attempt, token = conn.execute(
+            "SELECT attempt, claim_token FROM claim_and_start_tasks('test_outcome', 'bouncer-completer', 1) WHERE id = %s",
             (task_id,),
         ).fetchone()
         conn.execute(
-            "SELECT complete_task(%s, 'bouncer-completer', %s, '{\"ok\": true}'::jsonb)", (task_id, attempt)
+            "SELECT complete_task(%s, 'bouncer-completer', %s, %s, '{\"ok\": true}'::jsonb)", (task_id, attempt, token)
         )
 
 

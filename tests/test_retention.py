@@ -25,10 +25,10 @@ def finished_task(conn: psycopg.Connection, status: str) -> int:
         return task_id
     conn.execute("SELECT claim_task('store_discovery', 'w-ret')")
     if status == "completed":
-        conn.execute("SELECT complete_task(%s, 'w-ret', 1)", (task_id,))
+        conn.execute("SELECT complete_task(id, 'w-ret', 1, claim_token) FROM worker_tasks WHERE id = %s", (task_id,))
     else:
         conn.execute(
-            "SELECT fail_task(%s, 'w-ret', 1, 'HTTP 404', retryable := false)",
+            "SELECT fail_task(id, 'w-ret', 1, claim_token, 'HTTP 404', retryable := false) FROM worker_tasks WHERE id = %s",
             (task_id,),
         )
     return task_id

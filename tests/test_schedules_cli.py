@@ -272,7 +272,9 @@ def busy_pool(conn: psycopg.Connection, in_the_past: Callable[[str], None]) -> N
         conn.execute("SELECT enqueue_task('product_resync', dispensary_id := %s)", (store,))
         (task_id,) = conn.execute("SELECT id FROM claim_task('product_resync', %s)", (worker,)).fetchone()
         in_the_past("20 minutes")
-        conn.execute("SELECT complete_task(%s, %s, 1, '{}')", (task_id, worker))
+        conn.execute(
+            "SELECT complete_task(id, %s, 1, claim_token, '{}') FROM worker_tasks WHERE id = %s", (worker, task_id)
+        )
         in_the_past("30 minutes")
     real_clock(conn)
     for store in stores[2:]:

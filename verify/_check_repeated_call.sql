@@ -2,8 +2,9 @@
 
 BEGIN;
 
-SELECT has_function_privilege('_check_repeated_call(bigint, text, integer, text)', 'execute');
+SELECT '_check_repeated_call(bigint, text, integer, uuid, text)'::regprocedure;
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
-WHERE proname = '_check_repeated_call' AND pg_get_functiondef(oid) LIKE '%worker_task_attempts%';
+WHERE oid = '_check_repeated_call(bigint, text, integer, uuid, text)'::regprocedure
+  AND pg_get_functiondef(oid) LIKE '%a.claim_token = _check_repeated_call.claim_token%';
 
 ROLLBACK;

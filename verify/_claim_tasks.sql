@@ -11,6 +11,8 @@ WHERE proname = '_claim_tasks' AND pg_get_functiondef(oid) LIKE '%c_last_attempt
   AND pg_get_functiondef(oid) NOT LIKE '%EXCEPTION WHEN%'
   -- a paused role and a disabled platform hand out nothing
   AND pg_get_functiondef(oid) LIKE '%paused_at IS NOT NULL%'
-  AND pg_get_functiondef(oid) LIKE '%NOT g.enabled%';
+  AND pg_get_functiondef(oid) LIKE '%NOT g.enabled%'
+  -- every claim gets a new claim_token
+  AND pg_get_functiondef(oid) LIKE '%claim_token = gen_random_uuid()%';
 
 ROLLBACK;

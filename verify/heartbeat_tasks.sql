@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT has_function_privilege('taskpool_worker', 'heartbeat_tasks(text, bigint[], integer[])', 'execute');
+SELECT 1/has_function_privilege('taskpool_worker', 'heartbeat_tasks(text, bigint[], integer[], uuid[])', 'execute')::int;
 
 ROLLBACK;

@@ -2,8 +2,9 @@
 
 BEGIN;
 
-SELECT has_function_privilege('taskpool_worker', 'snooze_task(bigint, text, integer, timestamptz)', 'execute');
+SELECT 1/has_function_privilege('taskpool_worker', 'snooze_task(bigint, text, integer, uuid, timestamptz)', 'execute')::int;
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
-WHERE proname = 'snooze_task' AND pg_get_functiondef(oid) LIKE '%isfinite(snooze_task.until)%';
+WHERE oid = 'snooze_task(bigint, text, integer, uuid, timestamptz)'::regprocedure
+  AND pg_get_functiondef(oid) LIKE '%snooze_task.claim_token%';
 
 ROLLBACK;

@@ -2,6 +2,9 @@
 
 BEGIN;
 
-SELECT has_function_privilege('taskpool_worker', 'start_task(bigint, text, integer)', 'execute');
+SELECT 1/has_function_privilege('taskpool_worker', 'start_task(bigint, text, integer, uuid)', 'execute')::int;
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE oid = 'start_task(bigint, text, integer, uuid)'::regprocedure
+  AND pg_get_functiondef(oid) LIKE '%t.claim_token = start_task.claim_token%';
 
 ROLLBACK;

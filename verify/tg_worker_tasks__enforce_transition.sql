@@ -6,6 +6,10 @@ BEGIN;
 SELECT 1/COUNT(*) FROM pg_catalog.pg_trigger
 WHERE tgrelid = 'worker_tasks'::regclass AND tgname = '_500_enforce_transition' AND tgtype = 1 + 2 + 4 + 16
   AND tgattr = '';
+-- An active task holds a claim_token; one back in the pool holds none.
+SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
+WHERE proname = 'tg_worker_tasks__enforce_transition'
+  AND pg_get_functiondef(oid) LIKE '%NEW.claim_token := NULL;%';
 SELECT 1/(COUNT(*) = 0)::integer FROM pg_catalog.pg_trigger
 WHERE tgrelid = 'worker_tasks'::regclass AND tgname IN ('_100_touch_updated_at', '_300_limit_idle_transaction');
 

@@ -255,7 +255,7 @@ FROM claim_task('product_resync', 't11-w1') \gset
 SELECT is(:done_id::bigint,
     (SELECT id FROM worker_tasks WHERE dispensary_id = pg_temp.store('again', 1) AND role = 'product_resync'),
     'Should claim the first store''s planned task');
-SELECT is((SELECT status FROM complete_task(:done_id, :'done_worker', :done_attempt, '{}')), 'completed',
+SELECT is((SELECT status FROM complete_task(:done_id, :'done_worker', :done_attempt, tests.claim_token(:done_id, :done_attempt), '{}')), 'completed',
     'Should complete the first store''s planned task');
 SELECT is(generate_resync_tasks(3, '2026-01-16', 'UTC', priority := 100), 0,
     'Should return 0 for a day planned again after one of its tasks completed');

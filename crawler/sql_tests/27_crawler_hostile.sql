@@ -21,7 +21,7 @@ SELECT id AS store_two FROM dispensaries WHERE platform = 't27' AND platform_dis
 -- The chain the retried attempt's completion makes: one product_discovery per store.
 SELECT id AS discovery_id FROM tests.make_claimed_task(worker_id := 'w1', role := 'store_discovery') \gset
 SELECT status AS discovery_status
-FROM complete_task(:discovery_id, 'w1', 1,
+FROM complete_task(:discovery_id, 'w1', 1, tests.claim_token(:discovery_id, 1),
                    jsonb_build_object('newStoreIds', to_jsonb(upsert_discovered_stores('t27', :found)))) \gset
 SELECT bag_eq(
     format($$SELECT dispensary_id FROM worker_tasks WHERE role = 'product_discovery' AND dispensary_id IN (%s, %s)$$,
@@ -49,7 +49,7 @@ SELECT tests.make_store(name := 'kept') AS kept \gset
 SELECT id AS resync_id, attempt AS resync_attempt
 FROM tests.make_claimed_task(worker_id := 'w2', role := 'product_resync', dispensary_id := :doomed, started := true) \gset
 DELETE FROM dispensaries WHERE id = :doomed;
-SELECT lives_ok(format($$SELECT complete_task(%s, 'w2', %s, '{"payload_id": 7}')$$, :resync_id, :resync_attempt),
+SELECT lives_ok(format($$SELECT complete_task(%s, 'w2', %s, tests.claim_token(%1$s, %2$s), '{"payload_id": 7}')$$, :resync_id, :resync_attempt),
     'Should complete a chained task whose store was deleted mid-run');
 SELECT is((SELECT status FROM worker_tasks WHERE id = :resync_id), 'completed', 'Should record that task completed');
 SELECT is((SELECT count(*) FROM worker_tasks WHERE role = 'product_refresh' AND created_at = now()), 0::bigint,
@@ -63,9 +63,9 @@ SELECT id AS good_id, attempt AS good_attempt
 FROM tests.make_claimed_task(worker_id := 'w3', role := 'product_discovery', dispensary_id := :kept, started := true) \gset
 DELETE FROM dispensaries WHERE id = :doomed_too;
 SELECT results_eq(
-    format($$SELECT task_id, status FROM complete_tasks('w3', jsonb_build_array(
+    format($$SELECT task_id, status FROM complete_tasks('w3', tests.with_claim_tokens(jsonb_build_array(
                  jsonb_build_object('task_id', %s, 'attempt', %s, 'result', '{"payload_id": 8}'::jsonb),
-                 jsonb_build_object('task_id', %s, 'attempt', %s, 'result', '{"payload_id": 9}'::jsonb)))$$,
+                 jsonb_build_object('task_id', %s, 'attempt', %s, 'result', '{"payload_id": 9}'::jsonb))))$$,
            :gone_id, :gone_attempt, :good_id, :good_attempt),
     format($$VALUES (%s::bigint, 'completed'::text), (%s, 'completed')$$, :gone_id, :good_id),
     'Should complete a whole batch holding a task whose store was deleted');
@@ -79,7 +79,7 @@ SELECT tests.make_store(name := 'found then deleted') AS vanished \gset
 DELETE FROM dispensaries WHERE id = :vanished;
 SELECT id AS fan_id FROM tests.make_claimed_task(worker_id := 'w4', role := 'store_discovery') \gset
 SELECT lives_ok(
-    format($$SELECT complete_task(%s, 'w4', 1, '{"newStoreIds": [%s, %s]}')$$, :fan_id, :vanished, :kept),
+    format($$SELECT complete_task(%s, 'w4', 1, tests.claim_token(%1$s, 1), '{"newStoreIds": [%s, %s]}')$$, :fan_id, :vanished, :kept),
     'Should complete a discovery one of whose new stores was deleted since');
 SELECT results_eq(
     format($$SELECT dispensary_id FROM worker_tasks WHERE role = 'product_discovery' AND created_at = now()
@@ -90,7 +90,7 @@ SELECT results_eq(
 -- A store id that never was stays the worker's error: nothing completes.
 SELECT id AS bogus_id FROM tests.make_claimed_task(worker_id := 'w5', role := 'store_discovery') \gset
 SELECT throws_ok(
-    format($$SELECT complete_task(%s, 'w5', 1, '{"newStoreIds": [2000000000]}')$$, :bogus_id),
+    format($$SELECT complete_task(%s, 'w5', 1, tests.claim_token(%1$s, 1), '{"newStoreIds": [2000000000]}')$$, :bogus_id),
     '23503', format('task %s chained[0]: dispensary 2000000000 does not exist', :bogus_id),
     'Should still refuse a completion naming a store that never existed');
 

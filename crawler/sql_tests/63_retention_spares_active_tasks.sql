@@ -26,11 +26,11 @@ WHERE name <> 'none';
 UPDATE worker_tasks SET scheduled_for = now() + interval '1 day'
 WHERE role = 'product_refresh' AND status = 'pending' AND id NOT IN (SELECT task FROM t63 WHERE task IS NOT NULL);
 SELECT id AS completed_task, attempt AS completed_attempt FROM claim_task('product_refresh', 't63-w1') \gset
-SELECT start_task(:completed_task, 't63-w1', :completed_attempt) IS NOT NULL AS started \gset
-SELECT complete_task(:completed_task, 't63-w1', :completed_attempt) IS NOT NULL AS completed \gset
+SELECT start_task(:completed_task, 't63-w1', :completed_attempt, tests.claim_token(:completed_task, :completed_attempt)) IS NOT NULL AS started \gset
+SELECT complete_task(:completed_task, 't63-w1', :completed_attempt, tests.claim_token(:completed_task, :completed_attempt)) IS NOT NULL AS completed \gset
 SELECT claim_task('product_refresh', 't63-w2') IS NOT NULL AS claimed \gset
 SELECT id AS running_task, attempt AS running_attempt FROM claim_task('product_refresh', 't63-w3') \gset
-SELECT start_task(:running_task, 't63-w3', :running_attempt) IS NOT NULL AS started \gset
+SELECT start_task(:running_task, 't63-w3', :running_attempt, tests.claim_token(:running_task, :running_attempt)) IS NOT NULL AS started \gset
 SELECT cancel_task(task) IS NOT NULL AS cancelled FROM t63 WHERE name = 'cancelled' \gset
 
 SELECT results_eq(

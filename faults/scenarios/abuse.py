@@ -104,11 +104,14 @@ def privileges(ctx: Context, result: Result) -> None:
             result.check(f"refused: {what}", state == "42501", f"{query}: {state or 'it ran'}")
         # Shadowing through search_path: the granted functions pin theirs (public, pg_temp).
         conn.execute(SHADOWS)
-        row = conn.execute("SELECT id, claimed_at > now() - interval '1 minute' FROM claim_task('fault_work', 'intruder')").fetchone()
-        result.check("shadow functions first in search_path are not called by claim_task", row == (task_id, True), str(row))
-        state = refused(conn, "SELECT complete_task(%s, 'someone else', 1)" % task_id)
+        row = conn.execute(
+            "SELECT id, claimed_at > now() - interval '1 minute', claim_token FROM claim_task('fault_work', 'intruder')"
+        ).fetchone()
+        result.check("shadow functions first in search_path are not called by claim_task", row[:2] == (task_id, True), str(row))
+        token = row[2]
+        state = refused(conn, f"SELECT complete_task({task_id}, 'someone else', 1, '{token}')")
         result.check("another worker's completion is refused (fenced)", state == "55000", str(state))
-        done = conn.execute("SELECT status FROM complete_task(%s, 'intruder', 1, '{}')" % task_id).fetchone()
+        done = conn.execute(f"SELECT status FROM complete_task({task_id}, 'intruder', 1, '{token}', '{{}}')").fetchone()
         result.check("the owner's completion works from the same session", done == ("completed",), str(done))
         attempts += 3
     cron_db = ctx.scalar("SELECT nullif(current_setting('cron.database_name', true), '')")
@@ -189,12 +192,12 @@ def secret_in_payload(ctx: Context, result: Result) -> None:
     # A completion whose follow-up is refused: the error names the problem, not the payload.
     claimed = ctx.enqueue([{"role": "fault_work", "payload": payload}])
     with ctx.connect(autocommit=True) as conn:
-        task = conn.execute("SELECT id, attempt FROM claim_task('fault_work', 'secret-keeper')").fetchone()
-        error_of("SELECT complete_task(%s, 'secret-keeper', %s, '{}', %s::jsonb)",
-                 (task[0], task[1], json.dumps([{"role": "fault_work", "payload": payload, "priority": "high"}])))
-        error_of("SELECT complete_task(%s, 'secret-keeper', %s, '{}', %s::jsonb)",
-                 (task[0], task[1], json.dumps([{"role": "fault_work", "payload": secret}])))
-        conn.execute("SELECT fail_task(%s, 'secret-keeper', %s, 'gave up', retryable => false)", task)
+        task = conn.execute("SELECT id, attempt, claim_token FROM claim_task('fault_work', 'secret-keeper')").fetchone()
+        error_of("SELECT complete_task(%s, 'secret-keeper', %s, %s, '{}', %s::jsonb)",
+                 (task[0], task[1], task[2], json.dumps([{"role": "fault_work", "payload": payload, "priority": "high"}])))
+        error_of("SELECT complete_task(%s, 'secret-keeper', %s, %s, '{}', %s::jsonb)",
+                 (task[0], task[1], task[2], json.dumps([{"role": "fault_work", "payload": secret}])))
+        conn.execute("SELECT fail_task(%s, 'secret-keeper', %s, %s, 'gave up', retryable => false)", task)
     # The CLI, refusing a bad enqueue.
     cli = subprocess.run(
         [sys.executable, "-m", "pyworker", "enqueue", "fault_work", "--payload", json.dumps(payload), "--priority", "1000"],

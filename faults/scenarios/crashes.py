@@ -116,7 +116,12 @@ def zombie_worker(ctx: Context, result: Result) -> None:
         )
         rescuer.stop()
         rescuer_logs.update(rescuer.logs())
-        heartbeat = ctx.scalar("SELECT heartbeat_task(%s, %s, 1)", (task_id, name))
+        # The zombie's token: the one its recovered attempt kept in the history.
+        heartbeat = ctx.scalar(
+            "SELECT heartbeat_task(a.task_id, %s, 1, a.claim_token) FROM worker_task_attempts a"
+            " WHERE a.task_id = %s AND a.attempt = 1",
+            (name, task_id),
+        )
         result.check(f"round {number}: the zombie's heartbeat is answered lost", heartbeat == "lost", heartbeat)
         log_before = zombie.processes[name].log()
         zombie.processes[name].signal(signal.SIGCONT)
@@ -138,7 +143,11 @@ def zombie_worker(ctx: Context, result: Result) -> None:
     for task_id in ids:
         with ctx.connect() as session:
             try:
-                session.execute("SELECT complete_task(%s, %s, 1, '{}')", (task_id, name))
+                session.execute(
+                    "SELECT complete_task(a.task_id, %s, 1, a.claim_token, '{}') FROM worker_task_attempts a"
+                    " WHERE a.task_id = %s AND a.attempt = 1",
+                    (name, task_id),
+                )
             except Exception as error:  # noqa: BLE001 - the refusal is what we check
                 refused += getattr(error, "sqlstate", None) == "55000"
     result.check("a late completion of the zombie's attempt is refused (55000)", refused == len(ids), f"{refused} of {len(ids)}")

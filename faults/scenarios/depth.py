@@ -79,9 +79,9 @@ def depth(ctx: Context, result: Result) -> None:
     with ctx.connect("fault claimer", autocommit=True) as conn:
         for _ in range(ctx.scale(300, 2000)):
             begun = time.perf_counter()
-            row = conn.execute("SELECT id, attempt FROM claim_task('fault_work', 'prober')").fetchone()
+            row = conn.execute("SELECT id, attempt, claim_token FROM claim_task('fault_work', 'prober')").fetchone()
             latencies.append((time.perf_counter() - begun) * 1000)
-            conn.execute("SELECT complete_task(%s, 'prober', %s, '{}')", row)
+            conn.execute("SELECT complete_task(%s, 'prober', %s, %s, '{}')", row)
     result.figure("claim ms p50/p99", f"{percentile(latencies, 0.5):.2f} / {percentile(latencies, 0.99):.2f}")
     # Prune keeps the table flat: rounds of work, each pruning what finished, then vacuum.
     sizes = []
@@ -90,7 +90,7 @@ def depth(ctx: Context, result: Result) -> None:
             conn.execute(
                 "DO $$ DECLARE v_task worker_tasks; BEGIN FOR i IN 1..%s LOOP"
                 " FOR v_task IN SELECT * FROM claim_tasks('fault_work', 'pruner', 1000) LOOP"
-                " PERFORM complete_task(v_task.id, 'pruner', v_task.attempt, '{}'); END LOOP; END LOOP; END $$"
+                " PERFORM complete_task(v_task.id, 'pruner', v_task.attempt, v_task.claim_token, '{}'); END LOOP; END LOOP; END $$"
                 % ctx.scale(5, 20)
             )
             conn.execute("SELECT prune_tasks(interval '0 seconds', max_tasks => 10000000)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -54,16 +55,18 @@ class Racer:
         self.conn.close()
 
 
-def claim(ctx: Context, worker: Racer) -> tuple[int, int]:
+def claim(ctx: Context, worker: Racer) -> tuple[int, int, uuid.UUID]:
     """A new task claimed by `worker`; an earlier task that went back to the pool, claimed
     first (it is older), is re-run: completed on the spot."""
     [task_id] = ctx.enqueue([{"role": "fault_work", "payload": {}}])
     while True:
-        row = worker.conn.execute("SELECT id, attempt FROM claim_task('fault_work', %s)", (worker.name,)).fetchone()
+        row = worker.conn.execute(
+            "SELECT id, attempt, claim_token FROM claim_task('fault_work', %s)", (worker.name,)
+        ).fetchone()
         assert row is not None, f"no task to claim, expected task {task_id}"
         if row[0] == task_id:
             break
-        worker.run(COMPLETE, (row[0], worker.name, row[1]))
+        worker.run(COMPLETE, (row[0], worker.name, row[1], row[2]))
         worker.conn.commit()
     worker.conn.commit()
     # Silent past the threshold: stale to any recovery from now on.
@@ -85,7 +88,7 @@ def status(ctx: Context, task_id: int) -> tuple[str, int]:
     return ctx.conn.execute("SELECT status, attempt FROM worker_tasks WHERE id = %s", (task_id,)).fetchone()
 
 
-COMPLETE = "SELECT status FROM complete_task(%s, %s, %s, '{\"done\": true}')"
+COMPLETE = "SELECT status FROM complete_task(%s, %s, %s, %s, '{\"done\": true}')"
 RECOVER = "SELECT recover_stale_tasks()"
 TICK = "SELECT (tick_schedules()->>'recovered')::integer"
 
@@ -96,8 +99,8 @@ def interleavings(ctx: Context, result: Result, recover: str) -> int:
     worker, operator = Racer(ctx, "worker"), Racer(ctx, "operator")
     try:
         # 1. The completion holds the row; the recovery skips it; the completion commits.
-        task_id, attempt = claim(ctx, worker)
-        worker.run(COMPLETE, (task_id, "worker", attempt))
+        task_id, attempt, token = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt, token))
         skipped = operator.run(recover)
         operator.conn.commit()
         worker.conn.commit()
@@ -109,9 +112,9 @@ def interleavings(ctx: Context, result: Result, recover: str) -> int:
             f"recovered {skipped} then {again}, task {status(ctx, task_id)}",
         )
         # 2. The recovery holds the row; the completion waits, then is refused (55000).
-        task_id, attempt = claim(ctx, worker)
+        task_id, attempt, token = claim(ctx, worker)
         recovered = operator.run(recover)
-        worker.start(COMPLETE, (task_id, "worker", attempt))
+        worker.start(COMPLETE, (task_id, "worker", attempt, token))
         wait_until(lambda: blocked(ctx, worker), 10, "the completion to wait for the recovery's lock")
         operator.conn.commit()
         worker.join()
@@ -124,8 +127,8 @@ def interleavings(ctx: Context, result: Result, recover: str) -> int:
         )
         worker.error = None
         # 3. The completion commits first; a recovery after it finds nothing.
-        task_id, attempt = claim(ctx, worker)
-        worker.run(COMPLETE, (task_id, "worker", attempt))
+        task_id, attempt, token = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt, token))
         worker.conn.commit()
         recovered = operator.run(recover)
         operator.conn.commit()
@@ -136,8 +139,8 @@ def interleavings(ctx: Context, result: Result, recover: str) -> int:
         )
         # 4. The recovery's snapshot predates the completion's commit (REPEATABLE READ): the
         #    recovery is refused (40001) or finds nothing; the task stays completed.
-        task_id, attempt = claim(ctx, worker)
-        worker.run(COMPLETE, (task_id, "worker", attempt))
+        task_id, attempt, token = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt, token))
         with ctx.connect("fault racer snapshot", autocommit=True) as snapshot:
             snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             snapshot.execute("SELECT count(*) FROM worker_tasks")
@@ -153,8 +156,8 @@ def interleavings(ctx: Context, result: Result, recover: str) -> int:
             f"recovery answered {answer!r}, task {status(ctx, task_id)}",
         )
         # 5. The completion's transaction rolls back (its connection died): recovery takes the task.
-        task_id, attempt = claim(ctx, worker)
-        worker.run(COMPLETE, (task_id, "worker", attempt))
+        task_id, attempt, token = claim(ctx, worker)
+        worker.run(COMPLETE, (task_id, "worker", attempt, token))
         skipped = operator.run(recover)
         operator.conn.commit()
         worker.conn.rollback()

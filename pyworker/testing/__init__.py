@@ -25,6 +25,7 @@ import asyncio
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -115,6 +116,7 @@ def make_task(
         dedupe_key=dedupe_key,
         worker_id=worker_id,
         attempt=attempt,
+        claim_token=uuid.uuid4(),
         claimed_at=now,
         started_at=now,
         last_heartbeat_at=now,

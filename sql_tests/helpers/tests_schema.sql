@@ -73,11 +73,70 @@ BEGIN
         RAISE EXCEPTION 'tests.make_claimed_task claimed task % instead of %', v_task.id, v_id;
     END IF;
     IF make_claimed_task.started THEN
-        v_task := start_task(v_task.id, v_task.worker_id, v_task.attempt);
+        v_task := start_task(v_task.id, v_task.worker_id, v_task.attempt, v_task.claim_token);
     END IF;
     RETURN v_task;
 END;
 $$;
+
+-- tests.claim_token
+-- The claim_token the claim of that attempt of the task returned: the task's while it is at that
+-- attempt, else the one its attempt history kept, else a token no claim had. The worker side of
+-- a test passes what a worker would: the token it got from its claim.
+CREATE OR REPLACE FUNCTION tests.claim_token(task_id bigint, attempt integer)
+RETURNS uuid
+LANGUAGE sql
+-- The worker side of the privilege tests runs as taskpool_worker, which reads no table.
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+    SELECT coalesce(
+        (SELECT t.claim_token FROM worker_tasks t
+         WHERE t.id = claim_token.task_id AND t.attempt = claim_token.attempt AND t.claim_token IS NOT NULL),
+        (SELECT a.claim_token FROM worker_task_attempts a
+         WHERE a.task_id = claim_token.task_id AND a.attempt = claim_token.attempt),
+        gen_random_uuid());
+$$;
+
+-- tests.claim_tokens
+-- The claim_tokens of heartbeat_tasks for task_ids[i] at attempts[i] (tests.claim_token of each);
+-- NULL for NULL arrays, and arrays of different lengths padded as unnest pads them.
+CREATE OR REPLACE FUNCTION tests.claim_tokens(task_ids bigint[], attempts integer[])
+RETURNS uuid[]
+LANGUAGE sql
+AS $$
+    SELECT CASE WHEN task_ids IS NOT NULL AND attempts IS NOT NULL THEN
+        ARRAY(SELECT CASE WHEN g.id IS NOT NULL AND g.attempt IS NOT NULL THEN tests.claim_token(g.id, g.attempt) END
+              FROM unnest(task_ids, attempts) WITH ORDINALITY AS g(id, attempt, n) ORDER BY g.n)
+    END;
+$$;
+
+-- tests.with_claim_tokens
+-- complete_tasks' completions, each object with an integer task_id and attempt and no claim_token
+-- given the token of its claim (tests.claim_token); any other entry is left as it is.
+CREATE OR REPLACE FUNCTION tests.with_claim_tokens(completions jsonb)
+RETURNS jsonb
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+    SELECT CASE WHEN jsonb_typeof(completions) = 'array' THEN
+        (SELECT coalesce(jsonb_agg(
+                    CASE WHEN jsonb_typeof(e.entry) = 'object' AND NOT e.entry ? 'claim_token'
+                              AND _jsonb_bigint(e.entry -> 'task_id') IS NOT NULL
+                              AND _jsonb_integer(e.entry -> 'attempt') IS NOT NULL
+                         THEN e.entry || jsonb_build_object('claim_token',
+                                 tests.claim_token(_jsonb_bigint(e.entry -> 'task_id'), _jsonb_integer(e.entry -> 'attempt')))
+                         ELSE e.entry END
+                    ORDER BY e.n), '[]'::jsonb)
+         FROM jsonb_array_elements(completions) WITH ORDINALITY AS e(entry, n))
+        ELSE completions END;
+$$;
+
+-- The worker side of the privilege tests (SET ROLE taskpool_worker) passes its tokens too.
+GRANT USAGE ON SCHEMA tests TO taskpool_worker;
+GRANT EXECUTE ON FUNCTION tests.claim_token(bigint, integer), tests.claim_tokens(bigint[], integer[]),
+    tests.with_claim_tokens(jsonb) TO taskpool_worker;
 
 -- tests.age_heartbeat
 -- Makes a claimed or running task look silent for `age`.

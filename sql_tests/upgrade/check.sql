@@ -1,7 +1,7 @@
 -- After the upgrade in place (`make test-upgrade`): the seeded tasks kept their states and
 -- history, and the upgraded functions work on them.
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 
 SELECT results_eq(
     $$SELECT dedupe_key, status FROM worker_tasks ORDER BY id$$,
@@ -22,13 +22,23 @@ SELECT is(
     'Should keep the failed attempt''s history'
 );
 SELECT is(
-    (SELECT heartbeat_task(id, 'upgrade-w', attempt) FROM worker_tasks WHERE dedupe_key = 'upgrade:running'),
+    (SELECT count(*)::int FROM worker_tasks WHERE status IN ('claimed', 'running') AND claim_token IS NULL),
+    0,
+    'Should give every task claimed before the upgrade a claim_token'
+);
+SELECT is(
+    (SELECT heartbeat_task(id, 'upgrade-w', attempt, gen_random_uuid()) FROM worker_tasks WHERE dedupe_key = 'upgrade:running'),
+    'lost',
+    'Should refuse a call on a claim made before the upgrade without the token the upgrade gave it'
+);
+SELECT is(
+    (SELECT heartbeat_task(id, 'upgrade-w', attempt, claim_token) FROM worker_tasks WHERE dedupe_key = 'upgrade:running'),
     'continue',
-    'Should let the worker that claimed before the upgrade heartbeat its task'
+    'Should let the claim made before the upgrade heartbeat with the claim_token the upgrade gave it'
 );
 SELECT is(
     (SELECT c.status FROM worker_tasks t,
-        LATERAL complete_task(t.id, 'upgrade-w', t.attempt, '{"after": "upgrade"}') c
+        LATERAL complete_task(t.id, 'upgrade-w', t.attempt, t.claim_token, '{"after": "upgrade"}') c
      WHERE t.dedupe_key = 'upgrade:running'),
     'completed',
     'Should let it complete the task it claimed before the upgrade'
@@ -56,19 +66,19 @@ SELECT ok(
 -- Every seeded task that is not finished finishes through the upgraded functions.
 SELECT is(
     (SELECT c.status FROM worker_tasks t,
-        LATERAL complete_task(t.id, 'upgrade-w2', t.attempt, '{"after": "upgrade"}') c
+        LATERAL complete_task(t.id, 'upgrade-w2', t.attempt, t.claim_token, '{"after": "upgrade"}') c
      WHERE t.dedupe_key = 'upgrade:pending'),
     'completed',
     'Should complete the task that was pending across the upgrade'
 );
 SELECT is(
-    (SELECT s.status FROM worker_tasks t, LATERAL start_task(t.id, 'upgrade-w', t.attempt) s
+    (SELECT s.status FROM worker_tasks t, LATERAL start_task(t.id, 'upgrade-w', t.attempt, t.claim_token) s
      WHERE t.dedupe_key = 'upgrade:claimed'),
     'running',
     'Should start a task claimed before the upgrade'
 );
 SELECT is(
-    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w', t.attempt) c
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w', t.attempt, t.claim_token) c
      WHERE t.dedupe_key = 'upgrade:claimed'),
     'completed',
     'Should complete a task claimed before the upgrade'
@@ -79,7 +89,7 @@ SELECT is(
     'Should not claim a store''s pending task while its task from before the upgrade runs'
 );
 SELECT is(
-    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w', t.attempt) c
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w', t.attempt, t.claim_token) c
      WHERE t.dedupe_key = 'upgrade:store-running'),
     'completed',
     'Should complete the store''s task that ran across the upgrade'
@@ -90,14 +100,14 @@ SELECT is(
     'Should claim the store''s waiting task once its running task completed'
 );
 SELECT is(
-    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w3', t.attempt) c
+    (SELECT c.status FROM worker_tasks t, LATERAL complete_task(t.id, 'upgrade-w3', t.attempt, t.claim_token) c
      WHERE t.dedupe_key = 'upgrade:store-pending'),
     'completed',
     'Should complete it'
 );
 SELECT is(
     (SELECT c.status FROM claim_and_start_tasks('analytics_refresh', 'upgrade-w4', 5) t,
-        LATERAL complete_task(t.id, 'upgrade-w4', t.attempt) c
+        LATERAL complete_task(t.id, 'upgrade-w4', t.attempt, t.claim_token) c
      WHERE t.dedupe_key = 'upgrade:failed'),
     'completed',
     'Should claim and complete the task that failed before the upgrade and was retried after it'

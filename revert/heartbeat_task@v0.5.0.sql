@@ -1,0 +1,7 @@
+-- Revert taskpool:heartbeat_task from pg
+
+BEGIN;
+
+DROP FUNCTION heartbeat_task(bigint, text, integer);
+
+COMMIT;

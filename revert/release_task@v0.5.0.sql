@@ -1,0 +1,7 @@
+-- Revert taskpool:release_task from pg
+
+BEGIN;
+
+DROP FUNCTION release_task(bigint, text, integer);
+
+COMMIT;
