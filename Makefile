@@ -39,6 +39,10 @@ PYTHON ?= python3
 VENV ?= .venv
 # --durations: the slowest tests at the end of every run, where the suite's time goes.
 PYTEST_ARGS ?= -q --durations=25
+# pytest-xdist workers for test-py (0: none, the tests run in pytest's own process). The tests
+# mostly wait on processes, sleeps and the server, so more workers than cores pay.
+# --dist loadgroup keeps the tests of an xdist_group (a module's expensive fixture) on one worker.
+PYTEST_WORKERS ?= 6
 # What test-py runs: narrow it to a file (PYTEST_PATHS=tests/test_worker.py) to run that alone.
 PYTEST_PATHS ?= tests/ crawler/tests/
 BENCH_ARGS ?=
@@ -208,9 +212,9 @@ sql-prove:
 	@echo 'test-sql: $(SQL_TESTS) against $(SQL_DB) (scripts/deploy $(DEPLOY_ARGS))'
 	@$(PGENV) -d '$(SQL_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls $(SQL_TESTS)/*.sql)
 
-# TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/; PYTEST_PATHS narrows them) against DATABASE_URL's server
+# TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/; PYTEST_PATHS narrows them, PYTEST_WORKERS=6 parallel workers) against DATABASE_URL's server
 test-py: deps db
-	@$(PGENV) $(VENV)/bin/pytest $(PYTEST_ARGS) $(PYTEST_PATHS)
+	@$(PGENV) $(VENV)/bin/pytest -n '$(PYTEST_WORKERS)' --dist loadgroup $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 # TARGET faults: run the fault and abuse suite in full, soak included (SOAK_MINUTES=10, FAULTS_ARGS='--only 1,4'), print its table, write it to results/
 faults: deps db

@@ -3,7 +3,7 @@
 `pg_basebackup -R` copies the server (its default wal_level = replica and initdb's `host
 replication all 127.0.0.1/32 trust` entry are all it needs: scripts/cluster keeps both) into a
 directory of its own, which then runs as a hot standby on its own port until `promote()` makes
-it a primary. As root, everything runs as the `postgres` OS user, as scripts/cluster does, in a
+it a primary (server_of_its_own: a private server for a test that restarts it). As root, everything runs as the `postgres` OS user, as scripts/cluster does, in a
 directory under the system's temporary directory that user can reach. `stop()` stops that server
 (pg_ctl, by its data directory: the postmaster this started) and removes the directory.
 """
@@ -15,6 +15,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +88,13 @@ class Replica:
         """Make it a primary (pg_ctl promote), waiting until it takes writes."""
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", str(int(timeout)), "-s", "promote")
 
+    def restart(self, timeout: float = 120.0) -> None:
+        """pg_ctl -m immediate restart (a crash, then recovery), waiting until it accepts connections."""
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-m", "immediate", "-w",
+                  "-t", str(int(timeout)), "-s", "restart")
+        wait_until(self._answers, timeout, f"the restarted server to accept connections on port {self.port}",
+                   also=self.log_tail, error=ReplicaError)
+
     def stop(self) -> None:
         """Stop the server this started (immediate mode), then remove its directory."""
         if (self.data / "postmaster.pid").exists():
@@ -118,3 +127,14 @@ class Replica:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def server_of_its_own(url: str) -> Iterator[Replica]:
+    """`url`'s server copied and promoted: a primary no other test uses, for a test that restarts
+    its server or changes a server-wide setting while other tests run on the shared one
+    (pytest-xdist). Its databases are those of `url`'s server at the copy: url_for(url) is
+    `url`'s database on it."""
+    with Replica(url) as copy:
+        copy.promote()
+        yield copy

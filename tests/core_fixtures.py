@@ -3,13 +3,15 @@
 The server is the one DATABASE_URL names (default: the project cluster that `make db` starts).
 The Sqitch plan is deployed once per session into a template database; every test that asks
 for `db_url` or `conn` gets a fresh copy of it (CREATE DATABASE ... TEMPLATE), dropped after the
-test. All databases live on DATABASE_URL's server, reached as DATABASE_URL's user. The plumbing
-is the test kit's (testkit/, shared with bench/ and faults/); the helpers below keep the names
-the tests import.
+test. Under pytest-xdist each worker is a session of its own, with its own template (named after
+the worker: PYTEST_XDIST_WORKER), so that no worker drops or copies another's. All databases live
+on DATABASE_URL's server, reached as DATABASE_URL's user. The plumbing is the test kit's
+(testkit/, shared with bench/ and faults/); the helpers below keep the names the tests import.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +31,9 @@ database_url = server_url
 url_for_database = url_for
 libpq_env = libpq
 
-TEMPLATE_DATABASE = "taskpool_pytest_template"
+# gw0, gw1, ... under pytest-xdist; unset in a run without workers (-n 0 or no -n).
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEMPLATE_DATABASE = "taskpool_pytest_template" + (f"_{XDIST_WORKER}" if XDIST_WORKER else "")
 COPY_PREFIX = "taskpool_pytest_"
 
 
