@@ -37,6 +37,27 @@ TEMPLATE_DATABASE = "taskpool_pytest_template" + (f"_{XDIST_WORKER}" if XDIST_WO
 COPY_PREFIX = "taskpool_pytest_"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if XDIST_WORKER:
+        # xdist's workers run with COLUMNS=80 in their environment, where a run without workers
+        # has none: the CLI would fit its tables into 80 columns, as on a terminal.
+        os.environ.pop("COLUMNS", None)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under --dist loadgroup, fail a test whose xdist_group did not reach its node id, where
+    xdist's scheduler reads it (so pytest 9.2 with pytest-xdist 3.8): its module would be spread
+    over the workers and its module fixtures made once on each, silently."""
+    # Set in each worker when the run is --dist loadgroup.
+    if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group"):
+        if "@" not in item.nodeid:
+            fail(
+                "--dist loadgroup: this test's xdist_group is not in its node id, so pytest-xdist"
+                " does not keep its group on one worker: use the pytest and pytest-xdist versions"
+                " that pyproject.toml asks for"
+            )
+
+
 def admin_connect() -> psycopg.Connection:
     """An autocommit connection to DATABASE_URL itself, for CREATE and DROP DATABASE."""
     try:
