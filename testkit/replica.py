@@ -84,8 +84,10 @@ class Replica:
         wait_until(self._answers, timeout, f"the replica to accept connections on port {self.port}",
                    also=self.log_tail, error=ReplicaError)
 
-    def promote(self, timeout: float = 60.0) -> None:
-        """Make it a primary (pg_ctl promote), waiting until it takes writes."""
+    def promote(self, timeout: float = 180.0) -> None:
+        """Make it a primary (pg_ctl promote), waiting until it takes writes. The standby replays
+        the other tests' DROP DATABASEs, each waiting on its restartpoint, which a busy machine
+        has stretched past 60 s: `timeout` bounds a hang only."""
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", str(int(timeout)), "-s", "promote")
 
     def restart(self, timeout: float = 120.0) -> None:
