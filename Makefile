@@ -10,8 +10,12 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
-# The test steps share server-wide objects (roles): run them one after the other, even under -j.
+# The steps share server-wide objects (the roles that deploy creates): one after the other, even
+# under -j. `make test` runs its SQL steps at once, in a make of its own (SQL_STEPS_AT_ONCE), only
+# after `deploy` has created the roles, which then every step finds there and none drops.
+ifndef SQL_STEPS_AT_ONCE
 .NOTPARALLEL:
+endif
 MAKEFLAGS += --no-print-directory
 
 # The local cluster's port: the one it runs on, whatever port started it, so that `make psql` and
@@ -39,6 +43,10 @@ PYTHON ?= python3
 VENV ?= .venv
 # --durations: the slowest tests at the end of every run, where the suite's time goes.
 PYTEST_ARGS ?= -q --durations=25
+# pytest-xdist workers for test-py (0: none, the tests run in pytest's own process). The tests
+# mostly wait on processes, sleeps and the server, so more workers than cores pay.
+# --dist loadgroup keeps the tests of an xdist_group (a module's expensive fixture) on one worker.
+PYTEST_WORKERS ?= 6
 # What test-py runs: narrow it to a file (PYTEST_PATHS=tests/test_worker.py) to run that alone.
 PYTEST_PATHS ?= tests/ crawler/tests/
 BENCH_ARGS ?=
@@ -64,7 +72,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql sql-prove test-py faults faults-quick faults-ha clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -137,8 +145,10 @@ bench: deps db
 psql: deps db deploy
 	@$(PGENV) psql
 
-# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade, test-sql, test-py
-test: deps db deploy test-roundtrip test-upgrade test-sql test-py
+# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
+test: deps db deploy
+	@$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target test-roundtrip test-upgrade test-sql-core test-sql-crawler
+	@$(MAKE) test-py
 
 # TARGET test-roundtrip: deploy (core and crawler), revert and deploy again in a scratch database (ROUNDTRIP_DB)
 test-roundtrip: deps db
@@ -192,10 +202,16 @@ test-upgrade: deps db
 	$(PGENV) dropdb --force '$(UPGRADE_DB)'
 
 # TARGET test-sql: the core's pgTAP files (sql_tests/) in a database with the core alone (TEST_DB), the crawler's (crawler/sql_tests/) with both (CRAWLER_TEST_DB)
-test-sql: deps db
+test-sql: test-sql-core test-sql-crawler
+
+# test-sql-core: the core's pgTAP files (test-sql's first half)
+test-sql-core: deps db
 	@scripts/split-registry --check
 	@$(MAKE) -s sql-prove SQL_DB='$(TEST_DB)' DEPLOY_ARGS=--core-only SQL_TESTS=sql_tests \
 		SQL_FIXTURES=crawler/sqitch/deploy/crawler_roles.sql
+
+# test-sql-crawler: the crawler's pgTAP files (test-sql's second half)
+test-sql-crawler: deps db
 	@$(MAKE) -s sql-prove SQL_DB='$(CRAWLER_TEST_DB)' DEPLOY_ARGS= SQL_TESTS=crawler/sql_tests
 
 # sql-prove: deploy (DEPLOY_ARGS) into a fresh SQL_DB, load pgTAP, sql_tests/helpers and
@@ -215,9 +231,9 @@ sql-prove:
 	@echo 'test-sql: $(SQL_TESTS) against $(SQL_DB) (scripts/deploy $(DEPLOY_ARGS))'
 	@$(PGENV) -d '$(SQL_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls $(SQL_TESTS)/*.sql)
 
-# TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/; PYTEST_PATHS narrows them) against DATABASE_URL's server
+# TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/; PYTEST_PATHS narrows them, PYTEST_WORKERS=6 parallel workers) against DATABASE_URL's server
 test-py: deps db
-	@$(PGENV) $(VENV)/bin/pytest $(PYTEST_ARGS) $(PYTEST_PATHS)
+	@$(PGENV) $(VENV)/bin/pytest -n '$(PYTEST_WORKERS)' --dist loadgroup $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 # TARGET faults: run the fault and abuse suite in full, soak included (SOAK_MINUTES=10, FAULTS_ARGS='--only 1,4'), print its table, write it to results/
 faults: deps db

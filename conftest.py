@@ -13,4 +13,5 @@ CORE_TESTS = str(Path(__file__).resolve().parent / "tests")
 if CORE_TESTS not in sys.path:
     sys.path.insert(0, CORE_TESTS)
 
-pytest_plugins = ["core_fixtures"]
+# faults_table: the fault suite's table (results/), written once per run, xdist or not.
+pytest_plugins = ["core_fixtures", "faults_table"]

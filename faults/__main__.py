@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from faults import report, scenarios
-from faults.harness import REPO_ROOT, Context, ScenarioError, server_url
+from faults.harness import REPO_ROOT, Context, ScenarioError, project_cluster_restarter, server_url
 from testkit import databases
 
 TEMPLATE = "taskpool_faults_template"
@@ -49,6 +49,7 @@ def main(quick: bool, only: str | None, soak_minutes: float | None, worker_args:
         template = databases.template(server, TEMPLATE)
     except databases.DatabaseError as error:
         raise ScenarioError(f"the scenarios' template could not be made: {error}") from error
+    restart_server = project_cluster_restarter(server)
     done: list[report.Result] = []
     try:
         for number in numbers:
@@ -56,7 +57,8 @@ def main(quick: bool, only: str | None, soak_minutes: float | None, worker_args:
             log_dir.mkdir(parents=True, exist_ok=True)
             with databases.copy(server, TEMPLATE, f"{PREFIX}{number}_{secrets.token_hex(3)}") as url:
                 ctx = Context(url, log_dir, quick=quick, worker_args=worker_args,
-                              soak_seconds=None if soak_minutes is None else soak_minutes * 60)
+                              soak_seconds=None if soak_minutes is None else soak_minutes * 60,
+                              restart_server=restart_server)
                 result = scenarios.run(number, ctx)
             done.append(result)
             click.echo(f"faults: {number}. {result.name}: {result.verdict} in {result.seconds:.0f} s"

@@ -12,7 +12,9 @@ everything else is the workers' doing. The processes and the waiting are the tes
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -85,7 +87,8 @@ ROLE_DEFAULTS = {"stale_threshold": "3 seconds", "backoff_base": "1 second", "ma
 # The login the suite's workers run as: granted taskpool_worker and nothing else, as the
 # least-privilege deployment gives a worker, so a worker that needs more fails here. Roles are
 # the server's: it is made if missing and left for the next run; it owns nothing, and its one
-# grant (the handlers' fault_executions) goes with the scenario's database.
+# grant (the handlers' fault_executions) goes with the scenario's database. Scenarios running at
+# once (pytest-xdist) may both find it missing: the one that loses the race finds it made.
 WORKER_LOGIN = "taskpool_fault_worker"
 
 
@@ -96,6 +99,30 @@ def worker_url(url: str) -> str:
 
 class ScenarioError(Exception):
     """The scenario could not run as written (a deadline passed, a process would not start)."""
+
+
+def project_cluster_restarter(url: str) -> Callable[[], None] | None:
+    """A restart of the project cluster (scripts/cluster) when `url` is on it, else None: the
+    suite restarts no server it did not start."""
+    info = subprocess.run([str(REPO_ROOT / "scripts" / "cluster"), "info"], capture_output=True, text=True)
+    cluster = dict(line.split("=", 1) for line in info.stdout.splitlines() if "=" in line)
+    # Host and port as a session resolves them: the URL may leave them to the libpq environment.
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        host, port = conn.info.host, str(conn.info.port)
+    if cluster.get("running") != "yes" or host not in ("127.0.0.1", "localhost") or port != cluster.get("port"):
+        return None
+    bindir = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
+    argv = [f"{bindir}/pg_ctl", "-D", f"{cluster['dir']}/data", "-l", f"{cluster['dir']}/postgresql.log",
+            "-m", "immediate", "-w", "-t", "120", "-s", "restart"]
+    if os.geteuid() == 0:
+        argv = ["runuser", "-u", cluster["owner"], "--", *argv]
+    ready = [f"{bindir}/pg_isready", "-q", "-h", "127.0.0.1", "-p", port, "-t", "1"]
+
+    def restart() -> None:
+        subprocess.run(argv, check=True, cwd="/", capture_output=True)
+        wait_until(lambda: subprocess.run(ready).returncode == 0, 120, "the restarted server to accept connections", 0.2)
+
+    return restart
 
 
 def wait_until(check: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
@@ -121,6 +148,9 @@ class Context:
     quick: bool = False
     worker_args: tuple[str, ...] = ()
     soak_seconds: float | None = None
+    # pg_ctl -m immediate restart of the scenario's server, waiting until it accepts connections;
+    # None where the suite may not restart it (scenarios 4 and 17 then skip or leave it out).
+    restart_server: Callable[[], None] | None = None
     processes: list[Process] = field(default_factory=list)
     enqueued: list[int] = field(default_factory=list)
     # The shape of each fleet the scenario started, "processes×concurrency" (the report's column).
@@ -160,7 +190,8 @@ class Context:
         self.conn.execute("SELECT update_schedule(name, enabled => false) FROM task_schedules")
         self.conn.execute(
             f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{WORKER_LOGIN}') THEN"
-            f" CREATE ROLE {WORKER_LOGIN} LOGIN IN ROLE taskpool_worker; END IF; END $$"
+            f" CREATE ROLE {WORKER_LOGIN} LOGIN IN ROLE taskpool_worker; END IF;"
+            " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
         )
         # The handlers record each execution through the worker's own connection string.
         self.conn.execute(f"GRANT SELECT, INSERT, UPDATE ON fault_executions TO {WORKER_LOGIN}")

@@ -13,7 +13,8 @@ the system's temporary directory that user can reach. The faults a failover test
 stops its postmaster and every backend (SIGSTOP: they hold their sockets and answer nothing).
 `stop()` ends the server this started, by its postmaster's PID (a frozen one is killed, never
 thawed: an old primary that wakes up would take writes beside the new one), and removes the
-directory.
+directory. `server_of_its_own()`: such a primary for a test that
+restarts its server or changes a server-wide setting.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,9 +107,18 @@ class Replica:
         wait_until(self._answers, timeout, f"the copy to accept connections on port {self.port}",
                    also=self.log_tail, error=ReplicaError)
 
-    def promote(self, timeout: float = 60.0) -> None:
-        """Make it a primary (pg_ctl promote), waiting until it takes writes."""
+    def promote(self, timeout: float = 180.0) -> None:
+        """Make it a primary (pg_ctl promote), waiting until it takes writes. The standby replays
+        the other tests' DROP DATABASEs, each waiting on its restartpoint, which a busy machine
+        has stretched past 60 s: `timeout` bounds a hang only."""
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", str(int(timeout)), "-s", "promote")
+
+    def restart(self, timeout: float = 120.0) -> None:
+        """pg_ctl -m immediate restart (a crash, then recovery), waiting until it accepts connections."""
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-m", "immediate", "-w",
+                  "-t", str(int(timeout)), "-s", "restart")
+        wait_until(self._answers, timeout, f"the restarted server to accept connections on port {self.port}",
+                   also=self.log_tail, error=ReplicaError)
 
     @property
     def postmaster_pid(self) -> int | None:
@@ -184,3 +196,13 @@ class Replica:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def server_of_its_own(url: str) -> Iterator[Replica]:
+    """`url`'s server copied and started as a primary: one no other test uses, for a test that restarts
+    its server or changes a server-wide setting while other tests run on the shared one
+    (pytest-xdist). Its databases are those of `url`'s server at the copy: url_for(url) is
+    `url`'s database on it."""
+    with Replica(url, standby=False) as copy:
+        yield copy

@@ -3,13 +3,15 @@
 The server is the one DATABASE_URL names (default: the project cluster that `make db` starts).
 The Sqitch plan is deployed once per session into a template database; every test that asks
 for `db_url` or `conn` gets a fresh copy of it (CREATE DATABASE ... TEMPLATE), dropped after the
-test. All databases live on DATABASE_URL's server, reached as DATABASE_URL's user. The plumbing
-is the test kit's (testkit/, shared with bench/ and faults/); the helpers below keep the names
-the tests import.
+test. Under pytest-xdist each worker is a session of its own, with its own template (named after
+the worker: PYTEST_XDIST_WORKER), so that no worker drops or copies another's. All databases live
+on DATABASE_URL's server, reached as DATABASE_URL's user. The plumbing is the test kit's
+(testkit/, shared with bench/ and faults/); the helpers below keep the names the tests import.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,8 +31,31 @@ database_url = server_url
 url_for_database = url_for
 libpq_env = libpq
 
-TEMPLATE_DATABASE = "taskpool_pytest_template"
+# gw0, gw1, ... under pytest-xdist; unset in a run without workers (-n 0 or no -n).
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEMPLATE_DATABASE = "taskpool_pytest_template" + (f"_{XDIST_WORKER}" if XDIST_WORKER else "")
 COPY_PREFIX = "taskpool_pytest_"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if XDIST_WORKER:
+        # xdist's workers run with COLUMNS=80 in their environment, where a run without workers
+        # has none: the CLI would fit its tables into 80 columns, as on a terminal.
+        os.environ.pop("COLUMNS", None)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under --dist loadgroup, fail a test whose xdist_group did not reach its node id, where
+    xdist's scheduler reads it (so pytest 9.2 with pytest-xdist 3.8): its module would be spread
+    over the workers and its module fixtures made once on each, silently."""
+    # Set in each worker when the run is --dist loadgroup.
+    if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group"):
+        if "@" not in item.nodeid:
+            fail(
+                "--dist loadgroup: this test's xdist_group is not in its node id, so pytest-xdist"
+                " does not keep its group on one worker: use the pytest and pytest-xdist versions"
+                " that pyproject.toml asks for"
+            )
 
 
 def admin_connect() -> psycopg.Connection:

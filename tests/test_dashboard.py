@@ -32,6 +32,10 @@ from worker_support import make_stores, task_row
 
 from core_fixtures import COPY_PREFIX, database_url
 
+# One pytest-xdist worker runs the whole module (make test-py: --dist loadgroup), so that its
+# module fixtures (the seeded database, the dashboard server, chromium) are made once.
+pytestmark = pytest.mark.xdist_group("dashboard")
+
 TOKEN = "dashboard-test-" + secrets.token_hex(8)
 WORKER = "dash-w1"
 

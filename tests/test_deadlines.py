@@ -126,7 +126,8 @@ def test_a_slow_call_is_cut_at_its_deadline_and_its_statement_cancelled(db_url: 
         assert time.monotonic() - began < GENEROUS
         wait_for(
             lambda: conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slow-call' AND state = 'active'"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'slow-call' AND state = 'active'"
             ).fetchone()[0]
             == 0,
             GENEROUS,
@@ -245,7 +246,8 @@ def test_the_listener_reconnects_after_a_frozen_peer(
     thawed_at = pool.execute("SELECT clock_timestamp()").fetchone()[0]
     wait_for(
         lambda: pool.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pyworker frozen-listener-1 listener'"
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'pyworker frozen-listener-1 listener'"
             " AND backend_start > %s AND starts_with(query, 'LISTEN')",
             (thawed_at,),
         ).fetchone()[0]

@@ -57,7 +57,8 @@ def test_two_handlers_in_one_process_get_their_own_connections_and_transactions(
     holder = wait_for(
         lambda: fetch_one(
             conn,
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND xact_start IS NOT NULL",
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+            " AND xact_start IS NOT NULL",
             (application,),
         ),
         20,
@@ -122,7 +123,8 @@ def test_an_abandoned_attempt_s_statement_is_cancelled_and_its_transaction_reach
     wait_for(
         lambda: not fetch_one(
             conn,
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND query LIKE %s AND state = 'active'",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+            " AND query LIKE %s AND state = 'active'",
             (application, "%pg_sleep%"),
         )[0],
         10,

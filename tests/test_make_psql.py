@@ -72,7 +72,7 @@ def test_make_psql_deploys_and_uses_the_cluster_on_the_port_it_runs_on(tmp_path:
             "SELECT claim_task('product_resync', 'w1');\n",
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,
         )
     finally:
         subprocess.run([cluster, "remove"], env=env, capture_output=True)

@@ -38,6 +38,10 @@ from core_fixtures import (
 from psycopg import sql
 from pyworker.schema import Deployer, Plan, SchemaRefused
 
+# One pytest-xdist worker runs the whole module (make test-py: --dist loadgroup), so that the
+# wheel is built and installed once (module fixtures).
+pytestmark = pytest.mark.xdist_group("package")
+
 # What a source distribution holds (MANIFEST.in), enough to build the wheel.
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "sqitch.plan", "sqitch.conf"]
 SOURCE_DIRS = ["pyworker", "deploy", "revert", "verify", "registry"]

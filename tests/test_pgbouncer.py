@@ -252,7 +252,8 @@ def test_a_client_on_pgbouncer_without_a_listen_url_polls_for_the_result(
         # another client gets next.
         seen.append(fetch_one(
             pool,
-            "SELECT (SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%%'),"
+            "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND query ILIKE 'LISTEN%%'),"
             " (SELECT count(*) FROM task_result_waits)",
         ))
         complete(db_url, task_id)

@@ -2,8 +2,9 @@
 
 The short form of a failover, on loopback: a streaming replica of the test server made with
 `pg_basebackup -R` (testkit/replica.py), promoted with `pg_ctl promote`; and the test server
-itself made read-only (ALTER SYSTEM SET default_transaction_read_only = on, reloaded), which
-sessions already open meet as SQLSTATE 25006 on their next write.
+made read-only (ALTER SYSTEM SET default_transaction_read_only = on, reloaded), which sessions
+already open meet as SQLSTATE 25006 on their next write: a promoted copy of the test server, so
+that the tests running beside it (pytest-xdist) never meet that setting.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -20,7 +22,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 from pyworker import AsyncClient, Client, DatabaseReadOnly, DatabaseUnavailable
 from testkit.databases import insert_role
-from testkit.replica import Replica, free_port
+from testkit.replica import Replica, free_port, server_of_its_own
 from worker_support import Workers, enqueue, task_row, wait_for, wait_for_status
 
 READ_ONLY_WARNING = "The database is read-only"
@@ -40,37 +42,41 @@ def replica(gate_pool: psycopg.Connection, db_url: str) -> Iterator[Replica]:
         yield made
 
 
-@pytest.fixture
-def read_only_server(conn: psycopg.Connection) -> Iterator[callable]:
-    """`read_only_server(True)` makes the whole test server read-only for every session, open or
-    new (their next transaction); False makes it writable again, as the teardown does."""
+@dataclass
+class ReadOnlyServer:
+    """The test database on a server of its own (testkit.replica.server_of_its_own), which
+    set_read_only(True) makes read-only for every session, open or new (their next transaction):
+    a server-wide setting, kept off the server the other tests share."""
 
-    def set_read_only(on: bool) -> None:
+    url: str
+    conn: psycopg.Connection
+
+    def set_read_only(self, on: bool) -> None:
         # This session's own setting wins over the server's: it can always undo it.
-        conn.execute("SET default_transaction_read_only = off")
+        self.conn.execute("SET default_transaction_read_only = off")
         if on:
-            conn.execute("ALTER SYSTEM SET default_transaction_read_only = on")
+            self.conn.execute("ALTER SYSTEM SET default_transaction_read_only = on")
         else:
-            conn.execute("ALTER SYSTEM RESET default_transaction_read_only")
-        conn.execute("SELECT pg_reload_conf()")
+            self.conn.execute("ALTER SYSTEM RESET default_transaction_read_only")
+        self.conn.execute("SELECT pg_reload_conf()")
         # The reload is asynchronous: wait until a new session sees it.
         wanted = "on" if on else "off"
-        wait_for(
-            lambda: psycopg.connect(make_conninfo(db_url_of(conn))).execute("SHOW default_transaction_read_only").fetchone()[0]
-            == wanted,
-            10,
-            f"default_transaction_read_only to be {wanted}",
-        )
 
-    try:
-        yield set_read_only
-    finally:
-        set_read_only(False)
+        def seen() -> bool:
+            with psycopg.connect(self.url) as session:
+                return session.execute("SHOW default_transaction_read_only").fetchone()[0] == wanted
+
+        wait_for(seen, 10, f"default_transaction_read_only to be {wanted}")
 
 
-def db_url_of(conn: psycopg.Connection) -> str:
-    info = conn.info
-    return make_conninfo(host=info.host, port=str(info.port), user=info.user, dbname=info.dbname)
+@pytest.fixture
+def read_only_server(gate_pool: psycopg.Connection, db_url: str) -> Iterator[ReadOnlyServer]:
+    """The test database, its test_gate role in, on a server of its own that the test may make
+    read-only."""
+    with server_of_its_own(db_url) as server:
+        url = server.url_for(db_url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            yield ReadOnlyServer(url, conn)
 
 
 def start_gate_worker(workers: Workers, worker_id: str, url: str, **settings: object):
@@ -128,17 +134,18 @@ def probe(port: int, path: str) -> tuple[int, str]:
 
 
 def test_the_recorder_keeps_its_completions_while_the_server_is_read_only_and_records_them_after(
-    gate_pool: psycopg.Connection, db_url: str, workers: Workers, tmp_path: Path, read_only_server
+    workers: Workers, tmp_path: Path, read_only_server: ReadOnlyServer
 ) -> None:
+    gate_pool = read_only_server.conn
     # A first completion, so that the recorder's connection is open when the server turns read-only.
     (tmp_path / "open").touch()
     first = enqueue(gate_pool, "test_gate", {"gate": str(tmp_path / "open")})
-    worker = start_gate_worker(workers, "read-only-recorder", db_url, concurrency=2)
+    worker = start_gate_worker(workers, "read-only-recorder", read_only_server.url, concurrency=2)
     wait_for_status(gate_pool, first, "completed", 10, also=worker.describe)
     tasks = [enqueue(gate_pool, "test_gate", gate_payload(tmp_path, n)) for n in range(2)]
     for task_id in tasks:
         wait_for_status(gate_pool, task_id, "running", 10, also=worker.describe)
-    read_only_server(True)
+    read_only_server.set_read_only(True)
     # The handlers return now; their completions meet 25006 in the recorder.
     (tmp_path / "gate").touch()
     worker.wait_for_log("complete tasks: the server is read-only", timeout=20)
@@ -146,7 +153,7 @@ def test_the_recorder_keeps_its_completions_while_the_server_is_read_only_and_re
     assert worker.alive, worker.describe()
     assert [task_row(gate_pool, task_id)["status"] for task_id in tasks] == ["running", "running"]
 
-    read_only_server(False)
+    read_only_server.set_read_only(False)
     for n, task_id in enumerate(tasks):
         row = wait_for_status(gate_pool, task_id, ("completed", "failed", "pending"), 30, also=worker.describe)
         assert (row["status"], row["result"], row["retry_count"]) == ("completed", {"ok": True, "n": n}, 0)
@@ -188,18 +195,18 @@ def test_an_explicit_target_session_attrs_wins_and_gets_no_warning(
 
 
 def test_the_client_says_unavailable_on_a_read_only_server(
-    gate_pool: psycopg.Connection, replica: Replica, db_url: str, read_only_server
+    replica: Replica, db_url: str, read_only_server: ReadOnlyServer
 ) -> None:
     standby_url = replica.url_for(db_url)
     with pytest.raises(DatabaseReadOnly, match="is read-only: it is a standby"):
         Client.connect(standby_url)
     with pytest.raises(DatabaseReadOnly, match="is read-only: it is a standby"):
         asyncio.run(AsyncClient.connect(standby_url))
-    with Client.connect(db_url) as client:
-        read_only_server(True)
+    with Client.connect(read_only_server.url) as client:
+        read_only_server.set_read_only(True)
         with pytest.raises(DatabaseUnavailable, match="the server is read-only"):
             client.enqueue("test_gate", {"n": 1})
-        read_only_server(False)
+        read_only_server.set_read_only(False)
         assert client.enqueue("test_gate", {"n": 2}).status == "pending"
 
 

@@ -142,7 +142,7 @@ def run_example(example: Example, command: list[str], script: str, env: dict[str
     """`command` with `script` on its stdin, from the checkout's root, as the README's
     `.venv/bin/...` and `make` are written; a failure names the README line."""
     result = subprocess.run(
-        command, input=script, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
+        command, input=script, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, (
         f"{example.where()}: the example fails, exit {result.returncode} (psql numbers the"

@@ -198,7 +198,7 @@ def test_the_scheduler_reconnects_after_a_lost_connection(
     wait_for_tasks(conn, scheduler)
     conn.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-        " WHERE application_name = 'pyworker scheduler sched-lost'"
+        " WHERE datname = current_database() AND application_name = 'pyworker scheduler sched-lost'"
     )
     scheduler.wait_for_log("retrying in")
     # Due again: the scheduler must tick it on its new connection.

@@ -134,7 +134,7 @@ def test_connections_lost_are_counted_as_reconnects_and_heartbeat_failures(
     # heartbeat's connection, so it is the beat that finds the connection gone.
     pool.execute("UPDATE task_roles SET stale_threshold = interval '10 minutes' WHERE role = 'test_work'")
     port = start_serving(workers, "test_work", "metrics-c")
-    sessions = "FROM pg_stat_activity WHERE application_name LIKE 'pyworker metrics-c%'"
+    sessions = "FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'pyworker metrics-c%'"
     # The heartbeat's connection opens at its first beat.
     wait_for(lambda: pool.execute(f"SELECT count(*) {sessions}").fetchone()[0] == 3, 10,
              "the dispatcher's, the listener's and the heartbeat's connections")

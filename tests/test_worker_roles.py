@@ -56,7 +56,8 @@ def test_one_process_serves_two_roles_under_one_id_on_at_most_4_connections(
     ).fetchall() == [("test_other", 1), ("test_work", 1)]
     assert fetch_one(
         pool,
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pyworker two-roles%%'",
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name LIKE 'pyworker two-roles%%'",
     )[0] <= 4
 
     for task_id in work + other:

@@ -63,7 +63,8 @@ def handlers_waiting_on_locks(conn: psycopg.Connection, worker: WorkerProcess) -
     """How many of the worker's handler connections wait for a lock."""
     return fetch_one(
         conn,
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND wait_event_type = 'Lock'",
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+        " AND wait_event_type = 'Lock'",
         (f"pyworker {worker.worker_id} handler",),
     )[0]
 
@@ -149,7 +150,8 @@ def test_another_role_s_payload_commits_while_a_discovery_s_transaction_is_open(
     # The discovery's transaction is rolled back (its connection terminated): the payload stays.
     # The broken connection goes (the pool discards it); the retry borrows a fresh one.
     conn.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = %s"
         " AND wait_event_type = 'Lock'",
         (f"pyworker {worker.worker_id} handler",),
     )

@@ -24,6 +24,10 @@ from testkit import databases
 from core_fixtures import COPY_PREFIX, database_url
 from taskpool_crawler import storage
 
+# One pytest-xdist worker runs the whole module (make test-py: --dist loadgroup), so that its
+# module fixtures (the crawled database, the dashboard server) are made once.
+pytestmark = pytest.mark.xdist_group("crawler_dashboard")
+
 MENUS = [
     [{"id": "p1", "name": "Blue Dream 3.5g", "price": 35.0, "stock": 12},
      {"id": "p2", "name": "Runtz 1g", "price": 9.99, "stock": 0}],

@@ -43,6 +43,10 @@ WAITING_LINE = re.compile(
     r"|nothing now)"
 )
 
+# One pytest-xdist worker runs the whole module (make test-py: --dist loadgroup), so that the
+# demo (a module fixture) runs once.
+pytestmark = pytest.mark.xdist_group("crawler_demo")
+
 
 @dataclass
 class DemoRun:

@@ -24,14 +24,18 @@ class Scenario:
     number: int
     name: str
     run: Callable[[Context, Result], None]
+    # It restarts the server (ctx.restart_server), so it wants a server that no one else uses.
+    restarts_server: bool = False
 
 
 SCENARIOS: dict[int, Scenario] = {}
 
 
-def scenario(number: int, name: str) -> Callable[[Callable[[Context, Result], None]], Callable[[Context, Result], None]]:
+def scenario(
+    number: int, name: str, *, restarts_server: bool = False
+) -> Callable[[Callable[[Context, Result], None]], Callable[[Context, Result], None]]:
     def register(fn: Callable[[Context, Result], None]) -> Callable[[Context, Result], None]:
-        SCENARIOS[number] = Scenario(number, name, fn)
+        SCENARIOS[number] = Scenario(number, name, fn, restarts_server)
         return fn
 
     return register

@@ -3,7 +3,6 @@ chosen points (3), PostgreSQL restarted (4), a worker idle in a transaction (14)
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -324,43 +323,13 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
     result.figure("ended after s", ended)
 
 
-def local_cluster(ctx: Context) -> dict[str, str] | None:
-    """scripts/cluster info of the project cluster when the scenario's server is that cluster."""
-    import subprocess
-
-    from faults.harness import REPO_ROOT
-
-    info = subprocess.run([str(REPO_ROOT / "scripts" / "cluster"), "info"], capture_output=True, text=True)
-    fields = dict(line.split("=", 1) for line in info.stdout.splitlines() if "=" in line)
-    # Host and port as the session resolved them: the URL may leave them to the libpq environment.
-    info = ctx.conn.info
-    same = (fields.get("running") == "yes" and info.host in ("127.0.0.1", "localhost")
-            and str(info.port) == fields.get("port"))
-    return fields if same else None
-
-
-def restart_immediately(cluster: dict[str, str]) -> None:
-    """pg_ctl -m immediate restart of the project cluster (as its owner), waiting until it accepts connections."""
-    import subprocess
-
-    bindir = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
-    argv = [f"{bindir}/pg_ctl", "-D", f"{cluster['dir']}/data", "-l", f"{cluster['dir']}/postgresql.log",
-            "-m", "immediate", "-w", "-t", "120", "-s", "restart"]
-    if os.geteuid() == 0:
-        argv = ["runuser", "-u", cluster["owner"], "--", *argv]
-    subprocess.run(argv, check=True, cwd="/", capture_output=True)
-    ready = [f"{bindir}/pg_isready", "-q", "-h", "127.0.0.1", "-p", cluster["port"], "-t", "1"]
-    wait_until(lambda: subprocess.run(ready).returncode == 0, 120, "the restarted server to accept connections", 0.2)
-
-
-@scenario(4, "PostgreSQL restarted under load")
+@scenario(4, "PostgreSQL restarted under load", restarts_server=True)
 def postgres_restarted(ctx: Context, result: Result) -> None:
     """pg_ctl -m immediate restart, three times, while tasks are enqueued and worked: nothing
     acknowledged is lost (enqueues: the ids enqueue_tasks returned; completions: those the
     workers logged), the workers reconnect with backoff and carry on."""
-    cluster = local_cluster(ctx)
-    if cluster is None:
-        result.skipped = "the server is not the project cluster (scripts/cluster): it is not restarted"
+    if ctx.restart_server is None:
+        result.skipped = "the server is not one the suite may restart (the project cluster, or the test's own copy)"
         return
     rng = random.Random(4)
     ctx.prepare(stale_threshold="3 seconds")
@@ -373,7 +342,7 @@ def postgres_restarted(ctx: Context, result: Result) -> None:
         for _ in range(3):
             time.sleep(ctx.scale(8.0, 25.0))
             restarts.append(time.time())
-            restart_immediately(cluster)
+            ctx.restart_server()
         time.sleep(ctx.scale(8.0, 25.0))
     finally:
         acknowledged = producer.stop()

@@ -59,11 +59,17 @@ def poison_tasks(ctx: Context, result: Result) -> None:
     )
     # An attempt that never ran was orphaned by a killer's death beside it (it was claimed, not
     # begun, or begun but not yet recorded): stale recovery spent it. Any other gap is an attempt
-    # spent for nothing; two executions of one attempt would be fencing broken.
+    # spent for nothing; two executions of one attempt would be fencing broken. The death names
+    # its orphans when the harness sees it; on a loaded machine the tick may have recovered them
+    # first (a 2 s threshold): then the attempt ended stale, and the worker that claimed it died
+    # after the claim (its first death after it: a worker restarts only once its death is recorded).
     attempts = ctx.conn.execute(
         "SELECT t.id, a.n, (SELECT count(*) FROM fault_executions e WHERE e.task_id = t.id AND e.attempt = a.n),"
         " EXISTS (SELECT FROM fault_events k, jsonb_array_elements(k.detail->'orphans') o"
         "         WHERE k.kind = 'died' AND (o->>0)::bigint = t.id AND (o->>1)::integer = a.n)"
+        " OR EXISTS (SELECT FROM worker_task_attempts w JOIN fault_events k"
+        "            ON k.kind = 'died' AND k.worker_id = w.worker_id AND k.at >= w.claimed_at"
+        "            WHERE w.task_id = t.id AND w.attempt = a.n AND w.error_message LIKE 'stale:%%')"
         " FROM worker_tasks t CROSS JOIN LATERAL generate_series(1, t.attempt) a(n)"
         " WHERE t.id = ANY(%s) ORDER BY 1, 2",
         (poison,),

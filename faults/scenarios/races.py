@@ -78,7 +78,8 @@ def blocked(ctx: Context, racer: Racer) -> bool:
     """True while `racer`'s statement waits for a lock."""
     return bool(
         ctx.scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND wait_event_type = 'Lock'",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+            " AND wait_event_type = 'Lock'",
             (f"fault racer {racer.name}",),
         )
     )

@@ -11,7 +11,7 @@ from faults.checker import measure
 from faults.harness import Context, Fleet, Producer
 from faults.report import Result
 from faults.scenarios import scenario
-from faults.scenarios.crashes import local_cluster, restart_immediately, task_specs
+from faults.scenarios.crashes import task_specs
 
 THRESHOLD = 3
 
@@ -44,19 +44,23 @@ def terminate_sessions(ctx: Context, fleet: Fleet, rng: random.Random) -> str:
     return "pg_terminate_backend"
 
 
-@scenario(17, "Soak")
+def restart_the_server(ctx: Context, fleet: Fleet, rng: random.Random) -> str:
+    ctx.restart_server()
+    return "PostgreSQL restart"
+
+
+@scenario(17, "Soak", restarts_server=True)
 def soak(ctx: Context, result: Result) -> None:
     """Steady load (a producer enqueueing at a fixed rate, workers keeping up) for soak_seconds
     (default: quick 45 s, full 10 min); every 20-60 s (quick 6-12 s) a random fault of 1-4: a
     worker killed, a worker stopped past the stale threshold, a worker's sessions terminated, the
-    server restarted (when it is the project cluster). All invariants must hold at the end."""
+    server restarted (when the suite may: ctx.restart_server). All invariants must hold at the end."""
     rng = random.Random(17)
     seconds = ctx.soak_seconds or ctx.scale(45.0, 600.0)
     gap = ctx.scale((6.0, 12.0), (20.0, 60.0))
-    cluster = local_cluster(ctx)
     faults = [kill_a_worker, stop_a_worker, terminate_sessions]
-    if cluster is not None:
-        faults.append(lambda ctx, fleet, rng: (restart_immediately(cluster), "PostgreSQL restart")[1])
+    if ctx.restart_server is not None:
+        faults.append(restart_the_server)
     ctx.prepare(stale_threshold=f"{THRESHOLD} seconds")
     stores = ctx.stores(100)
     ctx.scheduler(1)
