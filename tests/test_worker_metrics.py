@@ -272,8 +272,8 @@ def test_a_terminated_listener_reconnects_at_once_and_the_metric_says_since_when
     first = listener_samples(port)["since"]
     # The listener names itself in application_name.
     terminated = pool.execute(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-        " WHERE application_name = 'pyworker listener-terminated listener'"
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = 'pyworker listener-terminated listener'"
     ).fetchone()[0]
     assert terminated == 1
     wait_for(lambda: samples(port)[("pyworker_database_reconnects_total", (("connection", "listener"),))] == 1, 15,
