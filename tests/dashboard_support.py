@@ -80,10 +80,16 @@ def dashboard_server(
         reader.join(timeout=5)
 
 
+# Where the dashboard's live.js keeps the operator's Pause.
+LIVE_PAUSED_KEY = "taskpool.live.paused"
+
+
 @contextmanager
-def chromium(*, javascript: bool = True) -> Iterator[Any]:
+def chromium(*, javascript: bool = True, live: bool = False) -> Iterator[Any]:
     """A headless chromium under selenium (as root: no sandbox), closed after; with
-    `javascript=False`, one that runs no script, as a browser with JavaScript off."""
+    `javascript=False`, one that runs no script, as a browser with JavaScript off. Its pages hold
+    still (the live refresh paused, as the footer's Pause does) unless `live`: an element a test
+    found must not be swapped for a fresh copy before it clicks it."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -97,6 +103,10 @@ def chromium(*, javascript: bool = True) -> Iterator[Any]:
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    if javascript and not live:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {
+            "source": f"try {{ localStorage.setItem('{LIVE_PAUSED_KEY}', '1') }} catch (error) {{}}",
+        })
     try:
         yield driver
     finally:

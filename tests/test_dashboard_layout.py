@@ -69,7 +69,7 @@ def dashboard(seeded: tuple[str, dict[str, Any]]) -> Iterator[Dashboard]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with chromium() as driver:
+    with chromium(live=True) as driver:
         yield driver
 
 
@@ -201,3 +201,27 @@ def test_with_javascript_off_a_bulk_cancel_asks_then_acts(
             said = browser.find_element(By.CSS_SELECTOR, ".message.ok").text
             assert said == "cancelled 3 tasks matching role=image_download status=pending"
         assert conn.execute("SELECT count(*) FROM worker_tasks WHERE id = ANY(%s) AND status = 'cancelled'", (chosen,)).fetchone() == (3,)
+
+
+def test_pause_holds_every_page_still_until_resume(
+    browser: Any, dashboard: Dashboard, seeded: tuple[str, dict[str, Any]]
+) -> None:
+    url, _ids = seeded
+    browser.delete_all_cookies()
+    with psycopg.connect(url, autocommit=True) as conn:
+        task_id = conn.execute("SELECT id FROM enqueue_task('store_discovery', '{}')").fetchone()[0]
+        browser.get(dashboard.url + f"/tasks/{task_id}")
+        pause = browser.find_element(By.CSS_SELECTOR, "#live-pause")
+        assert pause.text == "Pause"
+        pause.click()
+        assert browser.find_element(By.CSS_SELECTOR, "#live-pause").text == "Resume"
+        assert browser.find_element(By.CSS_SELECTOR, "#live-note").text == "live refresh paused"
+        assert not browser.execute_script("return liveRefreshAllowed()")
+        conn.execute("SELECT cancel_task(%s)", (task_id,))
+    # Paused in this browser: another page (a new load) holds still too, until Resume.
+    browser.get(dashboard.url + f"/tasks/{task_id}")
+    assert browser.find_element(By.CSS_SELECTOR, "#live-pause").text == "Resume"
+    assert not browser.execute_script("return liveRefreshAllowed()")
+    browser.find_element(By.CSS_SELECTOR, "#live-pause").click()
+    assert browser.execute_script("return liveRefreshAllowed()")
+    assert browser.find_element(By.CSS_SELECTOR, "#live-note").text.startswith("refreshes itself every")

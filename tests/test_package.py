@@ -61,10 +61,10 @@ REGISTRY_ROWS = {
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built (pip wheel) from a copy of the checkout's sources."""
-    return build_wheel(tmp_path_factory.mktemp("package"))
+    return build_wheel_of_checkout(tmp_path_factory.mktemp("package"))
 
 
-def build_wheel(root: Path) -> Path:
+def build_wheel_of_checkout(root: Path) -> Path:
     """The wheel built (pip wheel) in `root` from a copy there of the checkout's sources."""
     source = root / "source"
     source.mkdir()

@@ -1,5 +1,5 @@
 """The README's tour from Python, run verbatim on a wheel-only install: the wheel built from a
-copy of the checkout (test_package.build_wheel) into this test's own directory, then the tour's
+copy of the checkout (test_package.build_wheel_of_checkout) into this test's own directory, then the tour's
 blocks as the README has them, in order, in that directory, with nothing of the checkout on the
 import path: its shell blocks (making a venv, `pip install` of the wheel, `pyworker schema
 apply`, `pyworker roles sync`, a worker, the application) as one bash script, and each Python
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_package import build_wheel
+from test_package import build_wheel_of_checkout
 from test_readme import README, Example, a_newcomers_environment, examples_in
 
 TOUR = "A five-minute tour from Python"
@@ -43,7 +43,7 @@ def test_the_tour_names_its_blocks_and_its_database() -> None:
 
 def test_the_tour_runs_on_a_wheel_only_install(tmp_path: Path, empty_db_url: str) -> None:
     (tmp_path / "build").mkdir()
-    wheel = build_wheel(tmp_path / "build")
+    wheel = build_wheel_of_checkout(tmp_path / "build")
     home = tmp_path / "tour"
     home.mkdir()
     shutil.copy2(wheel, home / wheel.name)

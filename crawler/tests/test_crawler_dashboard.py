@@ -63,7 +63,7 @@ def crawled(template_database: str) -> Iterator[tuple[str, dict[str, Any]]]:
             corrupt = record(conn, store_id, 16)
             conn.execute("SELECT mark_payload_corrupt(%s, 'not gzip')", (corrupt,))
             (proxy,) = conn.execute(
-                "SELECT id FROM add_proxy('dutchie', 'http://crawler:s3cret@10.0.0.5:3128')"
+                "SELECT id FROM add_proxy('dutchie', 'http://crawler:s3cret@10.0.0.5:3128', rest_base => '20 minutes')"
             ).fetchone()
             conn.execute("SELECT report_proxy_result(%s, false, 'connection refused')", (proxy,))
         yield url, {"store": store_id, "payloads": payloads, "corrupt": corrupt, "proxy": proxy}

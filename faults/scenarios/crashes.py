@@ -292,9 +292,9 @@ def idle_in_transaction(ctx: Context, result: Result) -> None:
             else:
                 # Claimed (committed), then the call that hangs inside a transaction.
                 idler.execute("COMMIT")
-                idler.execute("SELECT claim_task('fault_work', 'idler')")
+                [token] = idler.execute("SELECT claim_token FROM claim_task('fault_work', 'idler')").fetchone()
                 idler.execute("BEGIN")
-                idler.execute(f"SELECT {way}(%s, 'idler', 1)", (task_id,))
+                idler.execute(f"SELECT {way}(%s, 'idler', 1, %s)", (task_id, token))
             ctx.event("idle in transaction", "idler", way=way, task_id=task_id)
             started = time.monotonic()
             # A healthy worker per round, gone before the next: each round's task is the idler's.

@@ -2,7 +2,7 @@
 // yes, so that a refresh never throws away what the operator is typing or has opened.
 function liveRefreshAllowed() {
   const live = document.getElementById("live");
-  if (!live || document.hidden) return false;
+  if (!live || document.hidden || livePaused()) return false;
   if (live.querySelector("details[open]")) return false;
   const focused = document.activeElement;
   if (focused && live.contains(focused) && focused.matches("input, select, textarea")) return false;
@@ -18,3 +18,42 @@ function edited(field) {
   if (field.type === "checkbox" || field.type === "radio") return field.checked !== field.defaultChecked;
   return field.value !== field.defaultValue;
 }
+
+// The operator's pause, kept in this browser for every page and tab until resumed: a page held
+// still to read, compare or act on, whatever the pool does meanwhile.
+const PAUSED_KEY = "taskpool.live.paused";
+
+function livePaused() {
+  try {
+    return window.localStorage.getItem(PAUSED_KEY) === "1";
+  } catch (error) {
+    return false; // storage refused (a private window's policy): never paused
+  }
+}
+
+function showLivePause() {
+  const button = document.getElementById("live-pause");
+  const note = document.getElementById("live-note");
+  if (!button || !note) return;
+  const paused = livePaused();
+  button.textContent = paused ? "Resume" : "Pause";
+  note.textContent = paused ? "live refresh paused" : note.dataset.running || note.textContent;
+  button.hidden = false;
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const button = document.getElementById("live-pause");
+  const note = document.getElementById("live-note");
+  if (!button || !note) return;
+  note.dataset.running = note.textContent;
+  button.addEventListener("click", () => {
+    try {
+      if (livePaused()) window.localStorage.removeItem(PAUSED_KEY);
+      else window.localStorage.setItem(PAUSED_KEY, "1");
+    } catch (error) {
+      return;
+    }
+    showLivePause();
+  });
+  showLivePause();
+});
