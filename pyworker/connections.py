@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import Any, cast
 
 import psycopg
@@ -72,7 +73,8 @@ class HandlerConnections:
             configure=_configure,
             # Through a transaction pooler a session is not the connection's: nothing to reset.
             reset=None if pooled else _reset,
-            kwargs={
+            # Taken anew at each connect: a server a call was cut on goes last in a multi-host URL.
+            kwargs=lambda: {
                 "autocommit": True,
                 "row_factory": dict_row,
                 "application_name": application_name,
@@ -210,14 +212,25 @@ class AttemptConnection:
                 shut_down_socket(self._conn)
 
 
+# The deadline of each pooled connection's checks, made when the pool opens the connection.
+_check_deadlines: weakref.WeakKeyDictionary[psycopg.Connection[Any], CallDeadline] = weakref.WeakKeyDictionary()
+
+
 def _check(conn: psycopg.Connection[Any]) -> None:
     """The pool's check of a connection it lends, within the borrow's time: one that does not
-    answer is cut, and the pool discards it."""
-    with bounded(CallDeadline(conn, BORROW_TIMEOUT_SECONDS)):
+    answer is cut, and the pool discards it; so is one to a server another connection's call was
+    cut on since it last answered (likely frozen: its check would only wait out the borrow)."""
+    deadline = _check_deadlines[conn]
+    if deadline.suspect:
+        # Closed, so that the pool discards it without a reset (which would wait on the server).
+        conn.close()
+        raise psycopg.OperationalError("a call to this connection's server was cut at its deadline")
+    with bounded(deadline):
         ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    _check_deadlines[conn] = CallDeadline(conn, BORROW_TIMEOUT_SECONDS)
     # A standby's connection is discarded (the pool connects again): handlers write too.
     require_writable(conn)
     configure_connection(conn, exact_numbers=False)

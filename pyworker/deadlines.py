@@ -15,7 +15,12 @@ it: statement_timeout, TCP keepalives and tcp_user_timeout do not end a call blo
 - a cut makes the process's other connections to the same server suspect (CallDeadline.suspect)
   until they answer again: a Database connects again before its next call rather than wait out
   a deadline of its own on a server that is likely frozen for all of them (a worker's recorder,
-  idle through the freeze, would otherwise find out one deadline after its dispatcher did).
+  idle through the freeze, would otherwise find out one deadline after its dispatcher did);
+- a cut also puts that server last in the host list of a multi-host URL for the process's next
+  connects (connection_options rewrites the host, hostaddr and port lists), for
+  SUSPECT_SERVER_SECONDS: libpq tries the hosts in order, each for connect_timeout, so a reconnect
+  would otherwise wait out the frozen primary before reaching the one promoted in its place. The
+  frozen server is still tried, last, when the others fail.
 
 Arming a deadline costs a clock read and a few attribute accesses per call, no round trip and no
 lock: the watchdog, not the caller, does the looking.
@@ -57,6 +62,10 @@ TCP_USER_TIMEOUT_MS = 20_000
 # seconds, connecting with libpq's shortest connect_timeout: Kubernetes' probes here time out at 5 s.
 PROBE_TIMEOUT_SECONDS = 3.0
 PROBE_CONNECT_TIMEOUT = 2
+# How long a server a call was cut on stays last in a multi-host URL's host list: longer than an
+# HA manager's failover (Patroni's TTL is 30 s), short enough that a server that thawed and took
+# the lead back is soon tried first again (it is tried anyway when the others fail).
+SUSPECT_SERVER_SECONDS = 120.0
 # How often the watchdog looks at the armed deadlines.
 WATCHDOG_TICK_SECONDS = 0.25
 # How long the watchdog waits for the server to take the cancel of a call past its deadline: a
@@ -101,7 +110,34 @@ def connection_options(url: str, *, connect_timeout: int = DEFAULT_CONNECT_TIMEO
     }
     if os.environ.get("PGCONNECT_TIMEOUT"):
         options.pop("connect_timeout")
-    return {name: value for name, value in options.items() if name not in given}
+    return {name: value for name, value in options.items() if name not in given} | suspect_servers_last(given)
+
+
+def suspect_servers_last(params: Mapping[str, Any]) -> dict[str, str]:
+    """The host, hostaddr and port lists of a multi-host conninfo (`params`, as conninfo_to_dict
+    gives it) with the servers a call was cut on in the last SUSPECT_SERVER_SECONDS moved last,
+    the others in their order; {} when nothing moves (one host, or no suspect among them)."""
+    names = ("host", "hostaddr", "port")
+    lists = {name: str(params[name]).split(",") for name in names if params.get(name)}
+    count = max((len(values) for values in lists.values()), default=0)
+    if count < 2:
+        return {}
+    # libpq's rule: one port (or hostaddr) for all the hosts, or one per host.
+    columns = {name: values * count if len(values) == 1 else values for name, values in lists.items()}
+    if any(len(values) != count for values in columns.values()):
+        return {}
+    default_port = os.environ.get("PGPORT") or "5432"
+    cut_since = time.monotonic() - SUSPECT_SERVER_SECONDS
+
+    def suspect(index: int) -> bool:
+        host = columns.get("host", [""] * count)[index] or columns.get("hostaddr", [""] * count)[index]
+        port = columns.get("port", [""] * count)[index] or default_port
+        return _last_cut.get((host, port), 0.0) > cut_since
+
+    order = sorted(range(count), key=suspect)
+    if order == list(range(count)):
+        return {}
+    return {name: ",".join(values[index] for index in order) for name, values in columns.items()}
 
 
 class CallDeadline:

@@ -35,6 +35,9 @@ class Relay:
         self._frozen.clear()
 
     def close(self) -> None:
+        """Stop relaying and close every socket (connects are refused from now on); again: nothing."""
+        if self._stopped.is_set():
+            return
         self._stopped.set()
         self._thread.join(timeout=5)
         for key in list(self._selector.get_map().values()):

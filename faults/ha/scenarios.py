@@ -37,6 +37,8 @@ from faults.ha import checker
 from faults.ha.handlers import RECORDS_ENVVAR
 from faults.harness import Context, Fleet, Producer, ScenarioError, wait_until
 from faults.report import Result, format_value
+from pyworker.deadlines import call_within
+from pyworker.errors import DatabaseUnavailable
 from testkit import databases
 from testkit.patroni import HAPair, Ports
 
@@ -47,6 +49,8 @@ PROGRESS_AFTER_REACHABLE = 10.0
 PROGRESS_AFTER_TTL = 15.0
 STALE_THRESHOLD = 30
 SAMPLE_SECONDS = 0.25
+# A sample's bound: libpq's connect_timeout of each of two hosts, and the query.
+SAMPLE_TIMEOUT = 6.0
 HEALTH_SECONDS = 0.5
 METRICS_PORT_LINE = re.compile(r"Serving /metrics, /healthz and /readyz on port (\d+)")
 
@@ -192,12 +196,18 @@ def _get_status(url: str) -> int | None:
 
 
 def writable_port(url: str) -> int | None:
-    """The port of the server `url` reaches, if it takes writes now."""
-    try:
+    """The port of the server `url` reaches, if it takes writes now; None too when no answer
+    comes within SAMPLE_TIMEOUT (a server frozen between the connect and the query would
+    otherwise hold the sampler until it thaws)."""
+
+    def sample() -> tuple[int, bool]:
         with psycopg.connect(url, connect_timeout=2, autocommit=True) as conn:
-            conn.execute("SET statement_timeout = '2s'")
             port, primary = conn.execute("SELECT inet_server_port(), NOT pg_is_in_recovery()").fetchone()
-    except psycopg.Error:
+        return port, primary
+
+    try:
+        port, primary = call_within(SAMPLE_TIMEOUT, sample)
+    except (psycopg.Error, DatabaseUnavailable):
         return None
     return port if primary else None
 
