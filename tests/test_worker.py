@@ -366,7 +366,9 @@ def test_a_worker_whose_connections_are_terminated_reconnects_and_goes_on(
 ) -> None:
     worker = workers.start("test_work", "reconnect-a", poll_ms=60_000, heartbeat_ms=200)
     old_listener = wait_for(lambda: listener_pid(pool, "reconnect-a"), 10, "the worker to LISTEN")
-    task_id = enqueue(pool, "test_work", {"seconds": 2})
+    # Long enough that the heartbeat still beats (and fails) after the terminations below, however
+    # slowly a busy machine gets there: a worker heartbeats only while it holds a task.
+    task_id = enqueue(pool, "test_work", {"seconds": 6})
     wait_for_execution(pool, task_id, 1, 10, also=worker.describe)
 
     # The heartbeat connects at its first beat.
@@ -392,7 +394,7 @@ def test_a_worker_whose_connections_are_terminated_reconnects_and_goes_on(
         ("pyworker reconnect-a listener", True),
     ]
 
-    row = wait_for_status(pool, task_id, "completed", 10, also=worker.describe)
+    row = wait_for_status(pool, task_id, "completed", 20, also=worker.describe)
     assert (row["worker_id"], row["attempt"]) == ("reconnect-a", 1)
     assert completions(pool, task_id) == [(1, "reconnect-a")]
 
