@@ -604,11 +604,12 @@ class Demo:
         roles: tuple[str, ...],
         what: str,
         started: float,
-        during: Callable[[dict[tuple[str, str], int]], None] | None = None,
+        during: Callable[[dict[tuple[str, str], int]], bool] | None = None,
         timeout: float = 120,
     ) -> float:
         """Show progress until no task of `roles` is pending, claimed or running; the seconds
-        since `started` (time.monotonic())."""
+        since `started` (time.monotonic()). `during(counts)` runs at each check; True asks for a
+        progress line at once (something worth seeing happened)."""
         last = started
         done_before = sum(n for (_, s), n in self.counts().items() if s == "completed")
         done_last = done_before
@@ -617,10 +618,9 @@ class Demo:
             self.check_processes()
             counts = self.counts()
             now = time.monotonic()
-            if during is not None:
-                during(counts)
+            now_worth_a_line = during is not None and during(counts)
             active = sum(counts.get((role, s), 0) for role in roles for s in ACTIVE)
-            if active and now - last < PROGRESS_SECONDS:
+            if active and now - last < PROGRESS_SECONDS and not now_worth_a_line:
                 continue
             done = sum(n for (_, s), n in counts.items() if s == "completed")
             parts = []
@@ -699,9 +699,12 @@ class Demo:
         say(f"  ** {OUTAGE_PLATFORM} is down (every request answers 500) until its circuit opens")
         outage = {"over": False}
 
-        def end_the_outage(_counts: dict[tuple[str, str], int]) -> None:
+        def end_the_outage(_counts: dict[tuple[str, str], int]) -> bool:
+            """Once the circuit opened (or 10 s passed), end the outage; True then, so that a
+            progress line shows the platform's tasks held back while its circuit is open (on a
+            busy machine the next regular line could come after the cooldown)."""
             if outage["over"]:
-                return
+                return False
             opened = any(
                 e["platform"] == OUTAGE_PLATFORM and e["event"] == "opened"
                 for e in self.db.platform_events()
@@ -718,6 +721,8 @@ class Demo:
                         else ""
                     )
                 )
+                return True
+            return False
 
         return self.run_until_idle(
             ("product_resync", "product_refresh", IMAGE_ROLE), "resync round", started, end_the_outage
