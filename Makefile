@@ -53,7 +53,7 @@ BENCH_ARGS ?=
 SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap tinyproxy \
-	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver tini
+	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver tini jq
 # What `make faults-ha` alone needs, installed by it when missing: a Patroni pair's DCS, HA manager
 # and proxy.
 HA_DEB_PACKAGES ?= patroni etcd-server etcd-client haproxy

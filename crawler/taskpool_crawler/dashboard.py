@@ -149,6 +149,8 @@ def state_crawl_fields(body: Any) -> tuple[str, str, bool]:
         if not isinstance(body.get(name), str):
             given = "none" if name not in body else repr(body[name])[:100]
             raise HTTPException(400, f"{name} is required and must be a string, not {given}")
+        if "\x00" in body[name]:
+            raise HTTPException(400, f"{name} must not contain a NUL character")
     dry_run = body.get("dry_run", False)
     if not isinstance(dry_run, bool):
         raise HTTPException(400, f"dry_run must be true or false, not {str(dry_run)[:100]!r}")

@@ -12,6 +12,7 @@ take the same bodies.
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from typing import Any
@@ -84,7 +85,7 @@ def checked_delay(spec: Any, where: str) -> None:
     if spec.get("scheduled_for") is not None:
         raise HTTPException(400, f"{where}delay: give scheduled_for or delay, not both")
     if isinstance(delay, bool) or not isinstance(delay, (int, Decimal)) or not 0 <= delay <= MAX_DELAY_SECONDS:
-        shown = dump_json(delay) if not isinstance(delay, (dict, list)) else type(delay).__name__
+        shown = str(delay) if isinstance(delay, Decimal) else json.dumps(delay)
         raise HTTPException(
             400, f"{where}delay must be a number of seconds from 0 to {MAX_DELAY_SECONDS}, not {shown[:100]}"
         )
