@@ -53,7 +53,7 @@ BENCH_ARGS ?=
 SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap tinyproxy \
-	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver tini
+	sqitch libdbd-pg-perl libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver tini jq
 # What `make faults-ha` alone needs, installed by it when missing: a Patroni pair's DCS, HA manager
 # and proxy.
 HA_DEB_PACKAGES ?= patroni etcd-server etcd-client haproxy
@@ -72,7 +72,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench screenshots test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -140,6 +140,10 @@ demo: deps db
 # TARGET bench: measure drain, wake-up, enqueue, depth and history against pgbench ceilings (QUICK=1: about a minute; BENCH_ARGS for more); writes results/
 bench: deps db
 	@$(PGENV) $(VENV)/bin/python -m bench $(if $(QUICK),--quick) $(BENCH_ARGS)
+
+# TARGET screenshots: take the dashboard's pictures in docs/images/ again (a scratch database, Debian's chromium at 1280 px)
+screenshots: deps db
+	@$(PGENV) $(VENV)/bin/python scripts/screenshots docs/images
 
 # TARGET psql: deploy into DATABASE_URL (a no-op when up to date), then open psql on it
 psql: deps db deploy

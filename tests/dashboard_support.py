@@ -35,12 +35,13 @@ class Dashboard:
 
 @contextmanager
 def dashboard_server(
-    db_url: str, token: str | None, *options: str, timeout: float = 120.0
+    db_url: str, token: str | None, *options: str, timeout: float = 120.0, env: dict[str, str] | None = None
 ) -> Iterator[Dashboard]:
-    """`pyworker dashboard --port 0 OPTIONS` on `db_url` (actions on with `token`), stopped after.
-    `timeout` bounds a hang, not the start's speed: on a machine busy with the parallel suite's
-    workers the start has taken over 30 s."""
-    env = {**os.environ, "DATABASE_URL": db_url}
+    """`pyworker dashboard --port 0 OPTIONS` on `db_url` (actions on with `token`), stopped after;
+    `env` adds to its environment (the crawler's TASKPOOL_STORAGE). `timeout` bounds a hang, not
+    the start's speed: on a machine busy with the parallel suite's workers the start has taken
+    over 30 s."""
+    env = {**os.environ, **(env or {}), "DATABASE_URL": db_url}
     env.pop("TASKPOOL_DASHBOARD_TOKEN", None)
     if token is not None:
         env["TASKPOOL_DASHBOARD_TOKEN"] = token

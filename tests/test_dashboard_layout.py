@@ -4,18 +4,14 @@ itself in place when the pool changes, and with JavaScript off a bulk cancel sti
 
 The database holds what widens a page: a long role name, a long error with no space in it, a
 long schedule name, a paused role (its Resume) and a disabled platform beside an enabled one (its
-Disable), the buttons issue 28 found off-screen at 1920 px.
-
-With TASKPOOL_DASHBOARD_SCREENSHOTS=FOLDER, the pages at 1280 px are saved there too
-(docs/images/console-*.png were made so).
+Disable), the buttons issue 28 found off-screen at 1920 px. (docs/images/console-*.png are
+`make screenshots`'s: scripts/screenshots.)
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -32,13 +28,6 @@ TOKEN = "dashboard-layout-" + secrets.token_hex(8)
 LONG_ROLE = "menu_refresh_for_every_store_of_every_platform_in_every_state"
 LONG_ERROR = "could not fetch https://platform.example/api/v2/menus/" + "0123456789abcdef" * 20
 WIDTHS = (1280, 1920)
-# The pages whose screenshots docs/dashboard.md shows, by file name.
-SCREENSHOTS = {
-    "console-overview.png": "/",
-    "console-bulk-cancel.png": "/tasks/bulk-cancel?status=pending",
-    "console-new-task.png": "/tasks/new",
-    "console-platforms.png": "/platforms",
-}
 
 
 @pytest.fixture(scope="module")
@@ -126,10 +115,6 @@ def test_no_page_scrolls_sideways_and_every_button_is_on_screen(
             measured = overflow(browser)
             assert measured["scrollWidth"] <= measured["clientWidth"], (width, path, measured)
             assert not measured["offScreen"], (width, path, measured)
-            folder = os.environ.get("TASKPOOL_DASHBOARD_SCREENSHOTS")
-            shot = next((name for name, shown in SCREENSHOTS.items() if shown == path), None)
-            if folder and shot and width == 1280:
-                browser.save_screenshot(str(Path(folder) / shot))
     # The buttons issue 28 found off-screen are there to be seen.
     at_width(browser, 1280)
     browser.get(dashboard.url + "/")

@@ -284,6 +284,7 @@ GET_ROUTES: dict[str, tuple[str, ...]] = {
     "/payloads": ("store", "status", "page"), "/api/payloads": ("store", "status", "page"),
     "/payloads/diff": ("from", "to"), "/api/payloads/diff": ("from", "to"),
     "/payloads/{payload_id}": (), "/api/payloads/{payload_id}": (),
+    "/api/payloads/{payload_id}/data": (), "/api/payloads/store/{store_id}/latest": (),
     "/proxies": ("platform",), "/api/proxies": ("platform",),
 }
 
@@ -304,7 +305,7 @@ def test_every_route_is_covered_by_the_hostile_parameter_test(seeded: dict[str, 
     assert {route.path for route in routes if "GET" in (route.methods or ())} == set(GET_ROUTES)
     api_actions = {re.sub(r"\{[^}]+\}", "{}", route.path) for route in routes
                    if "POST" in (route.methods or ()) and route.path.startswith("/api/")}
-    assert api_actions == {*ACTION_PATHS, "/api/schedules/create", *TASK_ACTION_PATHS}
+    assert api_actions == {*ACTION_PATHS, "/api/schedules/create", *TASK_ACTION_PATHS, *WRITE_API_PATHS}
 
 
 def test_hostile_query_parameters_get_a_400_naming_them_never_a_500(seeded: dict[str, Any]) -> None:
@@ -342,6 +343,16 @@ TASK_ACTION_PATHS = {
     "/api/tasks/bulk-retry": ("role", "status", "store", "error"),
     "/api/tasks/recover-stale": ("threshold_minutes",),
     "/api/tasks/create": ("role", "payload", "store", "priority", "scheduled_for", "dedupe_key", "max_retries"),
+}
+# The write API (write_api.py, the crawler's enqueue-state) and the fields of the JSON it takes.
+TASK_SPEC_FIELDS = (
+    "role", "payload", "dispensary_id", "platform", "priority", "scheduled_for", "delay", "dedupe_key",
+    "dedupe_window", "dedupe_by_content", "max_retries", "headers", "backoff_base", "backoff_cap",
+)
+WRITE_API_PATHS = {
+    "/api/tasks": TASK_SPEC_FIELDS, "/api/job-queue/enqueue": TASK_SPEC_FIELDS,
+    "/api/tasks/batch": TASK_SPEC_FIELDS, "/api/job-queue/enqueue-batch": TASK_SPEC_FIELDS,
+    "/api/tasks/enqueue-state": ("role", "state", "dry_run"), "/api/job-queue/enqueue-state": ("role", "state", "dry_run"),
 }
 WRONG_TYPES: list[Any] = [["a"], {"a": 1}, 1.5, "\x00"]
 
@@ -381,3 +392,21 @@ def test_hostile_action_fields_and_names_get_a_4xx_never_a_500(seeded: dict[str,
             answer = api.post("/api/roles/analytics_refresh/pause", json={"reason": value}, headers=bearer)
             assert answer.status_code < 500, (value, answer.text[:300])
             api.post("/api/roles/analytics_refresh/resume", headers=bearer)
+
+
+def test_hostile_write_api_fields_get_a_400_naming_them_never_a_500(seeded: dict[str, Any]) -> None:
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with client(seeded) as api:
+        for path, names in WRITE_API_PATHS.items():
+            batch = path.endswith("batch")
+            for name in ("bogus_field", *names):
+                for value in [*HOSTILE, *WRONG_TYPES, True, 2**40, -(2**70)]:
+                    # A state crawl counts only (dry_run), whatever the state.
+                    base = {"role": "product_discovery", "state": "AZ", "dry_run": True} if "state" in path else {"role": "analytics_refresh"}
+                    given = {**base, name: value}
+                    answer = api.post(path, json={"tasks": [given]} if batch else given, headers=bearer)
+                    assert answer.status_code < 500, (path, name, value, answer.text[:300])
+                    if answer.status_code == 400:
+                        # The field named: a dispensary that does not exist says "dispensary N".
+                        assert name.split("_")[0] in error_of(answer), (path, name, value, answer.text[:300])
+

@@ -1,5 +1,7 @@
 """The crawler's dashboard pages: stores, payloads, what changed on a menu between two, and the
-proxies platform requests go through.
+proxies platform requests go through; and its part of the seeds' API: a crawl of every active
+store of a state (enqueue_state_crawl, behind the bearer token), a payload's stored body and a
+store's latest payload.
 
 Added to `pyworker dashboard` by the package's `pyworker.dashboard` entry point
 (crawler/pyproject.toml), as its commands are added to `pyworker`; each page is also JSON under
@@ -10,7 +12,9 @@ shows it; /api/payloads/store/ID/diff is the seed's endpoint, with the CLI's --j
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,15 +22,21 @@ from starlette.routing import Route
 
 from pyworker.dashboard import (
     DashboardPages,
+    api_authorized,
     check_params,
     int_param,
+    json_body,
+    json_response,
     open_database,
     paging,
     path_id,
     respond,
     text_param,
 )
+from pyworker.dashboard.masking import masked_text
+from pyworker.db import load_exact_json
 from pyworker.errors import NotFound
+from taskpool_crawler import storage
 from taskpool_crawler.cli import DIFF_SECTIONS, PAYLOAD_STATUSES, diff_json
 from taskpool_crawler.db import CrawlerDatabase
 
@@ -121,6 +131,104 @@ def proxies(request: Request) -> Response:
     )
 
 
+# The seeds' API
+
+
+STATE_CRAWL_FIELDS = ("role", "state", "dry_run")
+
+
+def state_crawl_fields(body: Any) -> tuple[str, str, bool]:
+    """The role, state and dry_run of an enqueue-state body, each checked for its type (the
+    database checks the values), else a 400 naming it."""
+    if not isinstance(body, dict):
+        raise HTTPException(400, "the body must be a JSON object: role, state and dry_run (optional)")
+    unknown = sorted(set(body) - set(STATE_CRAWL_FIELDS))
+    if unknown:
+        raise HTTPException(400, f"unknown field {unknown[0]!r}: the body takes {', '.join(STATE_CRAWL_FIELDS)}")
+    for name in ("role", "state"):
+        if not isinstance(body.get(name), str):
+            given = "none" if name not in body else repr(body[name])[:100]
+            raise HTTPException(400, f"{name} is required and must be a string, not {given}")
+        if "\x00" in body[name]:
+            raise HTTPException(400, f"{name} must not contain a NUL character")
+    dry_run = body.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise HTTPException(400, f"dry_run must be true or false, not {str(dry_run)[:100]!r}")
+    return body["role"], body["state"], dry_run
+
+
+def queued_state_crawl(request: Request, role: str, state: str, dry_run: bool) -> dict[str, Any]:
+    with open_database(request, CrawlerDatabase) as db:
+        return db.enqueue_state_crawl(role, state, dry_run=dry_run)
+
+
+async def enqueue_state(request: Request) -> Response:
+    """POST /api/tasks/enqueue-state (seed 001's /api/job-queue/enqueue-state): a task of `role`
+    for every active store of `state` (enqueue_state_crawl), as `pyworker stores crawl` queues
+    them; its --json document, 201 when it queued some."""
+    api_authorized(request)
+    check_params(request)
+    role, state, dry_run = state_crawl_fields(await json_body(request))
+    counts = await run_in_threadpool(queued_state_crawl, request, role, state, dry_run)
+    made = counts["made"] and not dry_run
+    return json_response({"role": role, "state": state, "dry_run": dry_run, **counts}, 201 if made else 200)
+
+
+def stored_body(row: dict[str, Any]) -> bytes:
+    """The payload's body as the crawl stored it, decompressed and checked against its sha256;
+    an HTTP error saying why it cannot be read (404: its file is gone; 503: the storage does not
+    answer; 500: the file is not what its row says)."""
+    try:
+        return storage.load_payload(row["storage_path"], row["sha256"])
+    except storage.PayloadFileMissing as error:
+        raise HTTPException(404, f"payload {row['id']} is recorded but its file is gone: {error}") from error
+    except storage.StorageUnavailable as error:
+        raise HTTPException(503, f"the payload storage does not answer: {error}") from error
+    except (storage.PayloadFileCorrupt, storage.PayloadPathRefused) as error:
+        raise HTTPException(500, f"payload {row['id']} cannot be read: {error}") from error
+
+
+def payload_data(request: Request) -> Response:
+    """GET /api/payloads/ID/data: the payload's body, decompressed, as stored (a URL's
+    credentials in it masked, as everywhere on the dashboard)."""
+    check_params(request)
+    payload_id = path_id(request, "payload_id")
+    with open_database(request, CrawlerDatabase) as db:
+        row = db.get_payload(payload_id)
+    if row is None:
+        raise NotFound(f"payload {payload_id} does not exist")
+    # surrogateescape: bytes that are not UTF-8 go back out as they came.
+    text = masked_text(stored_body(row).decode("utf-8", "surrogateescape"))
+    return Response(
+        text.encode("utf-8", "surrogateescape"),
+        media_type="application/json",
+        headers={"X-Payload-Id": str(payload_id)},
+    )
+
+
+def latest_payload(request: Request) -> Response:
+    """GET /api/payloads/store/ID/latest: the store's newest payload (by fetch), {"payload": its
+    row, "data": its body}; 404 for an unknown store or one never crawled."""
+    check_params(request)
+    store_id = path_id(request, "store_id", maximum=MAX_STORE_ID)
+    with open_database(request, CrawlerDatabase) as db:
+        db.get_dispensary(store_id)
+        newest = db.list_payloads(store=store_id, limit=1)
+        if not newest:
+            raise NotFound(f"dispensary {store_id} has no payload yet")
+        row = db.get_payload(newest[0]["id"])
+    assert row is not None
+    body = stored_body(row)
+    try:
+        data = load_exact_json(body)
+    except (ValueError, RecursionError) as error:
+        raise HTTPException(
+            422, f"payload {row['id']}, the newest of dispensary {store_id}, is not JSON ({str(error)[:200]}):"
+            f" its body as stored is /api/payloads/{row['id']}/data"
+        ) from error
+    return json_response({"payload": row, "data": data})
+
+
 PAGES = DashboardPages(
     routes=[
         Route("/stores", stores),
@@ -137,6 +245,10 @@ PAGES = DashboardPages(
         Route("/api/payloads/{payload_id}", payload),
         Route("/proxies", proxies),
         Route("/api/proxies", proxies),
+        Route("/api/payloads/{payload_id}/data", payload_data),
+        Route("/api/payloads/store/{store_id}/latest", latest_payload),
+        Route("/api/tasks/enqueue-state", enqueue_state, methods=["POST"]),
+        Route("/api/job-queue/enqueue-state", enqueue_state, methods=["POST"]),
     ],
     templates=Path(__file__).resolve().parent / "dashboard_templates",
     menu=[("Stores", "/stores"), ("Payloads", "/payloads"), ("Proxies", "/proxies")],

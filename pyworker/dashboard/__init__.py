@@ -22,6 +22,7 @@ the crawler's stores and payloads come that way. The dashboard needs the `dashbo
 
 # What a plug-in's pages build on.
 from pyworker.dashboard.app import (
+    api_authorized,
     check_params,
     create_app,
     int_param,
@@ -35,12 +36,15 @@ from pyworker.dashboard.app import (
     wants_json,
 )
 from pyworker.dashboard.plugins import DashboardPages
+from pyworker.dashboard.write_api import json_body
 
 __all__ = [
     "DashboardPages",
+    "api_authorized",
     "check_params",
     "create_app",
     "int_param",
+    "json_body",
     "json_response",
     "open_database",
     "paging",

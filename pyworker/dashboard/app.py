@@ -20,8 +20,7 @@ import json
 import re
 import secrets
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,11 +41,12 @@ from starlette.templating import Jinja2Templates
 from pyworker import __version__
 from pyworker.dashboard.masking import masked
 from pyworker.dashboard.plugins import load_plugins
+from pyworker.dashboard.plumbing import ACTIONS_OFF, api_authorized, check_params, json_response, open_database
+from pyworker.dashboard.write_api import write_routes
 from pyworker.dashboard.sessions import (
     SESSION_SECONDS,
     LoginRequired,
     OperatorSessions,
-    has_token,
     is_operator,
     new_cookie_key,
 )
@@ -94,7 +94,6 @@ CORE_MENU = [
     ("Platforms", "/platforms"),
     ("Health", "/health"),
 ]
-ACTIONS_OFF = "actions are off: start the dashboard with --token (or TASKPOOL_DASHBOARD_TOKEN) to enable them"
 # The HTTP status of each refusal the database gives.
 STATUS_OF_ERROR: list[tuple[type[TaskpoolError], int]] = [
     (NotFound, 404),
@@ -114,30 +113,8 @@ def http_status(error: TaskpoolError) -> int:
 # Requests and responses
 
 
-@contextmanager
-def open_database(request: Request, kind: type[Database] = Database) -> Iterator[Any]:
-    """A connection for this request (a `kind`: a plug-in passes its Database subclass), closed
-    after it. JSON numbers keep every digit, as the CLI shows them."""
-    db = kind(
-        request.app.state.database_url,
-        application_name="pyworker-dashboard",
-        exact_numbers=True,
-        pooled=request.app.state.pooled,
-    )
-    try:
-        yield db
-    finally:
-        db.close()
-
-
 def wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
-
-
-def json_response(data: Any, status_code: int = 200) -> Response:
-    """`data` as the CLI's --json prints it: every digit kept, intervals in seconds; the
-    credentials of any URL in it masked."""
-    return Response(json_text(masked(data)), status_code=status_code, media_type="application/json")
 
 
 def csrf_token(request: Request) -> str:
@@ -181,14 +158,6 @@ def respond(request: Request, data: Any, template: str, context: dict[str, Any])
     if wants_json(request):
         return json_response(data)
     return render(request, template, context)
-
-
-def check_params(request: Request, *names: str) -> None:
-    """400 naming the first query parameter the page does not take (`names` are those it does)."""
-    for given in request.query_params:
-        if given not in names:
-            takes = f"takes {', '.join(names)}" if names else "takes no parameter"
-            raise HTTPException(400, f"unknown parameter {given!r}: {request.url.path} {takes}")
 
 
 def whole_number(name: str, text: str, *, minimum: int, maximum: int) -> int:
@@ -536,14 +505,6 @@ async def logout(request: Request) -> Response:
     request.app.state.sessions.close(request.session.get("operator"))
     request.session.clear()
     return RedirectResponse("/", status_code=303)
-
-
-def api_authorized(request: Request) -> None:
-    """The API's actions: the server's token as a bearer token (no cookie, so no CSRF)."""
-    if request.app.state.token is None:
-        raise HTTPException(403, ACTIONS_OFF)
-    if not has_token(request):
-        raise HTTPException(401, "give the dashboard's token as Authorization: Bearer TOKEN", headers={"WWW-Authenticate": "Bearer"})
 
 
 @dataclass(frozen=True)
@@ -1189,6 +1150,7 @@ def core_routes() -> list[Route]:
         Route("/tasks/new", new_task_form, methods=["GET"]),
         Route("/tasks/create", create_task, methods=["POST"]),
         Route("/api/tasks/create", api_action_endpoint(CREATE_TASK), methods=["POST"]),
+        *write_routes(),
         Route("/", overview),
         Route("/api/overview", overview),
         Route("/tasks", task_list),
