@@ -462,14 +462,14 @@ def write(results_dir: Path, report: dict[str, Any]) -> tuple[Path, Path]:
 
 
 QUICK = {"duration": 75.0}
-FULL = {"duration": 420.0}
+FULL = {"duration": 480.0}
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--quick", is_flag=True, help="A short run (about 2 minutes with the deploy).")
 @click.option("--stores", type=click.IntRange(min=len(PLATFORMS)), default=24_000, show_default=True,
               help="Simulated stores, split over the four platforms 40/30/20/10 %.")
-@click.option("--compression", type=click.FloatRange(min=1, max=240), default=60, show_default=True,
+@click.option("--compression", type=click.FloatRange(min=1, max=240), default=24, show_default=True,
               help="Fleet time runs this many times faster: the 4-hour cadence, the rate limits, the "
                    "tick's minute and retention's keep scale by it (240 at most: a schedule runs at "
                    "most every minute).")
@@ -479,7 +479,7 @@ FULL = {"duration": 420.0}
               help="Run at most this many worker processes a role (default: the manifests' maxReplicaCount).")
 @click.option("--products", type=click.IntRange(min=1, max=200), default=8, show_default=True,
               help="Products in each store's menu.")
-@click.option("--keep-fleet-hours", type=click.FloatRange(min=0.1), default=4.0, show_default=True,
+@click.option("--keep-fleet-hours", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
               help="Every retention policy keeps this many fleet hours (compressed like the rest), so "
                    "that retention reaches its steady state within the run.")
 @click.option("--rate-window", type=click.FloatRange(min=1), default=60.0, show_default=True,
