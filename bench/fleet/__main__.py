@@ -204,11 +204,12 @@ def statements_tracked(conn: psycopg.Connection) -> bool:
 def statement_stats(conn: psycopg.Connection) -> dict[str, dict[str, float]]:
     """calls and mean ms of the claim and of acquire_platform_request in this database."""
     stats: dict[str, dict[str, float]] = {}
-    for key, pattern in (("claim", "%claim%task%"), ("acquire", "%acquire_platform_request%")):
+    # A claim function is called as claim...(: claim_and_start_tasks(, claim_task(, claim_tasks(.
+    for key, pattern in (("claim", r"\mclaim[a-z_]*\("), ("acquire", r"\macquire_platform_request\(")):
         calls, total_ms = conn.execute(
             "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(total_exec_time), 0)::float8"
             " FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid"
-            " WHERE d.datname = current_database() AND s.query ILIKE %s AND s.query NOT ILIKE '%%pg_stat_statements%%'",
+            " WHERE d.datname = current_database() AND s.query ~* %s AND s.query !~* 'pg_stat_statements'",
             (pattern,),
         ).fetchone()
         stats[key] = {"calls": calls, "mean_ms": total_ms / calls if calls else None}
@@ -264,17 +265,23 @@ def wait_registered(fleet: Fleet, conn: psycopg.Connection) -> None:
     wait_until(registered, 60, "the fleet's workers to register", error=FleetBenchError)
 
 
-def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool) -> dict[str, Any]:
+def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool,
+        in_database: str | None = None) -> dict[str, Any]:
+    """Run the fleet in a database of its own on `database_url`'s server (deployed, dropped at
+    the end unless `keep_db`), or in `in_database`, deployed already and left as it is."""
     started = datetime.now(timezone.utc)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     log_dir = results_dir / f"bench-fleet-{stamp}-logs"
     platforms = [p.name for p in PLATFORMS]
-    progress(f"fleet: deploying the plan into {TEMPLATE} on {server_label(database_url)}")
-    try:
-        databases.template(database_url, TEMPLATE)
-        url = databases.create(database_url, FLEET_DB, TEMPLATE)
-    except databases.DatabaseError as error:
-        raise FleetBenchError(f"deploying the fleet's database: {error}") from error
+    if in_database is None:
+        progress(f"fleet: deploying the plan into {TEMPLATE} on {server_label(database_url)}")
+        try:
+            databases.template(database_url, TEMPLATE)
+            url = databases.create(database_url, FLEET_DB, TEMPLATE)
+        except databases.DatabaseError as error:
+            raise FleetBenchError(f"deploying the fleet's database: {error}") from error
+    else:
+        url = in_database
     fleet = Fleet(log_dir, error=FleetBenchError)
     ticker = Ticker(url, settings.tick_seconds)
     try:
@@ -340,11 +347,12 @@ def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool)
     finally:
         ticker.stopping.set()
         fleet.stop(10)
-        if not keep_db:
-            databases.drop(database_url, FLEET_DB)
-        databases.drop(database_url, TEMPLATE)
+        if in_database is None:
+            if not keep_db:
+                databases.drop(database_url, FLEET_DB)
+            databases.drop(database_url, TEMPLATE)
     return summarize(settings, counts, slots, sampler, ticker, stats, overdue, tables, attempts,
-                     requests_before, requests_after, elapsed, started, database_url, log_dir)
+                     requests_before, requests_after, elapsed, started, url, log_dir)
 
 
 def summarize(settings: Settings, counts: dict[str, int], slots: dict[str, int], sampler: Sampler,
@@ -489,10 +497,13 @@ FULL = {"duration": 480.0}
 @click.option("--database-url", envvar="DATABASE_URL", default=server_url, show_envvar=True,
               metavar="URL", help="The server; the bench makes its own databases there.")
 @click.option("--keep-db", is_flag=True, help=f"Leave the database {FLEET_DB} for a look afterwards.")
+@click.option("--in-database", metavar="URL",
+              help="Run in this database, deployed already (its stores, schedules and retention are "
+                   "changed, and it is left so), instead of making one on DATABASE_URL's server.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
 def main(quick: bool, stores: int, compression: float, duration: float | None, max_pods: int | None,
          products: int, keep_fleet_hours: float, rate_window: float, results_dir: Path, database_url: str,
-         keep_db: bool, as_json: bool) -> None:
+         keep_db: bool, in_database: str | None, as_json: bool) -> None:
     """Run a crawl fleet of STORES stores in compressed time; report rates against limits, slot
     shares, waiting on limits, freshness, database size and the claim's cost."""
     settings = Settings(
@@ -502,7 +513,7 @@ def main(quick: bool, stores: int, compression: float, duration: float | None, m
         rate_window=rate_window, sample_seconds=1.0,
     )
     try:
-        report = run(database_url, settings, results_dir, keep_db)
+        report = run(database_url, settings, results_dir, keep_db, in_database)
     except FleetBenchError as error:
         raise click.ClickException(str(error)) from error
     json_path, md_path = write(results_dir, report)
