@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.fleet import figures  # noqa: E402
+from bench.fleet.__main__ import FleetBenchError, check_connections  # noqa: E402
 from bench.fleet.report import text_report  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +56,13 @@ def test_the_bucket_allows_five_seconds_of_burst() -> None:
     assert figures.bucket_burst(1200) == 100.0
     assert figures.bucket_burst(6) == 1.0
     assert figures.compressed_limit(figures.PLATFORMS[3], 24) == 8 * 24
+
+
+def test_a_fleet_that_would_exhaust_the_servers_connections_is_refused(db_url: str) -> None:
+    with pytest.raises(FleetBenchError, match=r"may hold 24000 connections") as refused:
+        check_connections(db_url, {"product_resync": (1000, 20)})
+    assert "--max-pods" in str(refused.value) and "max_connections" in str(refused.value)
+    check_connections(db_url, {"product_resync": (1, 20)})
 
 
 def test_the_smallest_fleet_run_reports_rates_within_limits_and_whole_shares(

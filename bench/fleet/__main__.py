@@ -15,6 +15,7 @@ It prints a table and writes results/bench-fleet-<time>.{json,md} (bench-fleet-l
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -187,7 +188,9 @@ def set_up(conn: psycopg.Connection, settings: Settings) -> dict[str, int]:
         (RESYNC_SCHEDULE, settings.cadence_seconds),
     )
     keep = settings.keep_fleet_hours * 3600 / settings.compression
-    for (name,) in conn.execute("SELECT name FROM retention_policies").fetchall():
+    # The worker registry's policy keeps its own time: a worker slowed down by a busy server is
+    # not gone after a few compressed hours.
+    for (name,) in conn.execute("SELECT name FROM retention_policies WHERE name <> 'silent_workers'").fetchall():
         conn.execute("SELECT set_retention_policy(name => %s, keep => make_interval(secs => %s))", (name, keep))
     return counts
 
@@ -240,18 +243,46 @@ def read_attempts(directory: Path, began: float, ended: float) -> Attempts:
     return Attempts(dict(busy), dict(waited))
 
 
-def start_workers(fleet: Fleet, url: str, settings: Settings, env_extra: dict[str, str]) -> dict[str, int]:
-    """The workers of each role at the manifests' concurrency; the slots of each role."""
+# A worker process holds at most this many connections of its own, beside its handlers' pool of
+# --concurrency (pyworker --help).
+WORKER_OWN_CONNECTIONS = 4
+# Connections left for the bench's own, psql and the superuser's reserve.
+SPARE_CONNECTIONS = 20
+
+
+def check_connections(url: str, fleet: dict[str, tuple[int, int]]) -> None:
+    """Refuse a fleet whose processes could hold more connections than the server has free."""
+    needed = sum(pods * (WORKER_OWN_CONNECTIONS + concurrency) for pods, concurrency in fleet.values())
+    with psycopg.connect(url, autocommit=True) as conn:
+        limit, in_use = conn.execute(
+            "SELECT current_setting('max_connections')::int, (SELECT count(*) FROM pg_stat_activity)").fetchone()
+    if needed > limit - in_use - SPARE_CONNECTIONS:
+        shape = ", ".join(f"{role} {pods} × (4 + {concurrency})" for role, (pods, concurrency) in fleet.items())
+        raise FleetBenchError(
+            f"the fleet's workers may hold {needed} connections ({shape}), and the server has"
+            f" {limit - in_use} free of max_connections {limit} ({SPARE_CONNECTIONS} kept spare):"
+            " run fewer processes a role (--max-pods) or raise max_connections")
+
+
+def plan_workers(settings: Settings) -> dict[str, tuple[int, int]]:
+    """Each role's processes and their concurrency: the manifests' (kubernetes/), the processes
+    capped by --max-pods."""
     roles = manifest_fleet(REPO_ROOT / "kubernetes", ROLES)
+    return {role: (spec.max_pods if settings.max_pods is None else min(spec.max_pods, settings.max_pods),
+                   spec.concurrency) for role, spec in roles.items()}
+
+
+def start_workers(fleet: Fleet, url: str, workers: dict[str, tuple[int, int]],
+                  env_extra: dict[str, str]) -> dict[str, int]:
+    """Start `workers` (role: processes, concurrency); the slots of each role."""
     slots = {}
-    for role, spec in roles.items():
-        pods = spec.max_pods if settings.max_pods is None else min(spec.max_pods, settings.max_pods)
-        slots[role] = pods * spec.concurrency
-        env = worker_env(url, pythonpath=[REPO_ROOT], **env_extra)
+    env = worker_env(url, pythonpath=[REPO_ROOT], **env_extra)
+    for role, (pods, concurrency) in workers.items():
+        slots[role] = pods * concurrency
         for n in range(1, pods + 1):
             worker_id = f"fleet-{role}-{n}"
             fleet.start(worker_id, pyworker_argv(
-                "--role", role, "--concurrency", str(spec.concurrency), "--handlers", "bench.fleet.handlers",
+                "--role", role, "--concurrency", str(concurrency), "--handlers", "bench.fleet.handlers",
                 "--worker-id", worker_id, "--log-level", "warning"), env)
     return slots
 
@@ -273,6 +304,8 @@ def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool,
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     log_dir = results_dir / f"bench-fleet-{stamp}-logs"
     platforms = [p.name for p in PLATFORMS]
+    workers = plan_workers(settings)
+    check_connections(in_database or database_url, workers)
     if in_database is None:
         progress(f"fleet: deploying the plan into {TEMPLATE} on {server_label(database_url)}")
         try:
@@ -285,8 +318,12 @@ def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool,
     fleet = Fleet(log_dir, error=FleetBenchError)
     ticker = Ticker(url, settings.tick_seconds)
     try:
-        with tempfile.TemporaryDirectory(prefix="bench-fleet-") as scratch, \
-                psycopg.connect(url, autocommit=True) as conn:
+        with contextlib.ExitStack() as stack:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-fleet-"))
+            # Left in reverse order: the workers stop before their storage directory goes.
+            stack.callback(fleet.stop, 10)
+            stack.callback(ticker.stopping.set)
+            conn = stack.enter_context(psycopg.connect(url, autocommit=True))
             progress(f"fleet: {settings.stores:,} stores on {len(platforms)} platforms, cadence "
                      f"{settings.cadence_seconds:g} s (4 h / {settings.compression:g})")
             counts = set_up(conn, settings)
@@ -299,7 +336,7 @@ def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool,
                 "BENCH_FLEET_PRODUCTS": str(settings.products),
                 "BENCH_FLEET_ATTEMPTS_DIR": str(attempts_dir),
             }
-            slots = start_workers(fleet, url, settings, env_extra)
+            slots = start_workers(fleet, url, workers, env_extra)
             progress(f"fleet: workers {', '.join(f'{r} {n} slots' for r, n in slots.items())}; starting")
             wait_registered(fleet, conn)
             if has_statements:
@@ -345,8 +382,6 @@ def run(database_url: str, settings: Settings, results_dir: Path, keep_db: bool,
             fleet.stop(30)
             attempts = read_attempts(attempts_dir, began, ended)
     finally:
-        ticker.stopping.set()
-        fleet.stop(10)
         if in_database is None:
             if not keep_db:
                 databases.drop(database_url, FLEET_DB)
@@ -483,8 +518,10 @@ FULL = {"duration": 480.0}
                    "most every minute).")
 @click.option("--duration", type=click.FloatRange(min=10), help="Seconds of fleet run, after the set-up "
               f"(default {FULL['duration']:g}; --quick {QUICK['duration']:g}).")
-@click.option("--max-pods", type=click.IntRange(min=1),
-              help="Run at most this many worker processes a role (default: the manifests' maxReplicaCount).")
+@click.option("--max-pods", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Run at most this many worker processes a role (the manifests' maxReplicaCount is "
+                   "the other bound): each holds up to its concurrency + 4 connections, which must fit "
+                   "the server's max_connections.")
 @click.option("--products", type=click.IntRange(min=1, max=200), default=8, show_default=True,
               help="Products in each store's menu.")
 @click.option("--keep-fleet-hours", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
