@@ -50,6 +50,7 @@ PYTEST_WORKERS ?= 6
 # What test-py runs: narrow it to a file (PYTEST_PATHS=tests/test_worker.py) to run that alone.
 PYTEST_PATHS ?= tests/ crawler/tests/
 BENCH_ARGS ?=
+BENCH_FLEET_ARGS ?=
 SOAK_MINUTES ?= 10
 FAULTS_ARGS ?=
 DEB_PACKAGES ?= postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap tinyproxy \
@@ -72,7 +73,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench screenshots test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench bench-fleet screenshots test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -144,6 +145,10 @@ bench: deps db
 # TARGET screenshots: take the dashboard's pictures in docs/images/ again (a scratch database, Debian's chromium at 1280 px)
 screenshots: deps db
 	@$(PGENV) $(VENV)/bin/python scripts/screenshots docs/images
+
+# TARGET bench-fleet: crawl 24,000 simulated stores on four platforms in compressed time (6 crawls a day in minutes): rates against limits, slot shares, waiting on limits, freshness, database size, claim cost (QUICK=1: about 2 minutes; BENCH_FLEET_ARGS for more); writes results/
+bench-fleet: deps db
+	@$(PGENV) $(VENV)/bin/python -m bench.fleet $(if $(QUICK),--quick) $(BENCH_FLEET_ARGS)
 
 # TARGET psql: deploy into DATABASE_URL (a no-op when up to date), then open psql on it
 psql: deps db deploy
