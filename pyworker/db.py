@@ -6,7 +6,7 @@ transaction-mode pooler works, given pooled=True) and is used by one thread. A l
 a call past its deadline (pyworker/deadlines.py), raises DatabaseUnavailable; the next call
 connects again. A handler's Database (`task.database()`) is on
 its attempt's own connection instead, borrowed from its worker's pool (pyworker/connections.py).
-The crawler's SQL is in its own package (taskpool_crawler.db), pg_cron's in pyworker.cron.
+The crawler's SQL is in its own package (taskpool_crawler.db), pg_cron's in pyworker.admin.cron.
 """
 
 from __future__ import annotations
@@ -782,7 +782,7 @@ class Database:
         rows = self._rows(query, params, bounded=bounded)
         return rows[0] if rows else None
 
-    # For packages built on taskpool (the crawler, pyworker.cron): their own SQL on this
+    # For packages built on taskpool (the crawler, pyworker.admin.cron): their own SQL on this
     # connection, with its errors translated as pyworker's are.
 
     def query(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from click.testing import CliRunner, Result
 from core_fixtures import real_clock
 from worker_support import Run, run_json
 
-from pyworker import cli, output
+from pyworker.admin import cli, output
 from pyworker.environment import RENAMED
 from pyworker.errors import ConfigurationError, SchemaMissing
 
@@ -176,7 +176,7 @@ def test_global_options_are_taken_after_the_command(run: Run, db_url: str) -> No
 
 @pytest.fixture
 def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    """pyworker.worker and pyworker.supervisor whose run functions record their arguments and return `code`."""
+    """pyworker.worker and pyworker.admin.supervisor whose run functions record their arguments and return `code`."""
     calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
     module = types.ModuleType("pyworker.worker")
 
@@ -192,10 +192,10 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         return calls.code
 
     module.run_worker = run_worker
-    supervisor = types.ModuleType("pyworker.supervisor")
+    supervisor = types.ModuleType("pyworker.admin.supervisor")
     supervisor.run_workers = run_workers
     monkeypatch.setitem(sys.modules, "pyworker.worker", module)
-    monkeypatch.setitem(sys.modules, "pyworker.supervisor", supervisor)
+    monkeypatch.setitem(sys.modules, "pyworker.admin.supervisor", supervisor)
     return calls
 
 

@@ -15,8 +15,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from pyworker.cli import COMMANDS_ENTRY_POINT_GROUP
-from pyworker.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
+from pyworker.admin.cli import COMMANDS_ENTRY_POINT_GROUP
+from pyworker.contrib.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
 
 CORE_COMMANDS = ("enqueue", "list", "health", "schedules", "schema", "cron", "version")
 CRAWLER_COMMANDS = ("payloads", "resync", "simulator", "stores")
@@ -78,7 +78,7 @@ for module in pkgutil.walk_packages(pyworker.__path__, "pyworker."):
         importlib.import_module(module.name)
 from pyworker import handlers
 handlers.load([])
-from pyworker.cli import main
+from pyworker.admin.cli import main
 try:
     main(["--help"], prog_name="pyworker")
 finally:
@@ -98,7 +98,7 @@ def test_a_package_s_command_shows_in_help_and_runs_with_the_global_options(tmp_
     site = site_without_the_crawler(tmp_path)
     hello = (
         "import click\n"
-        "from pyworker.cli import Settings, pass_settings\n"
+        "from pyworker.admin.cli import Settings, pass_settings\n"
         "@click.command()\n"
         "@pass_settings\n"
         "def hello(settings: Settings) -> None:\n"
@@ -106,10 +106,10 @@ def test_a_package_s_command_shows_in_help_and_runs_with_the_global_options(tmp_
         '    click.echo(f"hello, wide={settings.wide}")\n'
     )
     fake_distribution(site, "acme-commands", {"acme_commands": hello}, {"hello": "acme_commands:hello"})
-    shown = python("from pyworker.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
+    shown = python("from pyworker.admin.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "hello          Say hello from a plug-in." in shown.stdout
-    ran = python("from pyworker.cli import main\nmain(['hello', '--wide'], prog_name='pyworker')", site, tmp_path)
+    ran = python("from pyworker.admin.cli import main\nmain(['hello', '--wide'], prog_name='pyworker')", site, tmp_path)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "hello, wide=True\n", "")
 
 
@@ -125,7 +125,7 @@ def test_a_broken_plug_in_is_named_and_the_core_commands_still_run(tmp_path: Pat
             "list": "acme_not_a_command:hello",
         },
     )
-    shown = python("from pyworker.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
+    shown = python("from pyworker.admin.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
     assert shown.returncode == 0, shown.stderr
     commands = shown.stdout.split("Commands:")[1].split()
     assert all(command in commands for command in CORE_COMMANDS)
@@ -140,12 +140,12 @@ def test_a_broken_plug_in_is_named_and_the_core_commands_still_run(tmp_path: Pat
     assert "'answer'" in warnings[1] and "it names an object of type int, not a click command" in warnings[1]
     assert "'list'" in warnings[2] and "pyworker has a command 'list' already" in warnings[2]
 
-    ran = python("from pyworker.cli import main\nmain(['broken'], prog_name='pyworker')", site, tmp_path)
+    ran = python("from pyworker.admin.cli import main\nmain(['broken'], prog_name='pyworker')", site, tmp_path)
     assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
     assert "the command plug-in 'broken' (acme_broken:command, from acme-broken 1.0" in ran.stderr
 
     # The core's own command of that name is untouched.
-    core = python("from pyworker.cli import main\nmain(['list', '--help'], prog_name='pyworker')", site, tmp_path)
+    core = python("from pyworker.admin.cli import main\nmain(['list', '--help'], prog_name='pyworker')", site, tmp_path)
     assert core.returncode == 0 and "List tasks, newest first" in core.stdout, core.stderr
 
 
@@ -156,7 +156,7 @@ def test_a_dashboard_plugin_adds_its_pages_and_one_that_cannot_is_named(tmp_path
     pages = """
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
-from pyworker.dashboard import DashboardPages
+from pyworker.contrib.dashboard import DashboardPages
 
 def hello(request):
     return PlainTextResponse("hello")
@@ -174,7 +174,7 @@ NOT_PAGES = 42
         group=DASHBOARD_ENTRY_POINT_GROUP,
     )
     code = """
-from pyworker.dashboard import create_app
+from pyworker.contrib.dashboard import create_app
 app = create_app("postgresql://nowhere.invalid/taskpool")
 print("menu:", [label for label, _ in app.state.menu])
 print("paths:", sorted(route.path for route in app.routes if route.path in ("/hello", "/tasks")))

@@ -98,7 +98,7 @@ def test_no_module_of_pyworker_imports_itself_back_through_others() -> None:
 def test_no_module_imports_the_command_protocol() -> None:
     """The protocol plugs in through the hooks pyworker.handlers defines: the entry point that
     names its handler class, and on_exit_now."""
-    importers = [name for name, imported in import_graph().items() if "pyworker.command_protocol" in imported]
+    importers = [name for name, imported in import_graph().items() if "pyworker.contrib.commands" in imported]
     assert importers == []
 
 

@@ -1,4 +1,4 @@
-"""pyworker.otel: a span per attempt, a child of the trace that enqueued the task, with the role,
+"""pyworker.contrib.otel: a span per attempt, a child of the trace that enqueued the task, with the role,
 task id, attempt and outcome; follow-ups carry the attempt's trace. In-process, through a
 Registry and the OpenTelemetry SDK's in-memory exporter.
 """

@@ -17,9 +17,9 @@ from typing import Any
 
 import click
 
-from pyworker.cli import Settings, pass_settings
+from pyworker.admin.cli import Settings, pass_settings
 from pyworker.errors import NotFound
-from pyworker.output import (
+from pyworker.admin.output import (
     Column,
     counted,
     Shown,

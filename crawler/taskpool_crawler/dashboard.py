@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyworker.dashboard import (
+from pyworker.contrib.dashboard import (
     DashboardPages,
     check_params,
     int_param,

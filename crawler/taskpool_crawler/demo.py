@@ -63,10 +63,10 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from psycopg.conninfo import conninfo_to_dict
 
-from pyworker import cron
+from pyworker.admin import cron
 from pyworker.config import default_database_url
 from pyworker.errors import CronMissing, TaskpoolError
-from pyworker.output import CAPACITY_COLUMNS, render_table
+from pyworker.admin.output import CAPACITY_COLUMNS, render_table
 from taskpool_crawler import storage
 from taskpool_crawler.cli import describe_diff
 from taskpool_crawler.db import CrawlerDatabase

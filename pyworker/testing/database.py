@@ -37,7 +37,7 @@ from pyworker import handlers
 from pyworker.config import database_url_for, default_database_url
 from pyworker.db import dump_json
 from pyworker.errors import ConfigurationError, TaskpoolError, translate
-from pyworker.schema import Deployer, Plan, packaged_project
+from pyworker.admin.schema import Deployer, Plan, packaged_project
 from pyworker.worker import drain
 
 SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"

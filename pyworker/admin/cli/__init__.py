@@ -4,7 +4,7 @@ One click group. Its options (or their environment variables) land in a `Setting
 `ctx.obj`, with the invocation's one `Database`; the global ones (GLOBAL_OPTIONS) are taken after
 any command's name as well. Each operator verb is one command that calls one or two `Database`
 methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`
-(pyworker.output). Other packages add commands through the `pyworker.commands` entry points
+(pyworker.admin.output). Other packages add commands through the `pyworker.commands` entry points
 (TaskpoolGroup.load_plugins): the crawler's payloads, resync and simulator come that way.
 
 Exit codes: 0 done; 1 refused: the database will not do it to something that exists (a finished
@@ -37,7 +37,7 @@ import click
 from click.core import ParameterSource
 
 from pyworker import __version__, environment, logs
-from pyworker import cron as cron_jobs
+from pyworker.admin import cron as cron_jobs
 from pyworker.config import (
     DEFAULT_LOOP_BLOCK_LIMIT,
     DEFAULT_MAX_ABANDONED_THREADS,
@@ -60,8 +60,8 @@ from pyworker.errors import (
     WorkerFailed,
 )
 from pyworker.logs import LEVELS as LOG_LEVELS
-from pyworker.schema import schema as schema_commands
-from pyworker.output import (
+from pyworker.admin.schema import schema as schema_commands
+from pyworker.admin.output import (
     CAPACITY_COLUMNS,
     Column,
     counted,
@@ -595,7 +595,7 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
     if worker["processes"] == 1:
         code = importlib.import_module("pyworker.worker").run_worker(config)
     else:
-        code = importlib.import_module("pyworker.supervisor").run_workers(
+        code = importlib.import_module("pyworker.admin.supervisor").run_workers(
             config, worker["processes"], settings.worker_environment(ctx)
         )
     ctx.exit(code)
@@ -1579,7 +1579,7 @@ def sync_roles(db: Database, modules: tuple[str, ...], dry_run: bool, remove_mis
     fields}.
     """
     from pyworker import handlers
-    from pyworker import roles as role_sync
+    from pyworker.admin import roles as role_sync
 
     if force and not remove_missing:
         raise click.UsageError("--force goes with --remove-missing")
@@ -1934,7 +1934,7 @@ def scheduler(settings: Settings, interval_seconds: int, once: bool) -> None:
     when it could not (no database, no schema).
     """
     # Imported here: the other commands need none of the loop's machinery.
-    scheduler_module = importlib.import_module("pyworker.scheduler")
+    scheduler_module = importlib.import_module("pyworker.admin.scheduler")
     code = scheduler_module.run_scheduler(
         settings.database_url,
         interval_seconds,
@@ -2012,7 +2012,7 @@ def dashboard(
             " or --no-require-login to let whoever reaches the port read every page"
         )
     try:
-        server = importlib.import_module("pyworker.dashboard.server")
+        server = importlib.import_module("pyworker.contrib.dashboard.server")
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in DASHBOARD_MODULES:
             raise

@@ -40,9 +40,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pyworker import __version__
-from pyworker.dashboard.masking import masked
-from pyworker.dashboard.plugins import load_plugins
-from pyworker.dashboard.sessions import (
+from pyworker.contrib.dashboard.masking import masked
+from pyworker.contrib.dashboard.plugins import load_plugins
+from pyworker.contrib.dashboard.sessions import (
     SESSION_SECONDS,
     LoginRequired,
     OperatorSessions,
@@ -62,7 +62,7 @@ from pyworker.errors import (
     SchemaMissing,
     TaskpoolError,
 )
-from pyworker.output import counted, json_text, shown
+from pyworker.admin.output import counted, json_text, shown
 
 HERE = Path(__file__).resolve().parent
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
