@@ -14,7 +14,7 @@ __version__ = "0.6.0"
 #   from pyworker import handler, Backoff, Task, Completion, PermanentError, Snooze  (a handler module)
 #   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout                (enqueueing and waiting)
 _EXPORTS = {
-    "pyworker.db": ("Task",),
+    "pyworker.task": ("Task",),
     "pyworker.handlers": (
         "handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry", "Backoff",
     ),
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pyworker.client import TaskNotFound as TaskNotFound
     from pyworker.client import WaitTimeout as WaitTimeout
     from pyworker.client import enqueue_hooks as enqueue_hooks
-    from pyworker.db import Task as Task
+    from pyworker.task import Task as Task
     from pyworker.errors import DatabaseReadOnly as DatabaseReadOnly
     from pyworker.errors import DatabaseUnavailable as DatabaseUnavailable
     from pyworker.errors import PermanentError as PermanentError

@@ -48,7 +48,7 @@ from importlib.metadata import entry_points
 from typing import Any, Literal, TypeVar
 
 from pyworker import payloads
-from pyworker.db import Task
+from pyworker.task import Task
 from pyworker.errors import ConfigurationError, PermanentError
 
 Handler = Callable[[Task], Any]

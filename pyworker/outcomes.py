@@ -19,7 +19,8 @@ from typing import Any
 from pyworker import handlers
 from pyworker.attempts import Outcome, decide, describe, error_data_of
 from pyworker.config import WorkerConfig
-from pyworker.db import Database, JsonText, Task
+from pyworker.db import Database, JsonText
+from pyworker.task import Task
 from pyworker.errors import TaskLost, TaskpoolError
 from pyworker.logs import event
 from pyworker.metrics import WorkerMetrics

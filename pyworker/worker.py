@@ -63,7 +63,6 @@ from pyworker.environment import RENAMED
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
-    Task,
     UnreadableJson,
     listen_query,
     require_writable,
@@ -101,6 +100,7 @@ from pyworker.attempts import (
 )
 from pyworker.metrics import LISTENER_STATES, ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
+from pyworker.task import Task
 from pyworker.runtime import (
     BACKOFF_MAX,
     Backoff,

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from pyworker.contrib import otel
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import Completion, handler
 
 

@@ -1,6 +1,8 @@
-"""No import cycle in the core: the modules of pyworker import one another in one direction only,
-wherever the import stands (an import inside a function is a dependency all the same: it only runs
-later), and never the crawler (which builds on the core through its entry points)."""
+"""The rooms of pyworker and their one-way doors (docs/architecture.md): each room imports only the
+rooms below it, no module imports itself back through others, and none imports the crawler (which
+builds on pyworker through its entry points). An import counts wherever it stands: one inside a
+function is a dependency all the same (it only runs later), and so is `importlib.import_module`
+with a literal name."""
 
 from __future__ import annotations
 
@@ -34,6 +36,15 @@ def _is_type_checking_block(node: ast.AST) -> bool:
     )
 
 
+def _import_module_name(node: ast.AST) -> str | None:
+    """The literal name of an `importlib.import_module("…")` call, or None."""
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+        return None
+    function = node.func
+    called = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+    return node.args[0].value if called == "import_module" and isinstance(node.args[0].value, str) else None
+
+
 def runtime_imports(path: Path) -> set[str]:
     """The modules `path` imports when it runs: at module level or inside a function alike (a lazy
     import hides a cycle, it does not break it); only an `if TYPE_CHECKING:` block, which never
@@ -43,6 +54,8 @@ def runtime_imports(path: Path) -> set[str]:
     def visit(node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update(imported_names(node))
+        if (literal := _import_module_name(node)) is not None:
+            names.add(literal)
         children = node.orelse if _is_type_checking_block(node) else ast.iter_child_nodes(node)
         for child in children:
             visit(child)
@@ -76,6 +89,64 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if name not in done and (cycle := visit(name, [name])):
             return cycle
     return None
+
+
+# The rooms, top floor first, and the rooms each may import besides its own. A module's room is
+# the first of its package's names that is a room (pyworker.admin.cli.tasks is in admin); the core
+# is every other module of pyworker. `python -m pyworker` (__main__) is the CLI's door, in admin.
+ROOM_DOORS = {
+    "pyworker.testing": {"core", "pyworker.client", "pyworker.admin.schema"},
+    "pyworker.contrib": {"core", "pyworker.client", "pyworker.admin.output", "pyworker.admin.queries"},
+    "pyworker.admin": {"core", "pyworker.client"},
+    "pyworker.client": {"core"},
+    "core": set(),
+}
+ROOMS_OF_MODULES = {"pyworker.__main__": "pyworker.admin"}
+
+
+def room_of(module: str) -> str:
+    if module in ROOMS_OF_MODULES:
+        return ROOMS_OF_MODULES[module]
+    return next((room for room in ROOM_DOORS if module == room or module.startswith(f"{room}.")), "core")
+
+
+def may_import(importer: str, imported: str) -> bool:
+    room = room_of(importer)
+    doors = ROOM_DOORS[room]
+    return room_of(imported) in ({room} | doors) or any(imported == door or imported.startswith(f"{door}.") for door in doors)
+
+
+def forbidden_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{importer} ({room_of(importer)}) imports {imported} ({room_of(imported)})"
+        for importer, imports in graph.items()
+        for imported in imports
+        if not may_import(importer, imported)
+    )
+
+
+def test_each_room_imports_only_through_its_doors() -> None:
+    """The core imports no outer room (it reaches the extras through its hooks: entry points,
+    runtime.on_stop, an error's error_data); the client only the core; admin the core and the
+    client; contrib and testing those and the few admin modules named above."""
+    assert forbidden_imports(import_graph()) == []
+
+
+def test_a_door_the_wrong_way_is_found(tmp_path: Path) -> None:
+    graph = {
+        "pyworker.worker": {"pyworker.contrib.commands", "pyworker.errors"},
+        "pyworker.client": {"pyworker.admin.output"},
+        "pyworker.contrib.dashboard.app": {"pyworker.admin.output", "pyworker.admin.cli"},
+        "pyworker.admin.cli": {"pyworker.client", "pyworker.worker"},
+        "pyworker.__main__": {"pyworker.admin.cli"},
+    }
+    assert forbidden_imports(graph) == [
+        "pyworker.client (pyworker.client) imports pyworker.admin.output (pyworker.admin)",
+        "pyworker.contrib.dashboard.app (pyworker.contrib) imports pyworker.admin.cli (pyworker.admin)",
+        "pyworker.worker (core) imports pyworker.contrib.commands (pyworker.contrib)",
+    ]
+    (tmp_path / "a.py").write_text("import importlib\ndef g():\n    importlib.import_module('pyworker.admin.cli')\n")
+    assert runtime_imports(tmp_path / "a.py") == {"importlib", "pyworker.admin.cli"}
 
 
 def test_the_core_never_imports_the_crawler() -> None:

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from pyworker import Client, otel, testing
 from pyworker import client as client_module
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.errors import PermanentError, Snooze
 from pyworker.handlers import Completion, Registry
 from worker_support import Workers, fetch_one, wait_for, wait_for_status

@@ -88,7 +88,7 @@ from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.errors import (
     ConfigurationError,
     NotFound,

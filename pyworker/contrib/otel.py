@@ -31,7 +31,7 @@ from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from pyworker import __version__, client, handlers
-from pyworker.db import Task
+from pyworker.task import Task
 from pyworker.errors import PermanentError, Snooze
 
 TRACER_NAME = "pyworker"
