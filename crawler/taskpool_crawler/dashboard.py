@@ -26,7 +26,7 @@ from pyworker.contrib.dashboard import (
     respond,
     text_param,
 )
-from pyworker.errors import NotFound
+from pyworker import NotFound
 from taskpool_crawler.cli import DIFF_SECTIONS, PAYLOAD_STATUSES, diff_json
 from taskpool_crawler.db import CrawlerDatabase
 

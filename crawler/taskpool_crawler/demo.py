@@ -63,10 +63,15 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from psycopg.conninfo import conninfo_to_dict
 
-from pyworker.admin import cron
-from pyworker.config import default_database_url
-from pyworker.errors import CronMissing, TaskpoolError
-from pyworker.admin.output import CAPACITY_COLUMNS, render_table
+from pyworker import TaskpoolError
+from pyworker.admin import (
+    CAPACITY_COLUMNS,
+    CronMissing,
+    default_database_url,
+    install_cron,
+    render_table,
+    uninstall_cron,
+)
 from taskpool_crawler import storage
 from taskpool_crawler.cli import describe_diff
 from taskpool_crawler.db import CrawlerDatabase
@@ -332,7 +337,7 @@ class Demo:
             " default schedules disabled (the demo runs each step)"
         )
         try:
-            installed = cron.install(self.db)
+            installed = install_cron(self.db)
             self.cron_installed = True
             say(f"the tick: pg_cron job {installed['job_name']} runs tick_schedules() every minute")
         except CronMissing as missing:
@@ -889,7 +894,7 @@ class Demo:
         self.stop_proxies()
         if self.cron_installed:
             try:
-                cron.uninstall(self.db)
+                uninstall_cron(self.db)
                 say("removed the demo's pg_cron job")
             except TaskpoolError as error:
                 say(f"could not remove the demo's pg_cron job: {error}")
