@@ -25,7 +25,7 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb, set_json_loads
 
 from pyworker.deadlines import (
@@ -35,7 +35,7 @@ from pyworker.deadlines import (
     connection_options,
     default_call_timeout,
 )
-from pyworker.task import _OPTIONAL_COLUMNS, _TASK_COLUMNS, Task
+from pyworker.task import Task
 from pyworker.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
@@ -44,7 +44,6 @@ from pyworker.errors import (
     SchemaMismatch,
     SchemaMissing,
     TaskLost,
-    TaskpoolError,
     translate,
 )
 
