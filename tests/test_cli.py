@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -29,6 +30,7 @@ from core_fixtures import real_clock
 from worker_support import Run, run_json
 
 from pyworker.admin import cli, output
+from pyworker.admin.cli import tasks as task_commands
 from pyworker.environment import RENAMED
 from pyworker.errors import ConfigurationError, SchemaMissing
 
@@ -111,8 +113,10 @@ def test_version() -> None:
 
 
 def test_every_command_has_help_text() -> None:
-    for name, command in cli.main.commands.items():
-        assert command.help, f"{name} has no help text"
+    ctx = click.Context(cli.main)
+    for name in cli.main.list_commands(ctx):
+        command = cli.main.get_command(ctx, name)
+        assert command is not None and command.help, f"{name} has no help text"
 
 
 def test_an_unreachable_database_exits_1_with_the_reason() -> None:
@@ -601,7 +605,7 @@ def test_a_refused_spec_names_its_line_and_enqueues_nothing(
 def test_a_refused_spec_in_a_later_batch_says_what_went_in(
     run: Run, conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "ENQUEUE_BATCH", 2)
+    monkeypatch.setattr(task_commands, "ENQUEUE_BATCH", 2)
     good, bad = '{"role": "store_discovery"}\n', '{"role": "store_discovery", "prio": 1}\n'
     lines = good * 3 + bad
     result = run("enqueue", "--file", "-", input=lines)

@@ -17,7 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from pyworker import Client, otel, testing
+from pyworker import Client, testing
+from pyworker.contrib import otel
 from pyworker import client as client_module
 from pyworker import Task
 from pyworker.errors import PermanentError, Snooze
