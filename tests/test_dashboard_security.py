@@ -28,7 +28,7 @@ from worker_support import make_stores
 
 from core_fixtures import COPY_PREFIX, database_url
 from pyworker.contrib.dashboard.app import create_app
-from pyworker.db import SCHEDULE_FIELDS
+from pyworker.admin.queries import SCHEDULE_FIELDS
 
 TOKEN = "dashboard-security-" + secrets.token_hex(8)
 SCHEDULE = "night/../../platforms/calm?x#y"

@@ -66,6 +66,7 @@ from psycopg.conninfo import conninfo_to_dict
 from pyworker import TaskpoolError
 from pyworker.admin import (
     CAPACITY_COLUMNS,
+    AdminDatabase,
     CronMissing,
     default_database_url,
     install_cron,
@@ -78,6 +79,13 @@ from taskpool_crawler.db import CrawlerDatabase
 from taskpool_crawler.tinyproxy import Tinyproxy, start_tinyproxy
 
 HANDLERS = "taskpool_crawler.handlers"
+
+
+class DemoDatabase(CrawlerDatabase, AdminDatabase):
+    """The demo watches as the operator does (tasks, capacity, schedules) and reads the crawler's
+    tables: both sets of calls on one connection."""
+
+
 # The demo's payloads go to a bucket of moto's S3 server (installed by `make deps`), on loopback;
 # moto checks no signature, so any key pair will do.
 DEMO_BUCKET = "taskpool-demo"
@@ -266,7 +274,7 @@ class Demo:
     seed: int
     error_rate: float
     corrupt_rate: float
-    db: CrawlerDatabase = field(init=False)
+    db: DemoDatabase = field(init=False)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     simulator_url: str = ""
     object_store_url: str = ""
@@ -281,7 +289,7 @@ class Demo:
     proxies: list[Tinyproxy] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.db = CrawlerDatabase(self.database_url, application_name="pyworker demo")
+        self.db = DemoDatabase(self.database_url, application_name="pyworker demo")
         self.logs = self.workdir / "logs"
         self.storage = self.workdir / "storage"
 

@@ -17,6 +17,7 @@ _EXPORTS = {
         "Column", "Shown", "prints", "counted", "echo_fields", "echo_page", "echo_table", "render_table",
         "CAPACITY_COLUMNS",
     ),
+    "pyworker.admin.queries": ("AdminDatabase",),
     "pyworker.config": ("default_database_url",),
     "pyworker.errors": ("CronMissing",),
 }
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from pyworker.admin.cli import main as main
     from pyworker.admin.cli import pass_db as pass_db
     from pyworker.admin.cli import pass_settings as pass_settings
+    from pyworker.admin.queries import AdminDatabase as AdminDatabase
     from pyworker.admin.cron import install as install_cron
     from pyworker.admin.cron import uninstall as uninstall_cron
     from pyworker.admin.output import CAPACITY_COLUMNS as CAPACITY_COLUMNS

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -42,7 +42,7 @@ from pyworker.config import (
     default_worker_id,
     parse_roles,
 )
-from pyworker.db import Database, NotJson
+from pyworker.db import NotJson
 from pyworker.deadlines import CALL_TIMEOUT_ENVVAR, DEFAULT_CALL_TIMEOUT
 from pyworker.errors import (
     ConfigurationError,
@@ -52,6 +52,9 @@ from pyworker.errors import (
     WorkerFailed,
 )
 from pyworker.logs import LEVELS as LOG_LEVELS
+
+if TYPE_CHECKING:
+    from pyworker.admin.queries import AdminDatabase
 
 class InputRefused(click.ClickException):
     """The database refused a value (or the set-up is unusable): bad input, exit 2."""
@@ -313,14 +316,17 @@ class Settings:
     verbose: bool
     wide: bool
     worker: dict[str, Any]
-    _db: Database | None = field(default=None, init=False, repr=False)
+    _db: AdminDatabase | None = field(default=None, init=False, repr=False)
 
     @property
-    def db(self) -> Database:
-        """The invocation's one Database, made on first use: a --database-url given after the
-        command's name has been read by then."""
+    def db(self) -> AdminDatabase:
+        """The invocation's one AdminDatabase, made on first use: a --database-url given after
+        the command's name has been read by then. Imported here: a worker needs none of the
+        operator's SQL."""
+        from pyworker.admin.queries import AdminDatabase
+
         if self._db is None:
-            self._db = Database(
+            self._db = AdminDatabase(
                 self.database_url, application_name="pyworker-cli", exact_numbers=True, pooled=self.pooled
             )
         return self._db
@@ -377,7 +383,7 @@ pass_settings = click.make_pass_decorator(Settings)
 
 
 def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: the command gets the invocation's Database as its first argument."""
+    """Decorator: the command gets the invocation's AdminDatabase as its first argument."""
 
     @pass_settings
     @functools.wraps(command)

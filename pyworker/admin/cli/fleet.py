@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from pyworker import __version__
-from pyworker.db import REQUIRED_SCHEMA_VERSION, Database
+from pyworker.admin.queries import AdminDatabase
+from pyworker.db import REQUIRED_SCHEMA_VERSION
 from pyworker.errors import (
     DatabaseUnavailable,
     SchemaMismatch,
@@ -49,7 +50,7 @@ WORKER_COLUMNS: list[Column] = [
 @click.command()
 @prints()
 @pass_db
-def workers(db: Database) -> Shown:
+def workers(db: AdminDatabase) -> Shown:
     """List the registered workers: when each was last seen, live or silent, and its tasks.
 
     A worker is SILENT when it has not been heard from for longer than its role's stale
@@ -109,7 +110,7 @@ STUCK_TASK_COLUMNS: list[Column] = [
 @click.argument("role", required=False)
 @prints()
 @pass_db
-def capacity(db: Database, role: str | None) -> Shown:
+def capacity(db: AdminDatabase, role: str | None) -> Shown:
     """Show each role's backlog, workers, throughput and the workers it takes to drain it.
 
     A row of v_worker_capacity per role; with ROLE, that role's row alone, as fields. With
@@ -141,7 +142,7 @@ def capacity(db: Database, role: str | None) -> Shown:
 )
 @prints()
 @pass_db
-def health(db: Database, max_tick_age: str | None, max_snapshot_age: str | None) -> Shown:
+def health(db: AdminDatabase, max_tick_age: str | None, max_snapshot_age: str | None) -> Shown:
     """Check what needs a person (taskpool_health()); exit 1 when something does.
 
     \b
@@ -213,7 +214,7 @@ def since(moment: datetime) -> str:
 @click.option("--reason", metavar="TEXT", help="Why, kept with the pause and shown by health.")
 @prints()
 @pass_db
-def pause(db: Database, role: str, reason: str | None) -> Shown:
+def pause(db: AdminDatabase, role: str, reason: str | None) -> Shown:
     """Pause ROLE: no worker is handed its tasks until `pyworker resume ROLE` (pause_role()).
 
     Enqueues still land, and tasks already claimed or running finish. Pausing a paused role
@@ -234,7 +235,7 @@ def pause(db: Database, role: str, reason: str | None) -> Shown:
 @click.argument("role")
 @prints()
 @pass_db
-def resume(db: Database, role: str) -> Shown:
+def resume(db: AdminDatabase, role: str) -> Shown:
     """Resume ROLE: its ready tasks are handed out again, and the workers waiting for it woken.
 
     Resuming a role that is not paused changes nothing. With --json, the role's row; an unknown
@@ -269,7 +270,7 @@ def roles() -> None:
 @roles.command("list")
 @prints(ROLE_COLUMNS, empty="no roles: `pyworker roles sync --handlers MODULE` creates those your handlers declare")
 @pass_db
-def list_roles(db: Database) -> list[dict[str, Any]]:
+def list_roles(db: AdminDatabase) -> list[dict[str, Any]]:
     """The roles of task_roles by name, with their settings. With --json, every column."""
     return db.role_rows()
 
@@ -278,7 +279,7 @@ def list_roles(db: Database) -> list[dict[str, Any]]:
 @click.argument("role")
 @prints()
 @pass_db
-def show_role(db: Database, role: str) -> dict[str, Any]:
+def show_role(db: AdminDatabase, role: str) -> dict[str, Any]:
     """Every setting of ROLE, and its pause. An unknown ROLE exits 2, naming the roles there are."""
     rows = {row["role"]: row for row in db.role_rows()}
     if role not in rows:
@@ -305,7 +306,7 @@ def show_role(db: Database, role: str) -> dict[str, Any]:
 @click.option("--force", is_flag=True, help="With --remove-missing: remove a role's live tasks too.")
 @prints()
 @pass_db
-def sync_roles(db: Database, modules: tuple[str, ...], dry_run: bool, remove_missing: bool, force: bool) -> Shown:
+def sync_roles(db: AdminDatabase, modules: tuple[str, ...], dry_run: bool, remove_missing: bool, force: bool) -> Shown:
     """Apply the roles the handlers of MODULE declare: create those the database lacks, update
     the settings that differ, report the roles no handler declares.
 
@@ -360,7 +361,7 @@ def platforms() -> None:
 @platforms.command("list")
 @prints(PLATFORM_COLUMNS, empty="no platforms")
 @pass_db
-def list_platforms(db: Database) -> list[dict[str, Any]]:
+def list_platforms(db: AdminDatabase) -> list[dict[str, Any]]:
     """The platforms of v_platforms: enabled or not, their circuit and rate limit. With --json,
     every column."""
     return db.platforms()
@@ -371,7 +372,7 @@ def list_platforms(db: Database) -> list[dict[str, Any]]:
 @click.option("--reason", metavar="TEXT", help="Why, shown by health and the dashboard.")
 @prints()
 @pass_db
-def disable_platform(db: Database, name: str, reason: str | None) -> Shown:
+def disable_platform(db: AdminDatabase, name: str, reason: str | None) -> Shown:
     """Disable platform NAME: no task of it is claimed, whatever its role, until it is enabled.
 
     Enqueues still land, tasks already claimed or running finish. Disabling a disabled platform
@@ -391,7 +392,7 @@ def disable_platform(db: Database, name: str, reason: str | None) -> Shown:
 @click.argument("name")
 @prints()
 @pass_db
-def enable_platform(db: Database, name: str) -> Shown:
+def enable_platform(db: AdminDatabase, name: str) -> Shown:
     """Enable platform NAME: its tasks are claimed again (while its circuit is closed).
 
     Enabling an enabled platform changes nothing. A platform nothing names exits 2.
@@ -403,7 +404,7 @@ def enable_platform(db: Database, name: str) -> Shown:
 @click.command()
 @prints()
 @pass_db
-def version(db: Database) -> Shown:
+def version(db: AdminDatabase) -> Shown:
     """Print pyworker's version, the schema version it needs, and the database's when it answers.
 
     `pyworker --version` prints pyworker's alone, without connecting. Exits 0 whatever the

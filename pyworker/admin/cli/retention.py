@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from pyworker.db import Database
+from pyworker.admin.queries import AdminDatabase
 from pyworker.admin.output import (
     Column,
     counted,
@@ -91,7 +91,7 @@ RETENTION_DRY_RUN_COLUMNS: list[Column] = [
 @prints()
 @pass_db
 def prune(
-    db: Database,
+    db: AdminDatabase,
     older_than: str | None,
     max_tasks: int | None,
     batch_size: int | None,
@@ -141,7 +141,7 @@ def prune(
 
 
 def apply_retention(
-    db: Database, max_batches: int | None, max_seconds: float | None, pause_ratio: float, dry_run: bool
+    db: AdminDatabase, max_batches: int | None, max_seconds: float | None, pause_ratio: float, dry_run: bool
 ) -> Shown:
     """`prune` without --older-than: the policies applied, or counted with --dry-run."""
     if dry_run:
@@ -188,7 +188,7 @@ def retention() -> None:
 @retention.command("list")
 @prints(RETENTION_POLICY_COLUMNS, empty="no retention policies")
 @pass_db
-def list_retention(db: Database) -> list[dict[str, Any]]:
+def list_retention(db: AdminDatabase) -> list[dict[str, Any]]:
     """List the retention policies: what each deletes after how long, and how its last run went.
 
     With --json, the retention_policies rows (keep in seconds).
@@ -211,7 +211,7 @@ def list_retention(db: Database) -> list[dict[str, Any]]:
 @prints()
 @pass_db
 def set_retention(
-    db: Database,
+    db: AdminDatabase,
     name: str,
     keep: str | None,
     enabled: bool | None,

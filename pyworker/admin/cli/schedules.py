@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from pyworker.admin import cron as cron_jobs
-from pyworker.db import Database
+from pyworker.admin.queries import AdminDatabase
 from pyworker.admin.output import (
     Column,
     counted,
@@ -55,7 +55,7 @@ def schedules() -> None:
 @schedules.command("list")
 @prints(SCHEDULE_COLUMNS, empty="no schedules")
 @pass_db
-def list_schedules(db: Database) -> list[dict[str, Any]]:
+def list_schedules(db: AdminDatabase) -> list[dict[str, Any]]:
     """List the schedules by name, with when each runs next and how its last run went."""
     return db.schedules()
 
@@ -128,7 +128,7 @@ def schedule_fields(enable: bool, disable: bool, **fields: Any) -> dict[str, Any
 @schedule_options
 @prints()
 @pass_db
-def create_schedule(db: Database, name: str, role: str, **options: Any) -> dict[str, Any]:
+def create_schedule(db: AdminDatabase, name: str, role: str, **options: Any) -> dict[str, Any]:
     """Add schedule NAME of ROLE, on one cadence: --every, --interval-hours or --cron.
 
     An every schedule is due at once, a cron schedule at its next slot, a day plan at today's local
@@ -143,7 +143,7 @@ def create_schedule(db: Database, name: str, role: str, **options: Any) -> dict[
 @schedule_options
 @prints()
 @pass_db
-def update_schedule(db: Database, name: str, **options: Any) -> dict[str, Any]:
+def update_schedule(db: AdminDatabase, name: str, **options: Any) -> dict[str, Any]:
     """Change schedule NAME: any of its fields; options left out keep their value.
 
     One cadence at a time: --cron drops the interval, --every or --interval-hours drops the cron. A
@@ -161,7 +161,7 @@ def update_schedule(db: Database, name: str, **options: Any) -> dict[str, Any]:
 @click.argument("name")
 @prints()
 @pass_db
-def delete_schedule(db: Database, name: str) -> Shown:
+def delete_schedule(db: AdminDatabase, name: str) -> Shown:
     """Delete schedule NAME; the tasks it made stay. An unknown NAME exits 2."""
     row = db.delete_schedule(name)
     return Shown(row, lambda: click.echo(f"schedule {row['name']} deleted"))
@@ -171,7 +171,7 @@ def delete_schedule(db: Database, name: str) -> Shown:
 @click.argument("name")
 @prints()
 @pass_db
-def trigger_schedule(db: Database, name: str) -> Shown:
+def trigger_schedule(db: AdminDatabase, name: str) -> Shown:
     """Run schedule NAME now, enabled or not; its next regular run stays where it was.
 
     Prints how many tasks it created (with --json, the schedule). An unknown NAME exits 2.
@@ -197,7 +197,7 @@ def cron() -> None:
 @cron.command("install")
 @prints()
 @pass_db
-def cron_install(db: Database) -> Shown:
+def cron_install(db: AdminDatabase) -> Shown:
     """Schedule the tick every minute; again, and it is still one job.
 
     Exits 1 when pg_cron is not loaded on the server, or not installed in its database.
@@ -217,7 +217,7 @@ def cron_install(db: Database) -> Shown:
 @cron.command("uninstall")
 @prints()
 @pass_db
-def cron_uninstall(db: Database) -> Shown:
+def cron_uninstall(db: AdminDatabase) -> Shown:
     """Remove the tick's job. With no job (or no pg_cron), there is nothing to do: exit 0."""
     removed = cron_jobs.uninstall(db)
     if removed["removed"] is not None:
@@ -249,7 +249,7 @@ CRON_RUN_COLUMNS: list[Column] = [
 )
 @prints()
 @pass_db
-def cron_status(db: Database, runs: int) -> Shown:
+def cron_status(db: AdminDatabase, runs: int) -> Shown:
     """Show the tick's job (schedule, command, database, active) and its last runs.
 
     Not installed: says so (exit 0; with --json, "job" is null). Exits 1 without pg_cron.

@@ -12,7 +12,8 @@ from typing import Any, BinaryIO
 
 import click
 
-from pyworker.db import Database, dump_json, load_exact_json
+from pyworker.admin.queries import AdminDatabase
+from pyworker.db import dump_json, load_exact_json
 from pyworker.errors import (
     InvalidInput,
     NotFound,
@@ -102,7 +103,7 @@ _SPEC_INDEX = re.compile(r"^tasks\[(\d+)\]: ")
 
 
 def _enqueue_batch(
-    db: Database, specs: list[dict[str, Any]], line_numbers: list[int] | None, done: int
+    db: AdminDatabase, specs: list[dict[str, Any]], line_numbers: list[int] | None, done: int
 ) -> list[dict[str, Any]]:
     """enqueue_tasks for one batch, its errors naming the file line (or, for one task, nothing)."""
     try:
@@ -126,7 +127,7 @@ def _enqueue_batch(
 
 
 def _enqueue_file(
-    db: Database, specs: list[Any], line_numbers: list[int]
+    db: AdminDatabase, specs: list[Any], line_numbers: list[int]
 ) -> list[dict[str, Any]]:
     """enqueue_tasks for a file's specs, ENQUEUE_BATCH at a time, with a progress bar on stderr
     when there is more than one batch and stderr is a terminal."""
@@ -230,7 +231,7 @@ def _read_specs(spec_file: BinaryIO) -> tuple[list[Any], list[int]]:
 @prints(ENQUEUED_COLUMNS, empty="no task enqueued")
 @pass_db
 def enqueue(
-    db: Database,
+    db: AdminDatabase,
     role: str | None,
     payload: Any,
     store: int | None,
@@ -297,7 +298,7 @@ def enqueue(
 @prints()
 @pass_db
 def list_tasks(
-    db: Database,
+    db: AdminDatabase,
     role: str | None,
     status: str | None,
     store: int | None,
@@ -328,7 +329,7 @@ def list_tasks(
     return Shown(tasks, page_of_all)
 
 
-def check_role(db: Database, role: str) -> None:
+def check_role(db: AdminDatabase, role: str) -> None:
     """Refuse a role that task_roles does not have (exit 2), naming the roles there are."""
     roles = db.roles()
     if role not in roles:
@@ -339,7 +340,7 @@ def check_role(db: Database, role: str) -> None:
 @click.argument("task_id", metavar="ID", type=int)
 @prints()
 @pass_db
-def show(db: Database, task_id: int) -> Shown:
+def show(db: AdminDatabase, task_id: int) -> Shown:
     """Show task ID: every field, its chain (the tasks whose completion led to it, and its
     follow-ups, with their status), then the attempts that ended without completing it, each
     with its error data (a command's exit code and output tails) and its error details (a failed
@@ -386,7 +387,7 @@ def echo_task(task: dict[str, Any], chain: list[dict[str, Any]], attempts: list[
 @click.command()
 @prints(COUNT_COLUMNS, empty="no tasks")
 @pass_db
-def counts(db: Database) -> list[dict[str, Any]]:
+def counts(db: AdminDatabase) -> list[dict[str, Any]]:
     """Count tasks by role and status."""
     return db.counts()
 
@@ -400,7 +401,7 @@ def counts(db: Database) -> list[dict[str, Any]]:
 )
 @prints()
 @pass_db
-def recover_stale(db: Database, threshold_minutes: int | None) -> Shown:
+def recover_stale(db: AdminDatabase, threshold_minutes: int | None) -> Shown:
     """Take back claimed or running tasks whose worker stopped heartbeating.
 
     Each goes back to pending while it has retries left, else to failed (cancelled if a cancel
@@ -452,7 +453,7 @@ def task_filter_options(statuses: list[str]) -> Callable[[Callable[..., Any]], C
 
 
 def bulk_task_action(
-    db: Database, action: str, past: str, task_id: int | None, dry_run: bool, batch_size: int, **filters: Any
+    db: AdminDatabase, action: str, past: str, task_id: int | None, dry_run: bool, batch_size: int, **filters: Any
 ) -> Shown | None:
     """A bulk retry or cancel by filters (or its dry run); None when the command names one task ID."""
     given = any(value is not None for value in filters.values())
@@ -481,7 +482,7 @@ def bulk_task_action(
 @task_filter_options(["pending", "claimed", "running"])
 @prints()
 @pass_db
-def cancel(db: Database, task_id: int | None, **options: Any) -> Shown:
+def cancel(db: AdminDatabase, task_id: int | None, **options: Any) -> Shown:
     """Cancel task ID: a pending one now, a claimed or running one as soon as its worker hears.
 
     Finished tasks cannot be cancelled (exit 1). With filters instead of an ID, cancels every
@@ -503,7 +504,7 @@ def cancel(db: Database, task_id: int | None, **options: Any) -> Shown:
 @task_filter_options(["failed", "cancelled"])
 @prints()
 @pass_db
-def retry(db: Database, task_id: int | None, **options: Any) -> Shown:
+def retry(db: AdminDatabase, task_id: int | None, **options: Any) -> Shown:
     """Put failed or cancelled task ID back to pending now, with a fresh retry budget.
 
     Any other task is refused (exit 1). With filters instead of an ID, retries every failed or
