@@ -28,6 +28,10 @@ def send_welcome(task: Task) -> Completion:
 '''
 HANDLER_MODULE_MAX_LINES = 550
 WORKER_MAX_LINES = 4_200
+# The core room (pyworker/*.py but the client and __main__), all of it: 3,571 lines when this was
+# written, against the 3,000 that issue 27 asks for.
+CORE_MAX_LINES = 3_600
+PACKAGE = Path(__file__).resolve().parent.parent / "pyworker"
 
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 
@@ -72,6 +76,12 @@ def test_a_worker_loads_the_core_and_the_cli_s_group_only(tmp_path: Path) -> Non
     operator = sorted(name for name in loaded if name.startswith("pyworker.admin.") and name != "pyworker.admin.cli")
     assert (outer, operator) == ([], [])
     assert sum(loaded.values()) <= WORKER_MAX_LINES, sorted(loaded.items(), key=lambda item: -item[1])
+
+
+def test_the_core_stays_within_its_budget() -> None:
+    core = [path for path in PACKAGE.glob("*.py") if path.name not in ("client.py", "__main__.py")]
+    sizes = {path.name: code_lines(path.read_text()) for path in core}
+    assert sum(sizes.values()) <= CORE_MAX_LINES, sorted(sizes.items(), key=lambda item: -item[1])
 
 
 def test_docstrings_comments_and_blank_lines_are_not_code() -> None:
