@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyworker.admin.cli import COMMANDS_ENTRY_POINT_GROUP
 from pyworker.contrib.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
+from pyworker.testing.database import SCHEMAS_ENTRY_POINT_GROUP
 
 CORE_COMMANDS = ("enqueue", "list", "health", "schedules", "schema", "cron", "version")
 CRAWLER_COMMANDS = ("payloads", "resync", "simulator", "stores")
@@ -193,3 +194,30 @@ for problem in sorted(app.state.broken_plugins):
     assert broken[0].endswith("the dashboard has /tasks already")
     assert "'gone'" in broken[1] and "ModuleNotFoundError: No module named 'acme_missing'" in broken[1]
     assert "'wrong'" in broken[2] and broken[2].endswith("it names an object of type int, not a DashboardPages")
+
+
+def test_a_package_s_sqitch_project_is_found_through_its_entry_point(tmp_path: Path) -> None:
+    """The `pyworker.schemas` entry points: the test databases deploy each project they name
+    after the core's; one that cannot be found is named, with why."""
+    site = site_without_the_crawler(tmp_path)
+    project = tmp_path / "acme_sqitch"
+    project.mkdir()
+    (project / "sqitch.plan").write_text("%syntax-version=1.0.0\n%project=acme\n\n")
+    fake_distribution(
+        site, "acme-schema", {"acme_schema": f"def project():\n    return {str(project)!r}\n"},
+        {"acme": "acme_schema:project"}, group=SCHEMAS_ENTRY_POINT_GROUP,
+    )
+    code = (
+        "from pyworker.testing.database import TestDatabaseError, plugin_projects\n"
+        "try:\n    print([str(found) for found in plugin_projects()])\n"
+        "except TestDatabaseError as error:\n    print(error)\n"
+    )
+    assert python(code, site, tmp_path).stdout == f"[{str(project)!r}]\n"
+    fake_distribution(
+        site, "gone-schema", {"gone_schema": "def project():\n    raise FileNotFoundError('no sqitch.plan here')\n"},
+        {"gone": "gone_schema:project"}, group=SCHEMAS_ENTRY_POINT_GROUP,
+    )
+    assert python(code, site, tmp_path).stdout == (
+        "the Sqitch project of 'gone' (gone_schema:project, entry point group pyworker.schemas)"
+        " cannot be found: no sqitch.plan here\n"
+    )
