@@ -3,8 +3,8 @@
 sqitch.plan and its deploy/, revert/ and verify/ scripts (and registry/, the in-place move of a
 database deployed before the crawler had a project of its own) stay at the repository root, where
 Sqitch reads them; each build copies them into the package as pyworker/sqitch/, which
-`pyworker schema apply | upgrade | status` (pyworker/schema.py) read. An editable install copies
-nothing: pyworker/schema.py falls back to the checkout's root.
+`pyworker schema apply | upgrade | status` (pyworker/admin/schema.py) read. An editable install copies
+nothing: pyworker/admin/schema.py falls back to the checkout's root.
 """
 
 import shutil

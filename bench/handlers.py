@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import handler
 
 

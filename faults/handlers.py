@@ -21,7 +21,7 @@ import signal
 import time
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import Aborted, handler
 from testkit.recorder import Recorder
 

@@ -13,12 +13,18 @@ __version__ = "0.6.0"
 # need none of the client):
 #   from pyworker import handler, Backoff, Task, Completion, PermanentError, Snooze  (a handler module)
 #   from pyworker import Client, AsyncClient, TaskFailed, WaitTimeout                (enqueueing and waiting)
+#   from pyworker import Database            (a package's own SQL class, on a handler's connection)
 _EXPORTS = {
-    "pyworker.db": ("Task",),
+    "pyworker.task": ("Task",),
+    "pyworker.db": ("Database",),
     "pyworker.handlers": (
         "handler", "middleware", "command", "Completion", "Aborted", "Registry", "registry", "Backoff",
+        "current_task",
     ),
-    "pyworker.errors": ("PermanentError", "Snooze", "TaskpoolError", "DatabaseUnavailable", "DatabaseReadOnly"),
+    "pyworker.errors": (
+        "PermanentError", "Snooze", "TaskpoolError", "DatabaseUnavailable", "DatabaseReadOnly", "NotFound", "Refused",
+        "ConfigurationError",
+    ),
     "pyworker.client": (
         "Client", "AsyncClient", "TaskInfo", "ChainMember", "ClientError", "TaskFailed", "TaskCancelled",
         "TaskNotFound", "WaitTimeout", "enqueue_hooks",
@@ -41,10 +47,14 @@ if TYPE_CHECKING:
     from pyworker.client import TaskNotFound as TaskNotFound
     from pyworker.client import WaitTimeout as WaitTimeout
     from pyworker.client import enqueue_hooks as enqueue_hooks
-    from pyworker.db import Task as Task
+    from pyworker.task import Task as Task
+    from pyworker.db import Database as Database
+    from pyworker.errors import ConfigurationError as ConfigurationError
     from pyworker.errors import DatabaseReadOnly as DatabaseReadOnly
     from pyworker.errors import DatabaseUnavailable as DatabaseUnavailable
+    from pyworker.errors import NotFound as NotFound
     from pyworker.errors import PermanentError as PermanentError
+    from pyworker.errors import Refused as Refused
     from pyworker.errors import Snooze as Snooze
     from pyworker.errors import TaskpoolError as TaskpoolError
     from pyworker.handlers import Aborted as Aborted
@@ -52,6 +62,7 @@ if TYPE_CHECKING:
     from pyworker.handlers import Completion as Completion
     from pyworker.handlers import Registry as Registry
     from pyworker.handlers import command as command
+    from pyworker.handlers import current_task as current_task
     from pyworker.handlers import handler as handler
     from pyworker.handlers import middleware as middleware
     from pyworker.handlers import registry as registry

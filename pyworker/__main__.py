@@ -1,5 +1,5 @@
 """Run the CLI as `python -m pyworker`."""
 
-from pyworker.cli import main
+from pyworker.admin.cli import main
 
 main(prog_name="pyworker")

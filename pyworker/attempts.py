@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyworker import handlers
-from pyworker.db import JsonText, NotJson, Task, dump_json
+from pyworker.db import JsonText, NotJson, dump_json
+from pyworker.task import Task
 from pyworker.errors import PermanentError, Snooze
 
 

@@ -19,6 +19,7 @@ cancelled, and the pool grows by one meanwhile so that the next attempts never w
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 import threading
 import weakref
 from typing import Any, cast
@@ -28,7 +29,7 @@ from psycopg import pq
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
-from pyworker.db import configure_connection, pooled_connection_options, require_writable
+from pyworker.db import Database, DatabaseT, configure_connection, pooled_connection_options, require_writable
 from pyworker.deadlines import CallDeadline, bounded, connection_options, shut_down_socket
 from pyworker.errors import TaskpoolError, translate
 from pyworker.logs import event
@@ -82,6 +83,14 @@ class HandlerConnections:
                 **pooled_connection_options(pooled),
             },
         )
+
+    def database(
+        self, kind: type[DatabaseT] | None, connection: Callable[[], psycopg.Connection[DictRow]]
+    ) -> DatabaseT:
+        """A Database (or `kind`, a subclass of it) whose every call runs on `connection`, an
+        attempt's own (Task.database)."""
+        database_class = Database if kind is None else kind
+        return cast(DatabaseT, database_class(self.url, pooled=self.pooled, connection=connection))
 
     def lease(self) -> AttemptConnection:
         """A new attempt's lease: nothing is borrowed until the handler asks."""

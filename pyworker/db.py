@@ -1,4 +1,4 @@
-"""The queue core's SQL, one taskpool function call per method.
+"""The worker's SQL, and a handler's: one taskpool function call per method.
 
 Values always travel as parameters with explicit casts; nothing is formatted into SQL text.
 A `Database` owns one autocommit connection (every call is its own short transaction, so a
@@ -6,28 +6,27 @@ transaction-mode pooler works, given pooled=True) and is used by one thread. A l
 a call past its deadline (pyworker/deadlines.py), raises DatabaseUnavailable; the next call
 connects again. A handler's Database (`task.database()`) is on
 its attempt's own connection instead, borrowed from its worker's pool (pyworker/connections.py).
-The crawler's SQL is in its own package (taskpool_crawler.db), pg_cron's in pyworker.cron.
+The operator's SQL is in pyworker.admin.queries (AdminDatabase, a Database with the operator's
+calls), pg_cron's in pyworker.admin.cron, the crawler's in its own package (taskpool_crawler.db).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq, sql
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb, set_json_loads
 
 from pyworker.deadlines import (
@@ -37,6 +36,7 @@ from pyworker.deadlines import (
     connection_options,
     default_call_timeout,
 )
+from pyworker.task import Task
 from pyworker.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
@@ -45,135 +45,14 @@ from pyworker.errors import (
     SchemaMismatch,
     SchemaMissing,
     TaskLost,
-    TaskpoolError,
     translate,
 )
-
-if TYPE_CHECKING:
-    from pyworker.connections import AttemptConnection
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
 REQUIRED_SCHEMA_VERSION = (0, 7, 0)
 # The schedules, the tick, resync planning and capacity came with this one.
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
-
-class AbortSignal:
-    """Fires when the worker must stop the running attempt; handlers poll or wait on it.
-
-    reason: `cancelled` (an operator cancelled the task), `taken_by_another_worker` (the attempt
-    was recovered and may run elsewhere), `not_found` (the task is gone), `timeout` (the role's
-    run_timeout passed), `shutdown` (the worker is stopping and hands the task back), and for an
-    async handler `blocked_event_loop` (it held the event loop too long: its attempt fails) or
-    `event_loop_replaced` (another handler did: the task is handed back).
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.reason: str | None = None
-
-    def fire(self, reason: str) -> None:
-        if not self._event.is_set():
-            self.reason = reason
-            self._event.set()
-
-    @property
-    def fired(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the signal fires or `timeout` seconds pass; True when it fired."""
-        return self._event.wait(timeout)
-
-
-@dataclass
-class Task:
-    """A row of worker_tasks, as claim_task returns it, plus the attempt's abort signal."""
-
-    id: int
-    role: str
-    dispensary_id: int | None
-    platform: str | None
-    status: str
-    priority: int
-    scheduled_for: datetime
-    payload: dict[str, Any]
-    dedupe_key: str | None
-    worker_id: str | None
-    attempt: int
-    # The claim's own token (random, new at every claim): every call on the task passes it
-    # with the attempt, so a claim the database forgot (lost WAL) is never taken for this one.
-    claim_token: uuid.UUID | None
-    claimed_at: datetime | None
-    started_at: datetime | None
-    last_heartbeat_at: datetime | None
-    cancel_requested_at: datetime | None
-    completed_at: datetime | None
-    result: Any
-    error_message: str | None
-    retry_count: int
-    max_retries: int
-    created_at: datetime
-    updated_at: datetime
-    # String-to-string metadata its enqueuer sent along (worker_tasks.headers, e.g. a W3C
-    # traceparent); {} when none. The task whose completion enqueued it (a follow-up), if any.
-    headers: dict[str, str] = field(default_factory=dict)
-    parent_id: int | None = None
-    abort: AbortSignal = field(default_factory=AbortSignal, compare=False, repr=False)
-    # The attempt's own database connection, lent by its worker (None outside a worker).
-    lease: AttemptConnection | None = field(default=None, compare=False, repr=False)
-
-    def connection(self) -> psycopg.Connection[DictRow]:
-        """This attempt's own connection (autocommit, rows as dicts), borrowed from the worker's
-        pool at the first call, the same one for the rest of the attempt, given back when the
-        attempt ends (rolled back if left in a transaction): no other handler ever uses it while
-        this attempt holds it. TaskpoolError outside a worker (no database is behind the task)."""
-        return self._lease().get()
-
-    def database(self, kind: type[DatabaseT] | None = None) -> DatabaseT:
-        """A Database (or `kind`, a subclass of it, such as a package's own) whose every call,
-        and every transaction(), runs on this attempt's own connection (connection())."""
-        connections = self._lease().connections
-        database_class = Database if kind is None else kind
-        return database_class(connections.url, pooled=connections.pooled, connection=self.connection)
-
-    def _lease(self) -> AttemptConnection:
-        if self.lease is None:
-            raise TaskpoolError(
-                f"task {self.id} has no database connection: it is not run by a worker"
-                " (pyworker.testing.run_handler runs without a database; test with the taskpool"
-                " fixture's drain)"
-            )
-        return self.lease
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Task:
-        task = cls(**{name: row[name] for name in _TASK_COLUMNS if name not in _OPTIONAL_COLUMNS})
-        # A schema before headers and parent_id returns neither.
-        task.headers = dict(row.get("headers") or {})
-        task.parent_id = row.get("parent_id")
-        return task
-
-    def as_json(self) -> dict[str, Any]:
-        """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
-        # Not dataclasses.asdict: it deep-copies every field, and the abort signal holds a lock.
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_COLUMNS}
-        return {k: _json_ready(v) for k, v in data.items()}
-
-
-def _json_ready(value: Any) -> Any:
-    """A task field as JSON holds it: times in ISO 8601, the claim_token as its text."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-# The attempt's own: its abort signal and its connection.
-_NOT_COLUMNS = frozenset({"abort", "lease"})
-_TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name not in _NOT_COLUMNS)
-_OPTIONAL_COLUMNS = frozenset({"headers", "parent_id"})
 
 # Worker side
 CLAIM_AND_START_TASKS = (
@@ -211,75 +90,7 @@ HEARTBEAT_WORKER = "SELECT heartbeat_worker(%(worker_id)s::text) AS known"
 DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
 SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
 
-# Operator side
-ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
-# `list`'s filters, each left out when NULL: the page and its count read the same tasks. The
-# error filter is a case-insensitive substring (strpos: no LIKE pattern to escape).
-_TASK_FILTERS = (
-    " WHERE (%(role)s::text IS NULL OR role = %(role)s::text)"
-    "   AND (%(status)s::text IS NULL OR status = %(status)s::text)"
-    "   AND (%(store)s::integer IS NULL OR dispensary_id = %(store)s::integer)"
-    "   AND (%(error)s::text IS NULL OR strpos(lower(error_message), lower(%(error)s::text)) > 0)"
-)
-LIST_TASKS = (
-    "SELECT id, role, dispensary_id, status, priority, attempt, retry_count, max_retries,"
-    " scheduled_for, worker_id, created_at, updated_at, error_message"
-    " FROM worker_tasks" + _TASK_FILTERS
-    + " ORDER BY id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
-)
-COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks" + _TASK_FILTERS
-GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
-TASK_CHAIN = (
-    "SELECT id, parent_id, depth, role, status, dispensary_id, created_at, completed_at, error_message"
-    " FROM task_chain(%(task_id)s::bigint)"
-)
-TASK_ATTEMPTS = (
-    "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
-    " error_message, error_details, error_data FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
-)
-COUNTS = (
-    "SELECT role, status, count(*) AS tasks FROM worker_tasks GROUP BY role, status"
-    " ORDER BY role, status"
-)
-RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
 RECOVER_STALE_OF_ROLE = "SELECT recover_stale_tasks_of_role(%(role)s::text) AS recovered"
-CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
-RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
-# The filters of tasks_matching, retry_tasks and cancel_tasks.
-TASK_FILTER = (
-    "role => %(role)s::text, status => %(status)s::text, store => %(store)s::bigint,"
-    " platform => %(platform)s::text, error_like => %(error_like)s::text,"
-    " created_before => %(created_before)s::timestamptz, created_after => %(created_after)s::timestamptz"
-)
-TASKS_MATCHING_COUNT = f"SELECT count(*) AS tasks FROM tasks_matching({TASK_FILTER}) t WHERE t.status = ANY(%(statuses)s)"
-TASKS_MATCHING_SAMPLE = (
-    "SELECT t.id, t.role, t.status, t.dispensary_id, t.platform, t.created_at, t.error_message"
-    f" FROM tasks_matching({TASK_FILTER}) t WHERE t.status = ANY(%(statuses)s) LIMIT %(limit)s"
-)
-BULK_TASK_ACTION = {
-    "retry": f"SELECT retry_tasks({TASK_FILTER}, max_tasks => %(batch_size)s::integer) AS tasks",
-    "cancel": f"SELECT cancel_tasks({TASK_FILTER}, max_tasks => %(batch_size)s::integer) AS tasks",
-}
-# What each bulk action takes: a status filter outside these selects nothing it could act on.
-BULK_ACTION_STATUSES = {"retry": ["failed", "cancelled"], "cancel": ["pending", "claimed", "running"]}
-PRUNE_TASKS_IN_BATCHES = (
-    "CALL prune_tasks_in_batches(%(older_than)s::interval, %(batch_size)s::integer,"
-    " %(max_tasks)s::integer)"
-)
-COUNT_PRUNABLE_TASKS = "SELECT count_prunable_tasks(%(older_than)s::interval) AS tasks"
-# Retention policies (retention_policies): applied, counted, listed, changed
-APPLY_RETENTION_IN_BATCHES = (
-    "CALL apply_retention_in_batches(%(max_batches)s::integer, %(max_seconds)s::numeric,"
-    " %(pause_ratio)s::numeric)"
-)
-COUNT_RETENTION = "SELECT * FROM count_retention()"
-RETENTION_POLICIES = "SELECT * FROM retention_policies ORDER BY name"
-SET_RETENTION_POLICY = (
-    "SELECT * FROM set_retention_policy(%(name)s::text, keep => %(keep)s::interval,"
-    " enabled => %(enabled)s::boolean, batch_size => %(batch_size)s::integer,"
-    " statuses => %(statuses)s::text[])"
-)
-ROLES = "SELECT role FROM task_roles ORDER BY role"
 # A role's settings, as create_role, update_role and diff_role take them (task_roles' columns).
 ROLE_FIELDS = {
     "description": "text",
@@ -293,67 +104,9 @@ ROLE_FIELDS = {
     "max_payload_bytes": "integer",
     "requires_store": "boolean",
 }
-ROLE_ROWS = (
-    "SELECT role, description, max_retries, stale_threshold, run_timeout, backoff_base, backoff_cap,"
-    " backoff_multiplier, backoff_jitter, max_payload_bytes, requires_store, paused_at, paused_by, pause_reason,"
-    " created_at FROM task_roles ORDER BY role"
-)
-REMOVE_ROLE = "SELECT * FROM remove_role(%(role)s::text, %(force)s::boolean)"
-PARSE_INTERVAL = "SELECT %(text)s::text::interval AS value"
-WORKERS = "SELECT * FROM v_workers ORDER BY role, worker_id"
-
-# Schedules, planning, capacity and health
-TICK_SCHEDULES = "SELECT tick_schedules() AS report"
-SCHEDULES = "SELECT * FROM task_schedules ORDER BY name"
-# The fields create_schedule and update_schedule take by name, with their SQL types.
-SCHEDULE_FIELDS = {
-    "kind": "text",
-    "every": "interval",
-    "cron": "text",
-    "interval_hours": "integer",
-    "time_zone": "text",
-    "payload": "jsonb",
-    "state_code": "text",
-    "priority": "integer",
-    "batches": "integer",
-    "planner": "text",
-    "enabled": "boolean",
-    "next_run_at": "timestamptz",
-}
-DELETE_SCHEDULE = "SELECT * FROM delete_schedule(%(name)s::text)"
-TRIGGER_SCHEDULE = "SELECT * FROM trigger_schedule(%(name)s::text)"
-WORKER_CAPACITY_ROWS = "SELECT * FROM v_worker_capacity ORDER BY role"
-WORKER_CAPACITY_ROW = "SELECT * FROM v_worker_capacity WHERE role = %(role)s::text"
-TASK_COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
-ACTIVE_WORKERS = "SELECT * FROM v_active_workers ORDER BY role, worker_id"
-STUCK_TASKS = "SELECT * FROM v_stuck_tasks ORDER BY last_heartbeat_at, id"
-XMIN_HORIZON = "SELECT * FROM v_xmin_horizon"
-WORKER_CAPACITY = "SELECT worker_capacity(%(role)s::text) AS capacity"
-TASK_THROUGHPUT = "SELECT * FROM task_throughput(%(hours)s::integer)"
-HEALTH_CHECKS = (
-    "SELECT * FROM taskpool_health(%(max_tick_age)s::interval, %(max_snapshot_age)s::interval)"
-)
-# Pausing a role, disabling a platform: what the claim hands out
-PAUSE_ROLE = (
-    "SELECT role, paused_at, paused_by, pause_reason FROM pause_role(%(role)s::text, %(reason)s::text)"
-)
-RESUME_ROLE = "SELECT role, paused_at, paused_by, pause_reason FROM resume_role(%(role)s::text)"
-DISABLE_PLATFORM = (
-    "SELECT platform, enabled, disabled_at, disabled_by, disable_reason"
-    " FROM disable_platform(%(platform)s::text, %(reason)s::text)"
-)
-ENABLE_PLATFORM = (
-    "SELECT platform, enabled, disabled_at, disabled_by, disable_reason"
-    " FROM enable_platform(%(platform)s::text)"
-)
 
 # Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
 STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
-PLATFORMS = "SELECT * FROM v_platforms ORDER BY platform"
-PLATFORM_EVENTS = (
-    "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
-    " ORDER BY at DESC, id DESC LIMIT %(limit)s::integer"
-)
 ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
@@ -782,7 +535,7 @@ class Database:
         rows = self._rows(query, params, bounded=bounded)
         return rows[0] if rows else None
 
-    # For packages built on taskpool (the crawler, pyworker.cron): their own SQL on this
+    # For packages built on taskpool (the crawler, pyworker.admin.cron): their own SQL on this
     # connection, with its errors translated as pyworker's are.
 
     def query(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -939,254 +692,17 @@ class Database:
             raise TaskLost(str(refused)) from refused
         return row["status"]
 
-    # Operator side
-
-    def enqueue_tasks(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs, dumps=dump_json)})
-
-    def list_tasks(
-        self,
-        *,
-        role: str | None = None,
-        status: str | None = None,
-        store: int | None = None,
-        error: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[dict[str, Any]]:
-        """A page of tasks, newest first; `error`: only those whose error message contains it
-        (case-insensitive)."""
-        return self._rows(
-            LIST_TASKS,
-            {"role": role, "status": status, "store": store, "error": error, "limit": limit, "offset": offset},
-        )
-
-    def get_task(self, task_id: int) -> dict[str, Any] | None:
-        return self._one(GET_TASK, {"task_id": task_id})
-
-    def task_chain(self, task_id: int) -> list[dict[str, Any]]:
-        """task_chain: the task's ancestors, the task (depth 0) and its follow-ups."""
-        return self._rows(TASK_CHAIN, {"task_id": task_id})
-
-    def task_attempts(self, task_id: int) -> list[dict[str, Any]]:
-        return self._rows(TASK_ATTEMPTS, {"task_id": task_id})
-
-    def counts(self) -> list[dict[str, Any]]:
-        return self._rows(COUNTS)
-
-    def recover_stale_tasks(self, threshold_minutes: int | None = None) -> int:
-        return self._one(RECOVER_STALE, {"threshold_minutes": threshold_minutes})["recovered"]
+    # Roles: the worker recovers its roles' stale tasks and compares their declared settings
 
     def recover_stale_tasks_of_role(self, role: str) -> int | None:
         """Recover the role's stale tasks, unless a recovery of the role ran less than half its
         stale_threshold ago (then None): what a worker does where no tick runs."""
         return self._one(RECOVER_STALE_OF_ROLE, {"role": role})["recovered"]
 
-    def cancel_task(self, task_id: int) -> dict[str, Any]:
-        return self._one(CANCEL_TASK, {"task_id": task_id})
-
-    def tasks_matching(
-        self, action: str, filters: dict[str, Any], sample: int = 10
-    ) -> tuple[int, list[dict[str, Any]]]:
-        """How many tasks `action` (retry or cancel) would take with these filters, and the first few."""
-        params = {**filters, "statuses": BULK_ACTION_STATUSES[action], "limit": sample}
-        return self._one(TASKS_MATCHING_COUNT, params)["tasks"], self._rows(TASKS_MATCHING_SAMPLE, params)
-
-    def bulk_task_action(self, action: str, filters: dict[str, Any], batch_size: int) -> Iterator[int]:
-        """retry_tasks or cancel_tasks, one committed batch at a time: yields each batch's count."""
-        while True:
-            done = self._one(BULK_TASK_ACTION[action], {**filters, "batch_size": batch_size})["tasks"]
-            yield done
-            if done < batch_size:
-                return
-
-    def retry_task(self, task_id: int) -> dict[str, Any]:
-        return self._one(RETRY_TASK, {"task_id": task_id})
-
-    def count_tasks(
-        self,
-        *,
-        role: str | None = None,
-        status: str | None = None,
-        store: int | None = None,
-        error: str | None = None,
-    ) -> int:
-        """How many tasks list_tasks pages through with these filters."""
-        return self._one(
-            COUNT_TASKS, {"role": role, "status": status, "store": store, "error": error}
-        )["tasks"]
-
-    def prune_tasks_in_batches(
-        self, older_than: str, batch_size: int, max_tasks: int | None = None
-    ) -> int:
-        """How many tasks it pruned, a transaction a batch (the connection is autocommit, as the
-        procedure's commits need); no call deadline: it runs as long as it has to."""
-        return self._one(
-            PRUNE_TASKS_IN_BATCHES,
-            {"older_than": older_than, "batch_size": batch_size, "max_tasks": max_tasks},
-            bounded=False,
-        )["pruned"]
-
-    def count_prunable_tasks(self, older_than: str) -> int:
-        return self._one(COUNT_PRUNABLE_TASKS, {"older_than": older_than}, bounded=False)["tasks"]
-
-    def apply_retention_in_batches(
-        self, max_batches: int | None = None, max_seconds: float | None = None, pause_ratio: float = 3
-    ) -> dict[str, dict[str, Any]]:
-        """Every enabled retention policy applied, a transaction a round (the connection is
-        autocommit, as the procedure's commits need): {policy: {"pruned": N, "error": ...}}; no
-        call deadline: it runs as long as it has to."""
-        return self._one(
-            APPLY_RETENTION_IN_BATCHES,
-            {"max_batches": max_batches, "max_seconds": max_seconds, "pause_ratio": pause_ratio},
-            bounded=False,
-        )["pruned"]
-
-    def count_retention(self) -> list[dict[str, Any]]:
-        """What each policy would delete now (count_retention()), deleting nothing."""
-        return self._rows(COUNT_RETENTION, bounded=False)
-
-    def retention_policies(self) -> list[dict[str, Any]]:
-        return self._rows(RETENTION_POLICIES)
-
-    def set_retention_policy(
-        self,
-        name: str,
-        *,
-        keep: str | None = None,
-        enabled: bool | None = None,
-        batch_size: int | None = None,
-        statuses: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """The policy's row as changed; InvalidInput naming an unknown policy or a bad value."""
-        return self._one(
-            SET_RETENTION_POLICY,
-            {"name": name, "keep": keep, "enabled": enabled, "batch_size": batch_size, "statuses": statuses},
-        )
-
-    def roles(self) -> list[str]:
-        """The known role names, in order."""
-        return [row["role"] for row in self._rows(ROLES)]
-
-    def role_rows(self) -> list[dict[str, Any]]:
-        """Every role's row of task_roles (its settings and pause), by name."""
-        return self._rows(ROLE_ROWS)
-
-    def create_role(self, role: str, **fields: Any) -> dict[str, Any]:
-        """create_role(role, ...) with the ROLE_FIELDS given (None: the column's default)."""
-        return self._one(*_call_with_fields("create_role", {"role": role}, fields, ROLE_FIELDS))
-
-    def update_role(self, role: str, **fields: Any) -> dict[str, Any]:
-        """update_role(role, ...): the ROLE_FIELDS given change, None keeps a value."""
-        return self._one(*_call_with_fields("update_role", {"role": role}, fields, ROLE_FIELDS))
-
     def diff_role(self, role: str, **fields: Any) -> list[dict[str, Any]]:
         """diff_role(role, ...): a row (field, in_database, declared) per ROLE_FIELD given that
         differs from the database's; InvalidInput for an unknown role."""
-        return self._rows(*_call_with_fields("diff_role", {"role": role}, fields, ROLE_FIELDS))
-
-    def remove_role(self, role: str, force: bool = False) -> dict[str, Any]:
-        """remove_role(role, force): the removed role's row; Refused while it has live tasks or
-        workers, unless `force`."""
-        return self._one(REMOVE_ROLE, {"role": role, "force": force})
-
-    def parse_interval(self, text: str) -> timedelta:
-        """`text` as PostgreSQL reads an interval ('5 min', '1 hour 30 minutes', '00:05:00');
-        InvalidInput when it cannot."""
-        return self._one(PARSE_INTERVAL, {"text": text})["value"]
-
-    def workers(self) -> list[dict[str, Any]]:
-        return self._rows(WORKERS)
-
-    # Schedules, planning, capacity and health
-
-    def tick_schedules(self) -> dict[str, Any]:
-        """{"recovered": n, "schedules": [{"schedule", "tasks", "error"}, ...]}: what the tick did."""
-        return self._one(TICK_SCHEDULES)["report"]
-
-    def schedules(self) -> list[dict[str, Any]]:
-        return self._rows(SCHEDULES)
-
-    def create_schedule(self, name: str, role: str, **fields: Any) -> dict[str, Any]:
-        """create_schedule(name, role, ...) with the SCHEDULE_FIELDS given (None: its default)."""
-        return self._one(*_call_with_fields("create_schedule", {"name": name, "role": role}, fields, SCHEDULE_FIELDS))
-
-    def update_schedule(self, name: str, **fields: Any) -> dict[str, Any]:
-        """update_schedule(name, ...): the SCHEDULE_FIELDS given change, None keeps a value."""
-        return self._one(*_call_with_fields("update_schedule", {"name": name}, fields, SCHEDULE_FIELDS))
-
-    def delete_schedule(self, name: str) -> dict[str, Any]:
-        return self._one(DELETE_SCHEDULE, {"name": name})
-
-    def trigger_schedule(self, name: str) -> dict[str, Any]:
-        return self._one(TRIGGER_SCHEDULE, {"name": name})
-
-    def worker_capacity_rows(self, role: str | None = None) -> list[dict[str, Any]]:
-        """v_worker_capacity: every role's row, or only `role`'s."""
-        if role is None:
-            return self._rows(WORKER_CAPACITY_ROWS)
-        return self._rows(WORKER_CAPACITY_ROW, {"role": role})
-
-    def task_counts(self) -> list[dict[str, Any]]:
-        return self._rows(TASK_COUNTS)
-
-    def active_workers(self) -> list[dict[str, Any]]:
-        return self._rows(ACTIVE_WORKERS)
-
-    def stuck_tasks(self) -> list[dict[str, Any]]:
-        return self._rows(STUCK_TASKS)
-
-    def xmin_horizon(self) -> list[dict[str, Any]]:
-        """v_xmin_horizon: the sessions and prepared transactions holding back vacuum, oldest first."""
-        return self._rows(XMIN_HORIZON)
-
-    def unserved_roles(self) -> list[dict[str, Any]]:
-        """unserved_roles(): the roles whose tasks are ready for over 5 minutes with no live worker."""
-        return self._rows("SELECT * FROM unserved_roles()")
-
-    def worker_capacity(self, role: str) -> dict[str, Any]:
-        """worker_capacity(role): the autoscaler's document; InvalidInput for an unknown role."""
-        return self._one(WORKER_CAPACITY, {"role": role})["capacity"]
-
-    def task_throughput(self, hours: int) -> list[dict[str, Any]]:
-        """task_throughput(hours): per hour and role, completions and failed attempts."""
-        return self._rows(TASK_THROUGHPUT, {"hours": hours})
-
-    def platforms(self) -> list[dict[str, Any]]:
-        """v_platforms: each platform's rate limit and circuit, by name."""
-        return self._rows(PLATFORMS)
-
-    def platform_events(self, limit: int) -> list[dict[str, Any]]:
-        """The circuit breakers' last `limit` openings and closings, newest first."""
-        return self._rows(PLATFORM_EVENTS, {"limit": limit})
-
-    def health_checks(
-        self, max_tick_age: str | None = None, max_snapshot_age: str | None = None
-    ) -> list[dict[str, Any]]:
-        """taskpool_health(): {"check_name", "status", "detail", "action"} per check, in order.
-
-        The ages are PostgreSQL intervals; None takes the function's default."""
-        return self._rows(
-            HEALTH_CHECKS, {"max_tick_age": max_tick_age, "max_snapshot_age": max_snapshot_age}
-        )
-
-    def pause_role(self, role: str, reason: str | None = None) -> dict[str, Any]:
-        """pause_role(role, reason): the role's row (role, paused_at, paused_by, pause_reason);
-        a paused role keeps its first pause. InvalidInput for an unknown role."""
-        return self._one(PAUSE_ROLE, {"role": role, "reason": reason})
-
-    def resume_role(self, role: str) -> dict[str, Any]:
-        """resume_role(role): the role's row, its pause cleared. InvalidInput for an unknown role."""
-        return self._one(RESUME_ROLE, {"role": role})
-
-    def disable_platform(self, platform: str, reason: str | None = None) -> dict[str, Any]:
-        """disable_platform(platform, reason): the platform's governance row (platform, enabled,
-        disabled_at, disabled_by, disable_reason). InvalidInput for a platform nothing names."""
-        return self._one(DISABLE_PLATFORM, {"platform": platform, "reason": reason})
-
-    def enable_platform(self, platform: str) -> dict[str, Any]:
-        """enable_platform(platform): the platform's governance row, enabled."""
-        return self._one(ENABLE_PLATFORM, {"platform": platform})
+        return self._rows(*call_with_fields("diff_role", {"role": role}, fields, ROLE_FIELDS))
 
     # Stores and platform governance, and transactions: what handlers build on
 
@@ -1232,7 +748,7 @@ def listen_query(channel: str) -> sql.Composed:
     return sql.SQL("LISTEN {}").format(sql.Identifier(channel))
 
 
-def _call_with_fields(
+def call_with_fields(
     function: str, keys: dict[str, str], fields: dict[str, Any], types: dict[str, str]
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """A call of `function` with the keys (text), then each field given (not None) by name, cast

@@ -22,13 +22,13 @@ the type of its payload, which the handler then receives as a second argument:
 
 `pyworker roles sync --handlers myapp.tasks` applies the declarations to the database (a setting
 not named is not declared: a new role takes its default, an existing one keeps its value), and a
-starting worker compares them with the database's (pyworker/roles.py, docs/worker.md). Raise PermanentError to fail
+starting worker compares them with the database's (pyworker/admin/roles.py, docs/worker.md). Raise PermanentError to fail
 the task now, Snooze(seconds) to put it back without spending a retry; any other exception is
 retried with the role's backoff. `task.abort` fires when the attempt must stop (cancelled, lost,
 timed out, shutdown): a long handler should poll it (`task.abort.fired`) or wait on it.
 
 A role can instead be bound to an external command (`command(role, argv)`, or `--command`):
-pyworker/command_protocol.py runs it, as docs/commands.md describes. This module never imports
+pyworker/contrib/commands.py runs it, as docs/commands.md describes. This module never imports
 the protocol (which imports this one): it finds the protocol's handler class through the
 `pyworker.command_protocol` entry point, so that the dependency goes one way only.
 """
@@ -48,7 +48,7 @@ from importlib.metadata import entry_points
 from typing import Any, Literal, TypeVar
 
 from pyworker import payloads
-from pyworker.db import Task
+from pyworker.task import Task
 from pyworker.errors import ConfigurationError, PermanentError
 
 Handler = Callable[[Task], Any]

@@ -14,12 +14,14 @@ import queue
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from pyworker import handlers
 from pyworker.attempts import Outcome, decide, describe, error_data_of
 from pyworker.config import WorkerConfig
-from pyworker.db import Database, JsonText, Task
+from pyworker.db import Database, JsonText
+from pyworker.task import Task
 from pyworker.errors import TaskLost, TaskpoolError
 from pyworker.logs import event
 from pyworker.metrics import WorkerMetrics
@@ -41,14 +43,14 @@ Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
 class OutcomeRecorder:
     """Records the outcomes of one worker's attempts. `held`: the worker's tasks from claim to
     recorded outcome, shared with the worker; each is dropped from it once its outcome is
-    recorded (or lost). `run_timeouts`: each role's, for the message of a timed-out attempt."""
+    recorded (or lost). `run_timeout_of(role)`: the role's, for the message of a timed-out attempt."""
 
     def __init__(
         self,
         config: WorkerConfig,
         db: Database,
         held: dict[int, Task],
-        run_timeouts: dict[str, float],
+        run_timeout_of: Callable[[str], float],
         doorbell: Doorbell,
         metrics: WorkerMetrics,
     ) -> None:
@@ -56,7 +58,7 @@ class OutcomeRecorder:
         self.db = db
         self.metrics = metrics
         self._held = held
-        self.run_timeouts = run_timeouts
+        self.run_timeout_of = run_timeout_of
         self._doorbell = doorbell
         # Successes waiting to be handed to the thread, since when the first of them waits, and
         # the batches handed over (None ends the thread).
@@ -88,7 +90,7 @@ class OutcomeRecorder:
         """
         duration = outcome.duration
         try:
-            decision = decide(task, outcome, self.run_timeouts[task.role])
+            decision = decide(task, outcome, self.run_timeout_of(task.role))
             if decision.kind == "released":
                 self.release([task], duration=duration)
             elif decision.kind == "lost":

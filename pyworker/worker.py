@@ -42,7 +42,7 @@ import signal
 import socket
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -63,7 +63,6 @@ from pyworker.environment import RENAMED
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
-    Task,
     UnreadableJson,
     listen_query,
     require_writable,
@@ -101,6 +100,7 @@ from pyworker.attempts import (
 )
 from pyworker.metrics import LISTENER_STATES, ProbeServer, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
+from pyworker.task import Task
 from pyworker.runtime import (
     BACKOFF_MAX,
     Backoff,
@@ -199,6 +199,37 @@ class ListenerState:
             self._state = ("reconnecting", time.monotonic(), time.time())
 
 
+@dataclass
+class RoleState:
+    """What the worker knows and counts of one of its roles. The main thread changes it, except
+    next_recovery (the heartbeat thread's) and notified (set by the listener thread too)."""
+
+    # How many of its tasks run at once at most (its --role ROLE=N share).
+    share: int
+    # Its run timeout and stale threshold, from register_worker.
+    run_timeout: float = 3600.0
+    stale_threshold: float | None = None
+    # When the heartbeat thread next asks to recover its stale tasks (time.monotonic()).
+    next_recovery: float = 0.0
+    # How many of the tasks the worker holds wait for a slot, and run.
+    waiting: int = 0
+    running: int = 0
+    # Whether its handler is async (asked once, at its first task).
+    is_async: bool | None = None
+    # Its last claim found nothing: claim again on a notification for the role (notified) or
+    # after the poll interval (next_poll).
+    idle: bool = False
+    next_poll: float = 0.0
+    notified: bool = False
+    # Whether the worker held tasks when it last claimed for it (drain mode: their outcomes,
+    # once recorded, may have made tasks ready, so an empty claim then does not end the drain).
+    held_at_claim: bool = False
+
+    @property
+    def held(self) -> int:
+        return self.waiting + self.running
+
+
 class Worker:
     def __init__(
         self,
@@ -234,19 +265,12 @@ class Worker:
         )
         self.host = socket.gethostname()
         self.roles = config.role_names
-        # Each role's run timeout (from register_worker); with one for all, the attempts' run
-        # deadlines come in the order they began.
-        self.run_timeouts: dict[str, float] = dict.fromkeys(self.roles, 3600.0)
+        self._role_states = {role: RoleState(share=config.share(role)) for role in self.roles}
+        # With one run timeout for all roles, the attempts' run deadlines come in the order they began.
         self._one_run_timeout = True
-        # Each role's stale threshold (from register_worker), and when the heartbeat thread next
-        # asks to recover the role's stale tasks (time.monotonic()).
-        self._stale_thresholds: dict[str, float] = {}
-        self._next_recovery: dict[str, float] = {}
         # How many tasks the worker holds at most: --concurrency running, and with a larger
         # --prefetch the rest claimed ahead, waiting their turn.
         self.capacity = max(config.concurrency, config.prefetch)
-        # How many of each role's tasks run at once at most (its --role ROLE=N share).
-        self._shares = {role: config.share(role) for role in self.roles}
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
         # Set to heartbeat now rather than at the next interval (a notification that a held task
@@ -262,12 +286,11 @@ class Worker:
         self._waiting_ids: set[int] = set()
         self._running: dict[int, Attempt] = {}
         self._winding_down: dict[int, Attempt] = {}
-        # How many of those waiting and running are of each role.
-        self._waiting_by_role: Counter[str] = Counter()
-        self._running_by_role: Counter[str] = Counter()
-        self._recorder = OutcomeRecorder(config, self.db, self._held, self.run_timeouts, self._doorbell, self.metrics)
-        for role in self.roles:
-            self.metrics.in_flight.labels(role).set_function(lambda role=role: self._running_by_role[role])
+        self._recorder = OutcomeRecorder(
+            config, self.db, self._held, self._run_timeout_of, self._doorbell, self.metrics
+        )
+        for role, role_state in self._role_states.items():
+            self.metrics.in_flight.labels(role).set_function(lambda role_state=role_state: role_state.running)
         self._listener = ListenerState(enabled=config.listen_url is not None and not until_empty)
         for state in LISTENER_STATES:
             self.metrics.listener_state.labels(state).set_function(lambda state=state: self._listener.state == state)
@@ -287,7 +310,6 @@ class Worker:
             pooled=config.pooled,
         )
         self._event_loop: EventLoopThread | None = None
-        self._async_roles: dict[str, bool] = {}
         # Loops replaced because a handler blocked them, while their thread lives; the loops the
         # watchdogs report blocked (for the main thread); the sync attempts ended while their
         # handler still runs, each holding a pool thread until it returns.
@@ -303,15 +325,6 @@ class Worker:
         self._claim_retry_at: float | None = None
         self.metrics.event_loop_lag.set_function(self._event_loop_lag)
         self.metrics.abandoned_threads.set_function(self._abandoned_threads)
-        # Per role: the last claim found nothing, so claim again on a notification for the role
-        # (set by the listener thread) or after the poll interval.
-        self._idle = dict.fromkeys(self.roles, False)
-        self._next_poll = dict.fromkeys(self.roles, 0.0)
-        self._notified = dict.fromkeys(self.roles, False)
-        # Per role: whether the worker held tasks when it last claimed it (drain mode: their
-        # outcomes, once recorded, may have made tasks ready, so an empty claim then does not
-        # end the drain).
-        self._held_at_claim = dict.fromkeys(self.roles, False)
         # Where the next round of claims starts: each role in turn goes first.
         self._claim_turn = 0
         # Whether the worker has somewhere to LISTEN (not pooled without a listen URL): only then
@@ -517,9 +530,10 @@ class Worker:
             self._deregister()
             raise
         for registration in registrations:
-            self.run_timeouts[registration["role"]] = registration["run_timeout"].total_seconds()
-            self._stale_thresholds[registration["role"]] = registration["stale_threshold"].total_seconds()
-        self._one_run_timeout = len(set(self.run_timeouts.values())) == 1
+            state = self._role_states[registration["role"]]
+            state.run_timeout = registration["run_timeout"].total_seconds()
+            state.stale_threshold = registration["stale_threshold"].total_seconds()
+        self._one_run_timeout = len({state.run_timeout for state in self._role_states.values()}) == 1
         if len(self.roles) == 1:
             log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
         else:
@@ -673,7 +687,7 @@ class Worker:
                 # Drained: nothing in flight, and a claim made with nothing in flight found
                 # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
                 # snooze due now) may have made tasks ready: claim again at once.
-                if all(self._idle.values()) and not any(self._held_at_claim.values()):
+                if all(state.idle and not state.held_at_claim for state in self._role_states.values()):
                     break
                 self._notify(self.roles)
                 continue
@@ -686,8 +700,12 @@ class Worker:
         waiting = list(self._waiting)
         self._waiting.clear()
         self._waiting_ids.clear()
-        self._waiting_by_role.clear()
+        for state in self._role_states.values():
+            state.waiting = 0
         self._recorder.release(waiting, because=because)
+
+    def _run_timeout_of(self, role: str) -> float:
+        return self._role_states[role].run_timeout
 
     @property
     def _claiming_paused(self) -> bool:
@@ -725,9 +743,9 @@ class Worker:
         recorded yet leave room to claim; none while claiming is paused (_check_threads)."""
         if self._claiming_paused:
             return 0
-        held = self._running_by_role[role] + self._waiting_by_role[role]
+        state = self._role_states[role]
         return min(
-            self._shares[role] - held,
+            state.share - state.held,
             self.config.concurrency - len(self._running) - len(self._waiting),
             self._unrecorded_room(),
         )
@@ -751,7 +769,8 @@ class Worker:
         came, or it is time to poll."""
         if self._free_slots(role) <= 0 or self._claims_deferred(now):
             return False
-        return not self._idle[role] or self._notified[role] or now >= self._next_poll[role]
+        state = self._role_states[role]
+        return not state.idle or state.notified or now >= state.next_poll
 
     def _claims_deferred(self, now: float) -> bool:
         """The last claim found the database away or read-only, and its backoff runs on."""
@@ -775,12 +794,12 @@ class Worker:
         """Claim what the role's free slots (or the prefetch) take; marked waiting for the role
         when none of its tasks is ready."""
         config = self.config
-        self._notified[role] = False
-        self._held_at_claim[role] = bool(self._held)
+        state = self._role_states[role]
+        state.notified = False
+        state.held_at_claim = bool(self._held)
         # The free slots, or with a larger --prefetch as many more as it holds.
-        held = self._running_by_role[role] + self._waiting_by_role[role]
         want = min(
-            max(self._shares[role], config.prefetch) - held,
+            max(state.share, config.prefetch) - state.held,
             self.capacity - len(self._running) - len(self._waiting),
             self._unrecorded_room(),
         )
@@ -806,9 +825,9 @@ class Worker:
         if not tasks and self._wakeable and self._mark_waiting(role):
             # A task committed just before the mark found no one waiting: look once more.
             tasks = claim() or []
-        self._idle[role] = not tasks
+        state.idle = not tasks
         if not tasks:
-            self._next_poll[role] = time.monotonic() + config.poll_interval
+            state.next_poll = time.monotonic() + config.poll_interval
         return tasks
 
     def _mark_waiting(self, role: str) -> bool:
@@ -827,7 +846,7 @@ class Worker:
             self._held[task.id] = task
             self._waiting.append(task)
             self._waiting_ids.add(task.id)
-            self._waiting_by_role[task.role] += 1
+            self._role_states[task.role].waiting += 1
         if len(tasks) == 1:
             self._log_claimed(tasks[0])
         else:
@@ -859,11 +878,12 @@ class Worker:
         blocked: list[Task] = []
         while self._waiting and len(self._running) < self.config.concurrency and not self._claiming_paused:
             task = self._waiting.popleft()
-            if self._running_by_role[task.role] >= self._shares[task.role]:
+            state = self._role_states[task.role]
+            if state.running >= state.share:
                 blocked.append(task)
                 continue
             self._waiting_ids.discard(task.id)
-            self._waiting_by_role[task.role] -= 1
+            state.waiting -= 1
             self._begin(task, now)
         self._waiting.extendleft(reversed(blocked))
 
@@ -877,10 +897,11 @@ class Worker:
             # No handler can be given it, and no retry reads it better.
             self._decided(task, Outcome(refused=f"the payload cannot be read: {task.payload.reason}", duration=0.0))
             return
-        attempt = Attempt(task, now, now + self.run_timeouts[task.role])
+        state = self._role_states[task.role]
+        attempt = Attempt(task, now, now + state.run_timeout)
         task.lease = self._connections.lease()
         self._running[task.id] = attempt
-        self._running_by_role[task.role] += 1
+        state.running += 1
         is_async = self._is_async(task.role)
         try:
             if not is_async:
@@ -907,10 +928,10 @@ class Worker:
             attempt.future.add_done_callback(lambda future: self._async_done(attempt, future))
 
     def _is_async(self, role: str) -> bool:
-        answer = self._async_roles.get(role)
-        if answer is None:
-            answer = self._async_roles[role] = is_async_handler(self.registry.get(role))
-        return answer
+        state = self._role_states[role]
+        if state.is_async is None:
+            state.is_async = is_async_handler(self.registry.get(role))
+        return state.is_async
 
     def _attempt(self, attempt: Attempt) -> None:
         """Run a sync handler through the middlewares (in a pool thread); queue its outcome."""
@@ -1044,7 +1065,7 @@ class Worker:
             log.warning(
                 "Task %s passed its run timeout of %.0f s: aborting it",
                 attempt.task.id,
-                self.run_timeouts[attempt.task.role],
+                self._run_timeout_of(attempt.task.role),
                 extra=event("task_timed_out", task_id=attempt.task.id),
             )
             attempt.task.abort.fire("timeout")
@@ -1082,9 +1103,9 @@ class Worker:
             if not self._grace_over:
                 deadlines.append(self._stop_requested_at + self.config.shutdown_grace)
         else:
-            for role in self.roles:
+            for role, state in self._role_states.items():
                 if self._free_slots(role) > 0:
-                    deadlines.append(self._next_poll[role] if self._idle[role] else now + self.config.poll_interval)
+                    deadlines.append(state.next_poll if state.idle else now + self.config.poll_interval)
         return max(0.0, min(deadlines, default=now + self.config.poll_interval) - now)
 
     def _end(self, attempt: Attempt, outcome: Outcome, now: float) -> None:
@@ -1099,7 +1120,7 @@ class Worker:
         """The attempt no longer runs: how long it ran."""
         task = attempt.task
         del self._running[task.id]
-        self._running_by_role[task.role] -= 1
+        self._role_states[task.role].running -= 1
         self._winding_down.pop(task.id, None)
         duration = now - attempt.started
         self.metrics.ran(task.role, duration)
@@ -1199,10 +1220,11 @@ class Worker:
         interval; the others' calls return at once. Never on the claim path: this is the
         heartbeat thread."""
         now = time.monotonic()
-        for role, stale_threshold in self._stale_thresholds.items():
-            if now < self._next_recovery.get(role, 0.0):
+        for role, state in self._role_states.items():
+            stale_threshold = state.stale_threshold
+            if stale_threshold is None or now < state.next_recovery:
                 continue
-            self._next_recovery[role] = now + stale_threshold / 2
+            state.next_recovery = now + stale_threshold / 2
             recovered = db.recover_stale_tasks_of_role(role)
             if recovered:
                 log.info(
@@ -1264,7 +1286,7 @@ class Worker:
                                 continue
                             # The payload names the role whose tasks are ready.
                             role = notification.payload
-                            self._notify((role,) if role in self._notified else self.roles)
+                            self._notify((role,) if role in self._role_states else self.roles)
                         # At once when a call of another connection to the server was cut.
                         suspect = deadline is not None and deadline.suspect
                         if suspect or time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
@@ -1298,7 +1320,7 @@ class Worker:
     def _notify(self, roles: tuple[str, ...]) -> None:
         """Claim the roles' tasks again at once (called from the listener thread)."""
         for role in roles:
-            self._notified[role] = True
+            self._role_states[role].notified = True
         self._doorbell.ring()
 
 
@@ -1375,7 +1397,7 @@ def drain(
         finally:
             timer.cancel()
         if worker.stopping:
-            busy = ", ".join(repr(role) for role in worker.roles if not worker._idle[role])
+            busy = ", ".join(repr(role) for role, state in worker._role_states.items() if not state.idle)
             raise DrainTimeout(
                 f"drain: the queue was not empty after {timeout:g} s"
                 + (f" (role {busy} still had work)" if busy else "")

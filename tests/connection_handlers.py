@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import Aborted, handler
 
 INSERT_EVENT = "INSERT INTO conn_events (task_id, role, pid) VALUES (%s, %s, pg_backend_pid())"

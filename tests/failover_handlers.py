@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import Aborted, handler
 
 STEP_SECONDS = 0.05

@@ -12,7 +12,7 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any, NoReturn
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.errors import Snooze
 from pyworker.handlers import handler
 

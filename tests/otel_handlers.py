@@ -1,5 +1,5 @@
 """Handlers for tests/test_otel.py's worker process: an OpenTelemetry SDK whose spans go, one JSON
-line each, to the file OTEL_SPANS_FILE names, and pyworker.otel instrumenting the registry."""
+line each, to the file OTEL_SPANS_FILE names, and pyworker.contrib.otel instrumenting the registry."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from pyworker import otel
-from pyworker.db import Task
+from pyworker.contrib import otel
+from pyworker import Task
 from pyworker.handlers import Completion, handler
 
 

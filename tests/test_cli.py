@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import click
 import pytest
 from click.testing import CliRunner, Result
 
 from core_fixtures import real_clock
 from worker_support import Run, run_json
 
-from pyworker import cli, output
+from pyworker.admin import cli, output
+from pyworker.admin.cli import tasks as task_commands
 from pyworker.environment import RENAMED
 from pyworker.errors import ConfigurationError, SchemaMissing
 
@@ -111,8 +113,10 @@ def test_version() -> None:
 
 
 def test_every_command_has_help_text() -> None:
-    for name, command in cli.main.commands.items():
-        assert command.help, f"{name} has no help text"
+    ctx = click.Context(cli.main)
+    for name in cli.main.list_commands(ctx):
+        command = cli.main.get_command(ctx, name)
+        assert command is not None and command.help, f"{name} has no help text"
 
 
 def test_an_unreachable_database_exits_1_with_the_reason() -> None:
@@ -145,7 +149,11 @@ def command_paths(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[st
 
 
 def test_every_command_shows_the_global_options_in_its_help() -> None:
-    cli.main.load_plugins()  # the installed packages' commands too (the crawler's, in .venv)
+    # Every command loaded: the operator's (by noun, on first use) and the installed packages'
+    # (the crawler's, in .venv).
+    ctx = click.Context(cli.main)
+    for name in cli.main.list_commands(ctx):
+        cli.main.get_command(ctx, name)
     paths = list(command_paths(cli.main))
     assert ("schedules", "update") in paths
     for path in paths:
@@ -176,7 +184,7 @@ def test_global_options_are_taken_after_the_command(run: Run, db_url: str) -> No
 
 @pytest.fixture
 def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    """pyworker.worker and pyworker.supervisor whose run functions record their arguments and return `code`."""
+    """pyworker.worker and pyworker.admin.supervisor whose run functions record their arguments and return `code`."""
     calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
     module = types.ModuleType("pyworker.worker")
 
@@ -192,10 +200,10 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         return calls.code
 
     module.run_worker = run_worker
-    supervisor = types.ModuleType("pyworker.supervisor")
+    supervisor = types.ModuleType("pyworker.admin.supervisor")
     supervisor.run_workers = run_workers
     monkeypatch.setitem(sys.modules, "pyworker.worker", module)
-    monkeypatch.setitem(sys.modules, "pyworker.supervisor", supervisor)
+    monkeypatch.setitem(sys.modules, "pyworker.admin.supervisor", supervisor)
     return calls
 
 
@@ -601,7 +609,7 @@ def test_a_refused_spec_names_its_line_and_enqueues_nothing(
 def test_a_refused_spec_in_a_later_batch_says_what_went_in(
     run: Run, conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "ENQUEUE_BATCH", 2)
+    monkeypatch.setattr(task_commands, "ENQUEUE_BATCH", 2)
     good, bad = '{"role": "store_discovery"}\n', '{"role": "store_discovery", "prio": 1}\n'
     lines = good * 3 + bad
     result = run("enqueue", "--file", "-", input=lines)

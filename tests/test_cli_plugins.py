@@ -15,8 +15,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from pyworker.cli import COMMANDS_ENTRY_POINT_GROUP
-from pyworker.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
+from pyworker.admin.cli import COMMANDS_ENTRY_POINT_GROUP
+from pyworker.contrib.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
+from pyworker.testing.database import SCHEMAS_ENTRY_POINT_GROUP
 
 CORE_COMMANDS = ("enqueue", "list", "health", "schedules", "schema", "cron", "version")
 CRAWLER_COMMANDS = ("payloads", "resync", "simulator", "stores")
@@ -71,14 +72,15 @@ except ModuleNotFoundError:
     pass
 else:
     raise SystemExit("the crawler is still importable")
-assert not entry_points(group="pyworker.commands"), list(entry_points(group="pyworker.commands"))
+# pyworker's own (the dashboard, of its extra) and no other.
+assert {ep.value for ep in entry_points(group="pyworker.commands")} == {"pyworker.contrib.dashboard_command:dashboard"}
 import pyworker
 for module in pkgutil.walk_packages(pyworker.__path__, "pyworker."):
     if module.name != "pyworker.__main__":
         importlib.import_module(module.name)
 from pyworker import handlers
 handlers.load([])
-from pyworker.cli import main
+from pyworker.admin.cli import main
 try:
     main(["--help"], prog_name="pyworker")
 finally:
@@ -98,7 +100,7 @@ def test_a_package_s_command_shows_in_help_and_runs_with_the_global_options(tmp_
     site = site_without_the_crawler(tmp_path)
     hello = (
         "import click\n"
-        "from pyworker.cli import Settings, pass_settings\n"
+        "from pyworker.admin.cli import Settings, pass_settings\n"
         "@click.command()\n"
         "@pass_settings\n"
         "def hello(settings: Settings) -> None:\n"
@@ -106,10 +108,10 @@ def test_a_package_s_command_shows_in_help_and_runs_with_the_global_options(tmp_
         '    click.echo(f"hello, wide={settings.wide}")\n'
     )
     fake_distribution(site, "acme-commands", {"acme_commands": hello}, {"hello": "acme_commands:hello"})
-    shown = python("from pyworker.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
+    shown = python("from pyworker.admin.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "hello          Say hello from a plug-in." in shown.stdout
-    ran = python("from pyworker.cli import main\nmain(['hello', '--wide'], prog_name='pyworker')", site, tmp_path)
+    ran = python("from pyworker.admin.cli import main\nmain(['hello', '--wide'], prog_name='pyworker')", site, tmp_path)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "hello, wide=True\n", "")
 
 
@@ -125,7 +127,7 @@ def test_a_broken_plug_in_is_named_and_the_core_commands_still_run(tmp_path: Pat
             "list": "acme_not_a_command:hello",
         },
     )
-    shown = python("from pyworker.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
+    shown = python("from pyworker.admin.cli import main\nmain(['--help'], prog_name='pyworker')", site, tmp_path)
     assert shown.returncode == 0, shown.stderr
     commands = shown.stdout.split("Commands:")[1].split()
     assert all(command in commands for command in CORE_COMMANDS)
@@ -140,12 +142,12 @@ def test_a_broken_plug_in_is_named_and_the_core_commands_still_run(tmp_path: Pat
     assert "'answer'" in warnings[1] and "it names an object of type int, not a click command" in warnings[1]
     assert "'list'" in warnings[2] and "pyworker has a command 'list' already" in warnings[2]
 
-    ran = python("from pyworker.cli import main\nmain(['broken'], prog_name='pyworker')", site, tmp_path)
+    ran = python("from pyworker.admin.cli import main\nmain(['broken'], prog_name='pyworker')", site, tmp_path)
     assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
     assert "the command plug-in 'broken' (acme_broken:command, from acme-broken 1.0" in ran.stderr
 
     # The core's own command of that name is untouched.
-    core = python("from pyworker.cli import main\nmain(['list', '--help'], prog_name='pyworker')", site, tmp_path)
+    core = python("from pyworker.admin.cli import main\nmain(['list', '--help'], prog_name='pyworker')", site, tmp_path)
     assert core.returncode == 0 and "List tasks, newest first" in core.stdout, core.stderr
 
 
@@ -156,7 +158,7 @@ def test_a_dashboard_plugin_adds_its_pages_and_one_that_cannot_is_named(tmp_path
     pages = """
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
-from pyworker.dashboard import DashboardPages
+from pyworker.contrib.dashboard import DashboardPages
 
 def hello(request):
     return PlainTextResponse("hello")
@@ -174,7 +176,7 @@ NOT_PAGES = 42
         group=DASHBOARD_ENTRY_POINT_GROUP,
     )
     code = """
-from pyworker.dashboard import create_app
+from pyworker.contrib.dashboard import create_app
 app = create_app("postgresql://nowhere.invalid/taskpool")
 print("menu:", [label for label, _ in app.state.menu])
 print("paths:", sorted(route.path for route in app.routes if route.path in ("/hello", "/tasks")))
@@ -192,3 +194,30 @@ for problem in sorted(app.state.broken_plugins):
     assert broken[0].endswith("the dashboard has /tasks already")
     assert "'gone'" in broken[1] and "ModuleNotFoundError: No module named 'acme_missing'" in broken[1]
     assert "'wrong'" in broken[2] and broken[2].endswith("it names an object of type int, not a DashboardPages")
+
+
+def test_a_package_s_sqitch_project_is_found_through_its_entry_point(tmp_path: Path) -> None:
+    """The `pyworker.schemas` entry points: the test databases deploy each project they name
+    after the core's; one that cannot be found is named, with why."""
+    site = site_without_the_crawler(tmp_path)
+    project = tmp_path / "acme_sqitch"
+    project.mkdir()
+    (project / "sqitch.plan").write_text("%syntax-version=1.0.0\n%project=acme\n\n")
+    fake_distribution(
+        site, "acme-schema", {"acme_schema": f"def project():\n    return {str(project)!r}\n"},
+        {"acme": "acme_schema:project"}, group=SCHEMAS_ENTRY_POINT_GROUP,
+    )
+    code = (
+        "from pyworker.testing.database import TestDatabaseError, plugin_projects\n"
+        "try:\n    print([str(found) for found in plugin_projects()])\n"
+        "except TestDatabaseError as error:\n    print(error)\n"
+    )
+    assert python(code, site, tmp_path).stdout == f"[{str(project)!r}]\n"
+    fake_distribution(
+        site, "gone-schema", {"gone_schema": "def project():\n    raise FileNotFoundError('no sqitch.plan here')\n"},
+        {"gone": "gone_schema:project"}, group=SCHEMAS_ENTRY_POINT_GROUP,
+    )
+    assert python(code, site, tmp_path).stdout == (
+        "the Sqitch project of 'gone' (gone_schema:project, entry point group pyworker.schemas)"
+        " cannot be found: no sqitch.plan here\n"
+    )

@@ -20,7 +20,7 @@ from core_fixtures import database_url, url_for_database
 from psycopg.rows import dict_row
 from worker_support import Run, cli_runner_for, run_json, wait_for
 
-from pyworker import cron
+from pyworker.admin import cron
 from pyworker.db import Database
 
 
@@ -240,7 +240,7 @@ def test_install_in_pg_cron_s_own_database(cron_db: str, cron_conn: psycopg.Conn
 def fake_placement(
     monkeypatch: pytest.MonkeyPatch, cron_database: str | None, *, cron_has_extension: bool
 ) -> None:
-    """pyworker.cron.placement as on a server where the taskpool database has no `cron` schema,
+    """pyworker.admin.cron.placement as on a server where the taskpool database has no `cron` schema,
     cron.database_name is `cron_database`, and that database has the extension or not."""
 
     def placement(db: Database) -> dict[str, Any]:

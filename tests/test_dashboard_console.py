@@ -22,12 +22,12 @@ import pytest
 from psycopg.types.json import Jsonb
 from starlette.testclient import TestClient
 
-import pyworker.dashboard
-from pyworker.dashboard.app import HTMX_FILE, create_app
+import pyworker.contrib.dashboard
+from pyworker.contrib.dashboard.app import HTMX_FILE, create_app
 
 TOKEN = "dashboard-console-" + secrets.token_hex(8)
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-VENDOR = Path(pyworker.dashboard.__file__).parent / "static" / "vendor"
+VENDOR = Path(pyworker.contrib.dashboard.__file__).parent / "static" / "vendor"
 # htmx.min.js 2.0.11 as the npm package htmx.org ships it.
 HTMX_SHA256 = "d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717"
 

@@ -27,8 +27,8 @@ from testkit import databases
 from worker_support import make_stores
 
 from core_fixtures import COPY_PREFIX, database_url
-from pyworker.dashboard.app import create_app
-from pyworker.db import SCHEDULE_FIELDS
+from pyworker.contrib.dashboard.app import create_app
+from pyworker.admin.queries import SCHEDULE_FIELDS
 
 TOKEN = "dashboard-security-" + secrets.token_hex(8)
 SCHEDULE = "night/../../platforms/calm?x#y"

@@ -16,7 +16,7 @@ from core_fixtures import database_url, libpq_env
 from psycopg.conninfo import conninfo_to_dict
 from testkit.env import project_cluster_url
 
-from pyworker import cli
+from pyworker.admin import cli
 from pyworker.config import default_database_url
 
 PROJECT_CLUSTER = {"host": "127.0.0.1", "port": "55432", "user": "postgres", "dbname": "taskpool"}

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from worker_support import Run, Workers, enqueue, task_row, wait_for_execution
 
-from pyworker import cli
+from pyworker.admin import cli
 
 
 CHECKS = [

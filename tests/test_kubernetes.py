@@ -30,7 +30,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from worker_support import make_stores
 
-from pyworker import __version__, cli
+from pyworker import __version__
+from pyworker.admin import cli
 
 KUBERNETES = REPO_ROOT / "kubernetes"
 BASE = KUBERNETES / "base"

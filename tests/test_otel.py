@@ -1,4 +1,4 @@
-"""pyworker.otel: a span per attempt, a child of the trace that enqueued the task, with the role,
+"""pyworker.contrib.otel: a span per attempt, a child of the trace that enqueued the task, with the role,
 task id, attempt and outcome; follow-ups carry the attempt's trace. In-process, through a
 Registry and the OpenTelemetry SDK's in-memory exporter.
 """
@@ -17,9 +17,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from pyworker import Client, otel, testing
+from pyworker import Client, testing
+from pyworker.contrib import otel
 from pyworker import client as client_module
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.errors import PermanentError, Snooze
 from pyworker.handlers import Completion, Registry
 from worker_support import Workers, fetch_one, wait_for, wait_for_status

@@ -36,7 +36,7 @@ from core_fixtures import (
     url_for_database,
 )
 from psycopg import sql
-from pyworker.schema import Deployer, Plan, SchemaRefused
+from pyworker.admin.schema import Deployer, Plan, SchemaRefused
 
 # One pytest-xdist worker runs the whole module (make test-py: --dist loadgroup), so that the
 # wheel is built and installed once (module fixtures).
@@ -211,7 +211,7 @@ def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert wheel.name.startswith("taskpool_pg-")
     assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator", "taskpool_crawler"))]
-    assert {"pyworker/py.typed", "pyworker/schema.py", "pyworker/sqitch_registry.sql",
+    assert {"pyworker/py.typed", "pyworker/admin/schema.py", "pyworker/admin/sqitch_registry.sql",
             "pyworker/sqitch/sqitch.plan", "pyworker/sqitch/registry/split_crawler.sql"} <= names
     # Every script the checkout's plan has, the wheel has, byte for byte where it matters: the
     # deploy scripts' hashes are the registry's script_hash.
@@ -458,11 +458,11 @@ def test_the_wheel_carries_the_dashboard_which_names_its_extra_when_missing(
     wheel: Path, installed: Path, empty_database: str
 ) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    assert "pyworker/dashboard/templates/overview.html" in names
-    assert "pyworker/dashboard/static/dashboard.css" in names
+    assert "pyworker/contrib/dashboard/templates/overview.html" in names
+    assert "pyworker/contrib/dashboard/static/dashboard.css" in names
     # The live refresh: the vendored htmx with its license, and its guard.
-    assert {"pyworker/dashboard/static/vendor/htmx-2.0.11.min.js", "pyworker/dashboard/static/vendor/htmx-LICENSE.txt",
-            "pyworker/dashboard/static/live.js", "pyworker/dashboard/templates/confirm.html"} <= set(names)
+    assert {"pyworker/contrib/dashboard/static/vendor/htmx-2.0.11.min.js", "pyworker/contrib/dashboard/static/vendor/htmx-LICENSE.txt",
+            "pyworker/contrib/dashboard/static/live.js", "pyworker/contrib/dashboard/templates/confirm.html"} <= set(names)
     # Installed without the extra: the command says how to get it, and serves nothing.
     result = run_installed(installed, empty_database, "dashboard", check=False)
     assert result.returncode == 1, result.stdout + result.stderr

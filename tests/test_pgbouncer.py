@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from core_fixtures import database_url
 from pyworker.client import AsyncClient, Client
-from pyworker.db import Database
+from pyworker.admin.queries import AdminDatabase
 from pyworker.errors import TaskpoolError
 from testkit.pgbouncer import PgBouncer
 from worker_support import (
@@ -69,7 +69,7 @@ def test_a_statement_prepared_through_pgbouncer_breaks_another_client_unless_poo
     # last one freed). psycopg prepares a statement on its sixth run, named _pg3_0 by each
     # connection: the second client's _pg3_0 collides with the first's on that server connection.
     def run_each(pooled: bool) -> None:
-        first, second = (Database(pooled_url, pooled=pooled) for _ in range(2))
+        first, second = (AdminDatabase(pooled_url, pooled=pooled) for _ in range(2))
         try:
             for _ in range(8):
                 first.counts()

@@ -237,7 +237,7 @@ def test_the_dashboard_answers_503_on_a_standby(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from pyworker.dashboard.app import create_app
+    from pyworker.contrib.dashboard.app import create_app
 
     with TestClient(create_app(replica.url_for(db_url))) as browser:
         answer = browser.get("/api/tasks/counts")

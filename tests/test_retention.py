@@ -12,7 +12,7 @@ import pytest
 from core_fixtures import real_clock
 from worker_support import Run, run_json
 
-from pyworker.scheduler import log_report
+from pyworker.admin.scheduler import log_report
 
 
 def finished_task(conn: psycopg.Connection, status: str) -> int:

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from core_fixtures import real_clock
 from worker_support import Run, make_stores, run_json
 
-from pyworker import cli
+from pyworker.admin import cli
 
 
 DEFAULT_SCHEDULES = [

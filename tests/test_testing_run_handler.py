@@ -9,7 +9,8 @@ from decimal import Decimal
 
 import pytest
 from pyworker import handlers
-from pyworker.db import NotJson, Task
+from pyworker import Task
+from pyworker.db import NotJson
 from pyworker.errors import ConfigurationError, PermanentError, Snooze
 from pyworker.handlers import Completion, Registry
 from pyworker.testing import HandlerOutcome, make_task, run_handler

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from worker_support import WorkerProcess, Workers, wait_for
 
-from pyworker import cli
+from pyworker.admin import cli
 
 ACTIVE_STORES = 3
 

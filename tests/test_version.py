@@ -12,7 +12,8 @@ import psycopg
 from click.testing import CliRunner
 from core_fixtures import REPO_ROOT
 
-from pyworker import __version__, cli
+from pyworker import __version__
+from pyworker.admin import cli
 from pyworker.db import REQUIRED_SCHEMA_VERSION
 
 REQUIRED = ".".join(map(str, REQUIRED_SCHEMA_VERSION))

@@ -17,7 +17,7 @@ import psycopg
 from click.testing import CliRunner
 from worker_support import WorkerProcess, Workers, enqueue, fetch_one, wait_for, wait_for_status
 
-from pyworker import cli
+from pyworker.admin import cli
 
 RECORD_START = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR) \[[^\]]+\] ", re.M)
 JSON_KEYS = {"ts", "level", "logger", "message", "worker_id", "role", "task_id", "event", "outcome", "duration"}

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import current_task, handler
 
 

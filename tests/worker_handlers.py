@@ -29,7 +29,7 @@ import time
 import warnings
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.errors import PermanentError, Snooze
 from pyworker.handlers import Aborted, Completion, handler
 from testkit.recorder import Recorder

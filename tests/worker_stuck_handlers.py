@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import handler
 
 

@@ -327,7 +327,7 @@ Run = Callable[..., Result]
 
 def cli_runner_for(url: str) -> Run:
     """Run `pyworker --database-url URL ARGS...` in this process; `input` feeds its stdin."""
-    from pyworker import cli
+    from pyworker.admin import cli
 
     def invoke(*args: str, input: str | bytes | None = None) -> Result:
         return CliRunner().invoke(cli.main, ["--database-url", url, *args], input=input)

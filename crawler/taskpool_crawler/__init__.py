@@ -12,6 +12,7 @@ does HTTP, files and buckets; the upserts, the chaining, the diff and the source
                loaded back, removed; the generic objects (store_object, load_object) besides
     normalize  a menu body parsed into the product rows apply_menu_payload takes
     db         the crawler's SQL (CrawlerDatabase, a pyworker Database with the crawler's calls)
+    schema     where its Sqitch project is (the `pyworker.schemas` entry point)
     handlers   one handler per role, registered with every worker where the package is installed
     cli        `pyworker payloads list|show|diff` and `pyworker resync generate`
     simulator  the simulated menu platform (`pyworker simulator`)

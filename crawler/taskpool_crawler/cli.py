@@ -17,15 +17,16 @@ from typing import Any
 
 import click
 
-from pyworker.cli import Settings, pass_settings
-from pyworker.errors import NotFound
-from pyworker.output import (
+from pyworker import NotFound
+from pyworker.admin import (
     Column,
-    counted,
+    Settings,
     Shown,
+    counted,
     echo_fields,
     echo_page,
     echo_table,
+    pass_settings,
     prints,
 )
 from taskpool_crawler import storage

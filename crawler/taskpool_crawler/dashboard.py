@@ -20,22 +20,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyworker.dashboard import (
+from pyworker.contrib.dashboard import (
     DashboardPages,
     api_authorized,
     check_params,
     int_param,
     json_body,
     json_response,
+    load_exact_json,
+    masked_text,
     open_database,
     paging,
     path_id,
     respond,
     text_param,
 )
-from pyworker.dashboard.masking import masked_text
-from pyworker.db import load_exact_json
-from pyworker.errors import NotFound
+from pyworker import NotFound
 from taskpool_crawler import storage
 from taskpool_crawler.cli import DIFF_SECTIONS, PAYLOAD_STATUSES, diff_json
 from taskpool_crawler.db import CrawlerDatabase

@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from pyworker.db import Database
+from pyworker import Database
 
 # The handlers' side: stores found and resolved, payloads, analytics (granted to taskpool_worker)
 ADD_STORE = (

@@ -63,16 +63,29 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from psycopg.conninfo import conninfo_to_dict
 
-from pyworker import cron
-from pyworker.config import default_database_url
-from pyworker.errors import CronMissing, TaskpoolError
-from pyworker.output import CAPACITY_COLUMNS, render_table
+from pyworker import TaskpoolError
+from pyworker.admin import (
+    CAPACITY_COLUMNS,
+    AdminDatabase,
+    CronMissing,
+    default_database_url,
+    install_cron,
+    render_table,
+    uninstall_cron,
+)
 from taskpool_crawler import storage
 from taskpool_crawler.cli import describe_diff
 from taskpool_crawler.db import CrawlerDatabase
 from taskpool_crawler.tinyproxy import Tinyproxy, start_tinyproxy
 
 HANDLERS = "taskpool_crawler.handlers"
+
+
+class DemoDatabase(CrawlerDatabase, AdminDatabase):
+    """The demo watches as the operator does (tasks, capacity, schedules) and reads the crawler's
+    tables: both sets of calls on one connection."""
+
+
 # The demo's payloads go to a bucket of moto's S3 server (installed by `make deps`), on loopback;
 # moto checks no signature, so any key pair will do.
 DEMO_BUCKET = "taskpool-demo"
@@ -261,7 +274,7 @@ class Demo:
     seed: int
     error_rate: float
     corrupt_rate: float
-    db: CrawlerDatabase = field(init=False)
+    db: DemoDatabase = field(init=False)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     simulator_url: str = ""
     object_store_url: str = ""
@@ -276,7 +289,7 @@ class Demo:
     proxies: list[Tinyproxy] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.db = CrawlerDatabase(self.database_url, application_name="pyworker demo")
+        self.db = DemoDatabase(self.database_url, application_name="pyworker demo")
         self.logs = self.workdir / "logs"
         self.storage = self.workdir / "storage"
 
@@ -332,7 +345,7 @@ class Demo:
             " default schedules disabled (the demo runs each step)"
         )
         try:
-            installed = cron.install(self.db)
+            installed = install_cron(self.db)
             self.cron_installed = True
             say(f"the tick: pg_cron job {installed['job_name']} runs tick_schedules() every minute")
         except CronMissing as missing:
@@ -894,7 +907,7 @@ class Demo:
         self.stop_proxies()
         if self.cron_installed:
             try:
-                cron.uninstall(self.db)
+                uninstall_cron(self.db)
                 say("removed the demo's pg_cron job")
             except TaskpoolError as error:
                 say(f"could not remove the demo's pg_cron job: {error}")

@@ -88,15 +88,19 @@ from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
-from pyworker.db import Task
-from pyworker.errors import (
+from pyworker import (
+    Aborted,
+    Completion,
     ConfigurationError,
     NotFound,
     PermanentError,
     Refused,
+    Registry,
     Snooze,
+    Task,
+    current_task,
+    registry,
 )
-from pyworker.handlers import Aborted, Completion, Registry, current_task, registry
 from taskpool_crawler import storage
 from taskpool_crawler.client import (
     DEFAULT_MAX_MENU_BYTES,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import taskpool_crawler.handlers  # noqa: F401  (registers the crawler's handlers, if not yet)
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import middleware
 from taskpool_crawler.db import CrawlerDatabase
 

@@ -28,7 +28,7 @@ from worker_support import (
     wait_for_status,
 )
 
-from pyworker import cli
+from pyworker.admin import cli
 from taskpool_crawler.simulator import Simulator, SimulatorServer, serve
 
 HANDLERS = "taskpool_crawler.handlers"

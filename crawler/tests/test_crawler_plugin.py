@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from pyworker import cli
+from pyworker.admin import cli
 
 CRAWLER_ROLES = [
     "analytics_refresh",

@@ -26,7 +26,7 @@ from test_crawler_e2e import (  # noqa: F401 - crawler and platform are fixtures
 )
 from worker_support import Workers, fetch_one, wait_for
 
-from pyworker import cli
+from pyworker.admin import cli
 from taskpool_crawler.client import HttpPlatformClient, PlatformError, ProxyUnavailable
 from taskpool_crawler.db import CrawlerDatabase
 from taskpool_crawler.proxies import DatabaseProxies

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from worker_support import Run, make_stores, run_json
 
-from pyworker import cli
+from pyworker.admin import cli
 
 
 def tasks_by_role(conn: psycopg.Connection) -> dict[str, int]:

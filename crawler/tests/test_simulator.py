@@ -23,7 +23,7 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner
 
-from pyworker.cli import main
+from pyworker.admin.cli import main
 from taskpool_crawler.simulator import Simulator, serve
 from taskpool_crawler.simulator.model import encode
 

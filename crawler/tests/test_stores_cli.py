@@ -8,7 +8,7 @@ import json
 import psycopg
 from click.testing import CliRunner, Result
 
-from pyworker import cli
+from pyworker.admin import cli
 
 
 def pyworker(db_url: str, *args: str) -> Result:

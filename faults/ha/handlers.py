@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyworker.db import Task
+from pyworker import Task
 from pyworker.handlers import handler
 
 RECORDS_ENVVAR = "FAULTS_HA_RECORDS"

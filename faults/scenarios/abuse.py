@@ -369,7 +369,7 @@ def fuzzing(ctx: Context, result: Result) -> None:
     from click.testing import CliRunner
     from hypothesis import HealthCheck, given, settings
 
-    from pyworker.cli import main as cli
+    from pyworker.admin.cli import main as cli
 
     ctx.prepare()
     fuzz = Fuzz(ctx)

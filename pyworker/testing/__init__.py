@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pyworker import handlers
-from pyworker.db import Task
+from pyworker.task import Task
 from pyworker.db import NotJson
 from pyworker.db import dump_json as _dump_json
 from pyworker.errors import ConfigurationError
@@ -55,7 +55,7 @@ __all__ = [
     "ABORT_REASONS",
 ]
 
-# The reasons a worker fires a task's abort with (pyworker.db.AbortSignal).
+# The reasons a worker fires a task's abort with (pyworker.task.AbortSignal).
 ABORT_REASONS = ("cancelled", "taken_by_another_worker", "not_found", "timeout", "shutdown")
 # The run timeout run_handler reports in a timeout's error text when none is given.
 DEFAULT_RUN_TIMEOUT = 3600.0
@@ -78,7 +78,7 @@ def make_task(
     headers: Mapping[str, str] | None = None,
     parent_id: int | None = None,
 ) -> Task:
-    """A pyworker.db.Task as a worker holds it while its handler runs (status `running`), with a
+    """A pyworker.Task as a worker holds it while its handler runs (status `running`), with a
     fresh abort signal, and no database behind it.
 
     The payload goes through JSON as it would through the database, so the handler sees what it

@@ -12,8 +12,9 @@ Where:
   drop them.
 - the Sqitch project (sqitch.plan, deploy/, revert/, verify/): TASKPOOL_SQITCH_DIR, else the
   one the package carries (pyworker/sqitch/ in the wheel; the checkout's root for an editable
-  install, `pip install -e`, of the taskpool repository). A checkout's reference crawler, a Sqitch
-  project of its own in crawler/sqitch/, is deployed after it when it is there.
+  install, `pip install -e`, of the taskpool repository); then the Sqitch project of every
+  installed package that names one in the `pyworker.schemas` entry points (the reference
+  crawler's, which requires the core's), in the order of their names.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +39,15 @@ from pyworker import handlers
 from pyworker.config import database_url_for, default_database_url
 from pyworker.db import dump_json
 from pyworker.errors import ConfigurationError, TaskpoolError, translate
-from pyworker.schema import Deployer, Plan, packaged_project
+from pyworker.admin.schema import Deployer, Plan, packaged_project
 from pyworker.worker import drain
 
 SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"
 SQITCH_DIR_ENV = "TASKPOOL_SQITCH_DIR"
 DATABASE_PREFIX = "taskpool_testing_"
+# Packages built on taskpool that bring SQL of their own name their Sqitch project here: each
+# entry point names a function of no arguments that returns the project's directory.
+SCHEMAS_ENTRY_POINT_GROUP = "pyworker.schemas"
 
 # libpq's connection parameters and their environment variables: for Sqitch (psql), which takes
 # the server from the environment when it is given as a key=value string (no db:pg: URI form),
@@ -111,6 +116,22 @@ def sqitch_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(given)
 
 
+def plugin_projects() -> list[Path]:
+    """The Sqitch projects the `pyworker.schemas` entry points name, in the order of their names;
+    TestDatabaseError naming the entry point whose project cannot be found."""
+    projects = []
+    for entry_point in sorted(entry_points(group=SCHEMAS_ENTRY_POINT_GROUP), key=lambda point: point.name):
+        where = f"{entry_point.name!r} ({entry_point.value}, entry point group {SCHEMAS_ENTRY_POINT_GROUP})"
+        try:
+            project = Path(entry_point.load()())
+        except Exception as error:
+            raise TestDatabaseError(f"the Sqitch project of {where} cannot be found: {error}") from error
+        if not (project / "sqitch.plan").is_file():
+            raise TestDatabaseError(f"the Sqitch project of {where} has no sqitch.plan: {project}")
+        projects.append(project)
+    return projects
+
+
 def connect_admin(url: str) -> psycopg.Connection:
     """An autocommit connection to `url` (the server's own database), to create and drop databases."""
     try:
@@ -139,12 +160,9 @@ def drop_database(server: str, name: str) -> None:
 
 def deploy(url: str, project: Path, *, verify: bool = False) -> None:
     """Deploy the plan of `project` into the database of `url`, as `pyworker schema apply` does
-    (into Sqitch's registry, as `sqitch deploy` would), then the reference crawler's
-    (crawler/sqitch/, which requires the core's) when the checkout has it; each change's verify
-    script runs with `verify`."""
-    for top in (project, project / "crawler" / "sqitch"):
-        if not (top / "sqitch.plan").is_file():
-            continue
+    (into Sqitch's registry, as `sqitch deploy` would), then the plug-ins' (plugin_projects);
+    each change's verify script runs with `verify`."""
+    for top in (project, *plugin_projects()):
         try:
             Deployer(url, Plan.load(top), verify=verify).deploy(install=True)
         except TaskpoolError as error:

@@ -1,6 +1,6 @@
 -- Sqitch's registry, as App::Sqitch::Engine::pg creates it: App/Sqitch/Engine/pg.sql of
 -- App::Sqitch 1.3.1 (registry release 1.1), with the registry schema `sqitch` and no table
--- options in place of its psql variables. pyworker/schema.py runs it where a database has no
+-- options in place of its psql variables. pyworker/admin/schema.py runs it where a database has no
 -- registry, so that the one it makes is the one `sqitch deploy` would.
 -- Copyright (c) 2012-2022 iovation Inc., David E. Wheeler. MIT License.
 

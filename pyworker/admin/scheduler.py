@@ -21,7 +21,8 @@ import time
 from typing import Any
 
 from pyworker import logs
-from pyworker.db import SCHEDULES_SCHEMA_VERSION, Database
+from pyworker.admin.queries import AdminDatabase
+from pyworker.db import SCHEDULES_SCHEMA_VERSION
 from pyworker.errors import TaskpoolError
 from pyworker.logs import event
 from pyworker.runtime import BACKOFF_FIRST, BACKOFF_MAX, Doorbell, retry_while_unavailable, stop_signals
@@ -35,7 +36,7 @@ class Scheduler:
             raise ValueError(f"the tick interval must be positive, not {interval} s")
         self.interval = interval
         self.scheduler_id = scheduler_id
-        self.db = Database(database_url, application_name=f"pyworker scheduler {scheduler_id}", pooled=pooled)
+        self.db = AdminDatabase(database_url, application_name=f"pyworker scheduler {scheduler_id}", pooled=pooled)
         self._doorbell = Doorbell()
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_signal: int | None = None

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pyworker.dashboard.plumbing import api_authorized, check_params, json_response, open_database
+from pyworker.contrib.dashboard.plumbing import api_authorized, check_params, json_response, open_database
 from pyworker.db import NotJson, dump_json, load_exact_json
 from pyworker.errors import TaskpoolError
 

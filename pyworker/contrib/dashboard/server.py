@@ -7,7 +7,7 @@ from __future__ import annotations
 import python_multipart  # noqa: F401
 import uvicorn
 
-from pyworker.dashboard.app import create_app
+from pyworker.contrib.dashboard.app import create_app
 
 
 def serve(

@@ -11,7 +11,7 @@ attempt's own context, so a chain reads as one trace.
     # myapp/tasks.py, loaded with --handlers myapp.tasks
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
-    from pyworker import otel
+    from pyworker.contrib import otel
 
     trace.set_tracer_provider(TracerProvider(...))   # the application's SDK and exporter
     otel.instrument()
@@ -31,7 +31,7 @@ from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from pyworker import __version__, client, handlers
-from pyworker.db import Task
+from pyworker.task import Task
 from pyworker.errors import PermanentError, Snooze
 
 TRACER_NAME = "pyworker"

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from pyworker.db import Database
+from pyworker.admin.queries import AdminDatabase
 from pyworker.errors import InvalidInput, TaskpoolError
 from pyworker.handlers import RoleDeclaration
 
@@ -41,7 +41,7 @@ class RoleChange:
 
 
 def sync_roles(
-    db: Database,
+    db: AdminDatabase,
     declarations: Iterable[RoleDeclaration],
     *,
     dry_run: bool = False,
@@ -70,7 +70,7 @@ def sync_roles(
     return changes
 
 
-def _apply(db: Database, declaration: RoleDeclaration, existing: set[str]) -> RoleChange:
+def _apply(db: AdminDatabase, declaration: RoleDeclaration, existing: set[str]) -> RoleChange:
     role, settings = declaration.role, declaration.settings()
     if role not in existing:
         _refused_naming(role, declaration.module, lambda: db.create_role(role, **settings))
@@ -91,7 +91,7 @@ def _refused_naming(role: str, module: str, call: Any) -> Any:
         raise type(error)(f"role {role!r} (declared in {module}): {error}") from error
 
 
-def _check_intervals(db: Database, declaration: RoleDeclaration) -> None:
+def _check_intervals(db: AdminDatabase, declaration: RoleDeclaration) -> None:
     """InvalidInput naming the role and the setting when an interval given as text is not one
     PostgreSQL reads (a call with it would fail with no field named)."""
     settings = declaration.settings()

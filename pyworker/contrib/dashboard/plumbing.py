@@ -12,8 +12,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pyworker.dashboard.masking import masked
-from pyworker.dashboard.sessions import has_token
+from pyworker.admin.queries import AdminDatabase
+from pyworker.contrib.dashboard.masking import masked
+from pyworker.contrib.dashboard.sessions import has_token
 from pyworker.db import Database
 from pyworker.output import json_text
 
@@ -21,7 +22,7 @@ ACTIONS_OFF = "actions are off: start the dashboard with --token (or TASKPOOL_DA
 
 
 @contextmanager
-def open_database(request: Request, kind: type[Database] = Database) -> Iterator[Any]:
+def open_database(request: Request, kind: type[Database] = AdminDatabase) -> Iterator[Any]:
     """A connection for this request (a `kind`: a plug-in passes its Database subclass), closed
     after it. JSON numbers keep every digit, as the CLI shows them."""
     db = kind(

@@ -39,18 +39,19 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pyworker import __version__
-from pyworker.dashboard.masking import masked
-from pyworker.dashboard.plugins import load_plugins
-from pyworker.dashboard.plumbing import ACTIONS_OFF, api_authorized, check_params, json_response, open_database
-from pyworker.dashboard.write_api import write_routes
-from pyworker.dashboard.sessions import (
+from pyworker.contrib.dashboard.masking import masked
+from pyworker.contrib.dashboard.plugins import load_plugins
+from pyworker.contrib.dashboard.plumbing import ACTIONS_OFF, api_authorized, check_params, json_response, open_database
+from pyworker.contrib.dashboard.write_api import write_routes
+from pyworker.contrib.dashboard.sessions import (
     SESSION_SECONDS,
     LoginRequired,
     OperatorSessions,
     is_operator,
     new_cookie_key,
 )
-from pyworker.db import BULK_ACTION_STATUSES, SCHEDULE_FIELDS, Database
+from pyworker.admin.queries import BULK_ACTION_STATUSES, SCHEDULE_FIELDS, AdminDatabase
+from pyworker.db import Database
 from pyworker.deadlines import PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS, call_within
 from pyworker.metrics import database_metrics
 from pyworker.errors import (
@@ -62,7 +63,7 @@ from pyworker.errors import (
     SchemaMissing,
     TaskpoolError,
 )
-from pyworker.output import counted, json_text, shown
+from pyworker.admin.output import counted, json_text, shown
 
 HERE = Path(__file__).resolve().parent
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
@@ -244,7 +245,7 @@ def paging(filters: dict[str, Any], *, total: int, page: int, limit: int) -> Pag
 # The overview
 
 
-def overview_data(db: Database) -> dict[str, Any]:
+def overview_data(db: AdminDatabase) -> dict[str, Any]:
     """Per role: the capacity view's row with its failed and cancelled counts; the chart's hours;
     the health checks."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)
@@ -430,7 +431,7 @@ def ready(request: Request) -> Response:
 
     def check_schema() -> None:
         # The connection is the probe thread's own, opened and closed there.
-        db = Database(
+        db = AdminDatabase(
             database_url,
             application_name="pyworker-dashboard",
             pooled=pooled,
@@ -509,18 +510,18 @@ async def logout(request: Request) -> Response:
 
 @dataclass(frozen=True)
 class Action:
-    """An operator action: the SQL call it makes (through the CLI's Database method), given the
+    """An operator action: the SQL call it makes (through the CLI's AdminDatabase method), given the
     path's parameters and the fields submitted with it; the page it goes back to; what it says
     when done, given the fields and the row."""
 
-    run: Callable[[Database, dict[str, Any]], dict[str, Any]]
+    run: Callable[[AdminDatabase, dict[str, Any]], dict[str, Any]]
     back: Callable[[dict[str, Any]], str]
     said: Callable[[dict[str, Any], dict[str, Any]], str]
     # The fields it takes besides the path's (and a form's csrf); any other is refused.
     fields: tuple[str, ...] = ()
     # A destructive action's question (GET on its path: a page that asks, then POSTs), given the
     # fields; None: the button acts at once.
-    confirm: Callable[[Database, dict[str, Any]], Confirmation] | None = None
+    confirm: Callable[[AdminDatabase, dict[str, Any]], Confirmation] | None = None
 
 
 @dataclass
@@ -620,7 +621,7 @@ def json_field(name: str, value: Any) -> Any:
     return value
 
 
-def checked_cast(db: Database, name: str, value: Any) -> None:
+def checked_cast(db: AdminDatabase, name: str, value: Any) -> None:
     """An interval or a time the database reads, else a 400 naming the field (the cast's own
     message does not)."""
     kind = FIELD_KINDS[name]
@@ -632,7 +633,7 @@ def checked_cast(db: Database, name: str, value: Any) -> None:
             raise InvalidInput(f"{name} must be {KIND_WORDS[kind]}: {error}") from error
 
 
-def schedule_fields(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def schedule_fields(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     """The create_schedule / update_schedule fields among those submitted: blank ones left out
     (update_schedule keeps them), payload read as JSON, the rest as text the database casts and
     checks (a bad value is refused with its own message)."""
@@ -648,14 +649,14 @@ def schedule_fields(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-def created_schedule(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def created_schedule(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     name, role = given_text(fields, "name"), given_text(fields, "role")
     if name is None or role is None:
         raise InvalidInput("a new schedule needs a name and a role")
     return db.create_schedule(name, role, **schedule_fields(db, fields))
 
 
-def updated_schedule(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def updated_schedule(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     changes = schedule_fields(db, fields)
     if not changes:
         raise InvalidInput("give at least one field to change")
@@ -669,7 +670,7 @@ def since_text(moment: Any) -> str:
 # Confirmations: what each destructive action asks first
 
 
-def confirm_cancel(db: Database, fields: dict[str, Any]) -> Confirmation:
+def confirm_cancel(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
     task_id = fields["task_id"]
     task = db.get_task(task_id)
     if task is None:
@@ -688,7 +689,7 @@ def confirm_cancel(db: Database, fields: dict[str, Any]) -> Confirmation:
     )
 
 
-def confirm_pause(db: Database, fields: dict[str, Any]) -> Confirmation:
+def confirm_pause(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
     checked_role(fields["role"], db.roles())
     return Confirmation(
         f"Pause role {fields['role']}?",
@@ -698,7 +699,7 @@ def confirm_pause(db: Database, fields: dict[str, Any]) -> Confirmation:
     )
 
 
-def confirm_disable_platform(db: Database, fields: dict[str, Any]) -> Confirmation:
+def confirm_disable_platform(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
     return Confirmation(
         f"Disable platform {fields['platform']}?",
         "None of its tasks is handed out until it is enabled again; those running finish.",
@@ -707,14 +708,14 @@ def confirm_disable_platform(db: Database, fields: dict[str, Any]) -> Confirmati
     )
 
 
-def existing_schedule(db: Database, name: str) -> dict[str, Any]:
+def existing_schedule(db: AdminDatabase, name: str) -> dict[str, Any]:
     found = [row for row in db.schedules() if row["name"] == name]
     if not found:
         raise NotFound(f"schedule {name!r} does not exist")
     return found[0]
 
 
-def confirm_disable_schedule(db: Database, fields: dict[str, Any]) -> Confirmation:
+def confirm_disable_schedule(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
     existing_schedule(db, fields["name"])
     return Confirmation(
         f"Disable schedule {fields['name']}?",
@@ -723,7 +724,7 @@ def confirm_disable_schedule(db: Database, fields: dict[str, Any]) -> Confirmati
     )
 
 
-def confirm_delete_schedule(db: Database, fields: dict[str, Any]) -> Confirmation:
+def confirm_delete_schedule(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
     schedule = existing_schedule(db, fields["name"])
     return Confirmation(
         f"Delete schedule {fields['name']} ({schedule['role']})?",
@@ -754,7 +755,7 @@ def described_filters(fields: dict[str, Any]) -> str:
     return " ".join(words)
 
 
-def bulk_filters(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def bulk_filters(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     """tasks_matching's filters from the task list's (an unknown role named, as the list does)."""
     given = {name: given_text(fields, name) for name in BULK_FILTERS}
     checked_role(given["role"], db.roles())
@@ -769,10 +770,10 @@ def bulk_filters(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def bulk_confirmation(action: str) -> Callable[[Database, dict[str, Any]], Confirmation]:
+def bulk_confirmation(action: str) -> Callable[[AdminDatabase, dict[str, Any]], Confirmation]:
     verb, past, consequence = BULK_WORDS[action]
 
-    def confirm(db: Database, fields: dict[str, Any]) -> Confirmation:
+    def confirm(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
         count, sample = db.tasks_matching(action, bulk_filters(db, fields))
         described = described_filters(fields)
         hidden = {name: fields[name] for name in BULK_FILTERS if fields.get(name) is not None}
@@ -793,8 +794,8 @@ def bulk_confirmation(action: str) -> Callable[[Database, dict[str, Any]], Confi
     return confirm
 
 
-def bulk_run(action: str) -> Callable[[Database, dict[str, Any]], dict[str, Any]]:
-    def run(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def bulk_run(action: str) -> Callable[[AdminDatabase, dict[str, Any]], dict[str, Any]]:
+    def run(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
         done = sum(db.bulk_task_action(action, bulk_filters(db, fields), BULK_BATCH_SIZE))
         return {"tasks": done}
 
@@ -814,7 +815,7 @@ def bulk_back(fields: dict[str, Any]) -> str:
     return f"/tasks?{urlencode(given)}"
 
 
-def confirm_recover_stale(db: Database, fields: dict[str, Any]) -> Confirmation:
+def confirm_recover_stale(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
     stuck = db.stuck_tasks()
     rows = [{**task, "at": task["last_heartbeat_at"], "error_message": None} for task in stuck[:10]]
     return Confirmation(
@@ -829,7 +830,7 @@ def confirm_recover_stale(db: Database, fields: dict[str, Any]) -> Confirmation:
     )
 
 
-def recovered(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def recovered(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     given = given_text(fields, "threshold_minutes")
     threshold = None if given is None else whole_number("threshold_minutes", str(given), minimum=1, maximum=MAX_INTEGER)
     return {"recovered": db.recover_stale_tasks(threshold)}
@@ -841,7 +842,7 @@ TASK_FIELDS = ("role", "payload", "store", "priority", "scheduled_for", "dedupe_
 SPEC_INDEX = re.compile(r"^tasks\[\d+\]: ")
 
 
-def created_task(db: Database, fields: dict[str, Any]) -> dict[str, Any]:
+def created_task(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     role = given_text(fields, "role")
     if role is None:
         raise InvalidInput("a new task needs a role")

@@ -15,13 +15,13 @@ process), and each action is a POST whose form carries the session's CSRF token.
 the token as `Authorization: Bearer TOKEN`. With --require-login (the default when listening
 beyond loopback) reading needs the same log-in or token.
 
-Other packages add pages through the `pyworker.dashboard` entry points (pyworker.dashboard.plugins):
+Other packages add pages through the `pyworker.dashboard` entry points (pyworker.contrib.dashboard.plugins):
 the crawler's stores and payloads come that way. The dashboard needs the `dashboard` extra
 (`pip install 'taskpool-pg[dashboard]'`); nothing else in pyworker imports it.
 """
 
 # What a plug-in's pages build on.
-from pyworker.dashboard.app import (
+from pyworker.contrib.dashboard.app import (
     api_authorized,
     check_params,
     create_app,
@@ -35,8 +35,10 @@ from pyworker.dashboard.app import (
     text_param,
     wants_json,
 )
-from pyworker.dashboard.plugins import DashboardPages
-from pyworker.dashboard.write_api import json_body
+from pyworker.contrib.dashboard.masking import masked_text
+from pyworker.contrib.dashboard.plugins import DashboardPages
+from pyworker.contrib.dashboard.write_api import json_body
+from pyworker.db import load_exact_json
 
 __all__ = [
     "DashboardPages",
@@ -46,6 +48,8 @@ __all__ = [
     "int_param",
     "json_body",
     "json_response",
+    "load_exact_json",
+    "masked_text",
     "open_database",
     "paging",
     "path_id",

@@ -43,7 +43,7 @@ from psycopg.rows import dict_row
 from pyworker.config import default_database_url
 from pyworker.deadlines import connection_options
 from pyworker.errors import ConfigurationError, DatabaseUnavailable, Refused
-from pyworker.output import Shown, prints
+from pyworker.admin.output import Shown, prints
 
 REGISTRY = "sqitch"
 # The registry release this module writes and reads (App::Sqitch::Engine registry_release).
@@ -292,7 +292,7 @@ def packaged_project() -> Path:
     packaged = Path(str(resources.files("pyworker").joinpath("sqitch")))
     if (packaged / "sqitch.plan").is_file():
         return packaged
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / "sqitch.plan").is_file():
         return checkout
     raise ConfigurationError(
@@ -473,7 +473,7 @@ class Deployer:
                             " `pyworker schema apply`"
                         )
                     self.echo(f"Adding registry tables to {REGISTRY}")
-                    conn.execute(resources.files("pyworker").joinpath(REGISTRY_DDL).read_bytes())
+                    conn.execute(resources.files("pyworker.admin").joinpath(REGISTRY_DDL).read_bytes())
                     conn.execute(
                         "INSERT INTO sqitch.releases (version, installed_at, installer_name, installer_email)"
                         " VALUES (%s, clock_timestamp(), %s, %s)",

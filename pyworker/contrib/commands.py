@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyworker.db import Task, storable_text
+from pyworker.db import storable_text
+from pyworker.task import Task
 from pyworker.errors import ConfigurationError, Snooze
 from pyworker.handlers import Aborted, Completion, current_task, on_exit_now
 

@@ -1,7 +1,7 @@
 """Pages other packages add to the dashboard: the `pyworker.dashboard` entry points.
 
 Each entry point names a `DashboardPages` (or a function of no arguments returning one): routes
-mounted beside the core's, a folder of templates (rendered with `pyworker.dashboard.render`, so
+mounted beside the core's, a folder of templates (rendered with `pyworker.contrib.dashboard.render`, so
 they extend the core's base.html), and links for the menu. One that cannot be loaded, is not a
 DashboardPages or claims a path the dashboard has already is left out and shown on every page as
 a warning, as a broken command plug-in is by the CLI: the core pages work whatever an installed
