@@ -16,7 +16,7 @@ from pyworker.admin.queries import AdminDatabase
 from pyworker.contrib.dashboard.masking import masked
 from pyworker.contrib.dashboard.sessions import has_token
 from pyworker.db import Database
-from pyworker.output import json_text
+from pyworker.admin.output import json_text
 
 ACTIONS_OFF = "actions are off: start the dashboard with --token (or TASKPOOL_DASHBOARD_TOKEN) to enable them"
 
