@@ -1,9 +1,16 @@
 -- Deploy taskpool:complete_tasks to pg
--- requires: complete_tasks@v0.5.0
+-- requires: complete_tasks@v0.7.0
+-- requires: complete_tasks_follow_up_parents
+
+-- complete_tasks's home: its live body, unchanged from complete_tasks_follow_up_parents.
+-- Change complete_tasks here, with `sqitch rework complete_tasks`.
 
 BEGIN;
 SET client_min_messages = 'warning';
 
+-- complete_tasks' follow-ups remember the completion they came from (worker_tasks.parent_id), as
+-- complete_task's do. The body is the change complete_tasks', with the task id handed to
+-- _enqueue_specs.
 -- complete_tasks
 -- Records the success of several tasks a worker holds in one transaction, with their results and
 -- follow-up tasks; says for each whether it was recorded.
@@ -21,18 +28,24 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 -- Example:
---   SELECT * FROM complete_tasks('w1', '[{"task_id": 41, "attempt": 1, "result": {"ok": true}},
---                                        {"task_id": 42, "attempt": 2,
---                                         "follow_ups": [{"role": "product_refresh", "dispensary_id": 7}]}]');
--- One row per completion, in the order given: status 'completed' (recorded now, or by an
--- earlier call of this worker for the same attempt: a retried call is safe), 'lost' (the worker
--- no longer owns that attempt: nothing changed for it) or 'not_found'. A lost task does not
+--   SELECT * FROM complete_tasks('w1', '[
+--       {"task_id": 41, "attempt": 1, "claim_token": "5b0c1a9e-8f4e-4c61-9d55-0d6a3f2b7c10",
+--        "result": {"ok": true}},
+--       {"task_id": 42, "attempt": 2, "claim_token": "0e7d5f3a-2c8b-4f1e-a6d9-3b4c5d6e7f80",
+--        "follow_ups": [{"role": "product_refresh", "dispensary_id": 7}]}]');
+-- Each completion names its claim: the attempt and claim_token the claim returned. One row per
+-- completion, in the order given: status 'completed' (recorded now, or by an earlier call of
+-- this worker for the same claim: a retried call is safe), 'lost' (the worker no longer holds
+-- that claim: nothing changed for it) or 'not_found'. A lost task does not
 -- stop the others; a malformed completion or a bad follow-up fails the whole call and nothing
--- is recorded. follow_ups take the specs of enqueue_tasks.
+-- is recorded. follow_ups take the specs of enqueue_tasks, and remember their task as parent_id.
 DECLARE
-    c_fields       constant text[] := ARRAY['task_id', 'attempt', 'result', 'follow_ups'];
+    c_fields       constant text[] := ARRAY['task_id', 'attempt', 'claim_token', 'result', 'follow_ups'];
+    -- A claim_token as claim_task prints it (what uuid's text form is); only then is it cast.
+    c_uuid         constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
     v_ids          bigint[];
     v_attempts     integer[];
+    v_tokens       uuid[];
     v_results      jsonb[];
     v_well_formed  boolean;
     v_any_follow   boolean;
@@ -46,7 +59,7 @@ BEGIN
     IF jsonb_typeof(complete_tasks.completions) <> 'array' THEN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
-            MESSAGE = format('completions must be a JSON array of {task_id, attempt, result, follow_ups}'
+            MESSAGE = format('completions must be a JSON array of {task_id, attempt, claim_token, result, follow_ups}'
                              ' objects, not %s', jsonb_typeof(complete_tasks.completions));
     END IF;
     IF jsonb_array_length(complete_tasks.completions) > 1000 THEN
@@ -59,18 +72,22 @@ BEGIN
     -- One pass: each entry parsed, and whether every one is well formed (nested CASEs: the
     -- key subtraction raises on a scalar, and AND does not promise its order).
     SELECT array_agg(p.id ORDER BY p.idx), array_agg(p.attempt ORDER BY p.idx),
-           array_agg(p.result ORDER BY p.idx),
+           array_agg(p.claim_token ORDER BY p.idx), array_agg(p.result ORDER BY p.idx),
            coalesce(bool_and(p.well_formed), true), coalesce(bool_or(p.has_follow_ups), false)
-    INTO v_ids, v_attempts, v_results, v_well_formed, v_any_follow
+    INTO v_ids, v_attempts, v_tokens, v_results, v_well_formed, v_any_follow
     FROM (
         SELECT e.idx,
                _jsonb_bigint(e.entry -> 'task_id') AS id,
                _jsonb_integer(e.entry -> 'attempt') AS attempt,
+               CASE WHEN jsonb_typeof(e.entry -> 'claim_token') = 'string' AND (e.entry ->> 'claim_token') ~ c_uuid
+                    THEN (e.entry ->> 'claim_token')::uuid END AS claim_token,
                nullif(e.entry -> 'result', 'null') AS result,
                CASE WHEN jsonb_typeof(e.entry) = 'object' THEN
                    CASE WHEN e.entry - c_fields = '{}'::jsonb
                              AND _jsonb_bigint(e.entry -> 'task_id') IS NOT NULL
                              AND _jsonb_integer(e.entry -> 'attempt') IS NOT NULL
+                             AND jsonb_typeof(e.entry -> 'claim_token') = 'string'
+                             AND (e.entry ->> 'claim_token') ~ c_uuid
                         THEN coalesce(jsonb_typeof(nullif(e.entry -> 'follow_ups', 'null')), 'array') = 'array'
                         ELSE false
                    END
@@ -97,6 +114,9 @@ BEGIN
                                      FROM jsonb_object_keys(e.entry - c_fields) k))
                     WHEN _jsonb_bigint(e.entry -> 'task_id') IS NULL THEN 'needs an integer task_id'
                     WHEN _jsonb_integer(e.entry -> 'attempt') IS NULL THEN 'needs an integer attempt'
+                    WHEN jsonb_typeof(e.entry -> 'claim_token') IS DISTINCT FROM 'string'
+                         OR NOT (e.entry ->> 'claim_token') ~ c_uuid
+                        THEN 'needs the claim_token of its claim (a UUID string)'
                     WHEN jsonb_typeof(nullif(e.entry -> 'follow_ups', 'null')) <> 'array'
                         THEN 'has follow_ups that are not an array'
                     WHEN row_number() OVER (PARTITION BY _jsonb_bigint(e.entry -> 'task_id') ORDER BY e.idx) > 1
@@ -110,16 +130,17 @@ BEGIN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
             MESSAGE = format('completions[%s] %s', v_bad.idx - 1, v_bad.problem),
-            HINT = 'Each completion is {"task_id": ..., "attempt": ..., "result": ..., "follow_ups": [...]}.';
+            HINT = 'Each completion is {"task_id": ..., "attempt": ..., "claim_token": "...", "result": ..., "follow_ups": [...]}.';
     END IF;
 
     WITH completed AS (
         UPDATE worker_tasks t
         SET status = 'completed', result = e.result
-        FROM unnest(v_ids, v_attempts, v_results) AS e(id, attempt, result)
+        FROM unnest(v_ids, v_attempts, v_tokens, v_results) AS e(id, attempt, claim_token, result)
         WHERE t.id = e.id
           AND t.worker_id = complete_tasks.worker_id
           AND t.attempt = e.attempt
+          AND t.claim_token = e.claim_token
           AND t.status IN ('claimed', 'running')
         RETURNING t.id
     )
@@ -129,14 +150,15 @@ BEGIN
     -- each completion's on its own, so that an error names the completion it came from.
     IF v_any_follow AND v_done IS NOT NULL THEN
         FOR v_chain IN
-            SELECT e.idx, e.entry -> 'follow_ups' AS follow_ups
+            SELECT e.idx, e.entry -> 'follow_ups' AS follow_ups, _jsonb_bigint(e.entry -> 'task_id') AS task_id
             FROM jsonb_array_elements(complete_tasks.completions) WITH ORDINALITY AS e(entry, idx)
             WHERE _jsonb_bigint(e.entry -> 'task_id') = ANY (v_done)
               AND jsonb_typeof(e.entry -> 'follow_ups') = 'array'
               AND jsonb_array_length(e.entry -> 'follow_ups') > 0
             ORDER BY e.idx
         LOOP
-            PERFORM FROM _enqueue_specs(v_chain.follow_ups, format('completions[%s].follow_ups', v_chain.idx - 1));
+            PERFORM FROM _enqueue_specs(v_chain.follow_ups, format('completions[%s].follow_ups', v_chain.idx - 1),
+                                       v_chain.task_id);
         END LOOP;
     END IF;
 
@@ -146,18 +168,16 @@ BEGIN
         CASE
             WHEN d.id IS NOT NULL THEN 'completed'
             ELSE coalesce((SELECT CASE WHEN w.status = 'completed' AND w.worker_id = complete_tasks.worker_id
-                                            AND w.attempt = e.attempt THEN 'completed'
+                                            AND w.attempt = e.attempt AND w.claim_token = e.claim_token
+                                       THEN 'completed'
                                        ELSE 'lost' END
                            FROM worker_tasks w
                            WHERE w.id = e.id), 'not_found')
         END
-    FROM unnest(v_ids, v_attempts) WITH ORDINALITY AS e(id, attempt, idx)
+    FROM unnest(v_ids, v_attempts, v_tokens) WITH ORDINALITY AS e(id, attempt, claim_token, idx)
     LEFT JOIN unnest(v_done) AS d(id) ON d.id = e.id
     ORDER BY e.idx;
 END;
 $$;
-
-REVOKE ALL ON FUNCTION complete_tasks(text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION complete_tasks(text, jsonb) TO taskpool_worker;
 
 COMMIT;

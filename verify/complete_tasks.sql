@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT 1/has_function_privilege('taskpool_worker', 'complete_tasks(text, jsonb)', 'execute')::integer;
+SELECT 'complete_tasks(text,jsonb)'::regprocedure;
 
 ROLLBACK;
