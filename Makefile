@@ -72,7 +72,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench test check-sql test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -145,10 +145,14 @@ bench: deps db
 psql: deps db deploy
 	@$(PGENV) psql
 
-# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
-test: deps db deploy
+# TARGET test: deploy into DATABASE_URL, check the SQL files (check-sql), then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
+test: deps db deploy check-sql
 	@$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target test-roundtrip test-upgrade test-sql-core test-sql-crawler
 	@$(MAKE) test-py
+
+# TARGET check-sql: deploy into DATABASE_URL, then check that every function's live body and view's definition comes from the deploy file of its name and no deployed function is unused (scripts/check-sql-homes)
+check-sql: deps db deploy
+	@$(PGENV) $(VENV)/bin/python scripts/check-sql-homes
 
 # TARGET test-roundtrip: deploy (core and crawler), revert and deploy again in a scratch database (ROUNDTRIP_DB)
 test-roundtrip: deps db
