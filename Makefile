@@ -28,10 +28,14 @@ DB_NAME ?= taskpool
 DATABASE_URL ?= postgresql://postgres@127.0.0.1:$(PGPORT)/$(DB_NAME)
 ROUNDTRIP_DB ?= taskpool_roundtrip
 UPGRADE_DB ?= taskpool_upgrade
-# The releases an upgrade in place starts from: @v0.3.0 (the last release before the lean claim
-# and the one-process runtime, which issue 13 asks to upgrade from) and the last tag that has
-# changes after it.
-UPGRADE_FROM ?= $(sort @v0.3.0 $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' sqitch.plan))
+# The releases an upgrade in place starts from. UPGRADE_FROM, deployed with the combined plan of
+# before the split: @v0.3.0 (the last release before the lean claim and the one-process runtime,
+# which issue 13 asks to upgrade from) and the combined plan's last tag. UPGRADE_FROM_SPLIT,
+# deployed with the split plans themselves (core and crawler, each --to the tag): the last tag of
+# sqitch.plan that has changes after it, when the combined plan does not have it.
+LAST_TAG_WITH_CHANGES = $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' $(1))
+UPGRADE_FROM ?= $(sort @v0.3.0 $(call LAST_TAG_WITH_CHANGES,registry/combined.plan))
+UPGRADE_FROM_SPLIT ?= $(filter-out $(shell awk '/^@/ { print $$1 }' registry/combined.plan),$(call LAST_TAG_WITH_CHANGES,sqitch.plan))
 TEST_DB ?= taskpool_test
 CRAWLER_TEST_DB ?= taskpool_crawler_test
 # The commit whose sqitch.plan is the combined plan of before the split (registry/combined.plan):
@@ -163,7 +167,7 @@ test-roundtrip: deps db
 	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/deploy; \
 	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
 
-# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), give it tasks in every state, upgrade in place to the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (UPGRADE_DB)
+# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), and for each in UPGRADE_FROM_SPLIT with the split plans; give it tasks in every state, upgrade in place to the head of the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (UPGRADE_DB)
 test-upgrade: deps db
 	@old=$$(mktemp -d); trap 'rm -rf "$$old"' EXIT; \
 	git archive '$(COMBINED_REV)' sqitch.plan sqitch.conf deploy revert verify | tar -x -C "$$old"; \
@@ -187,6 +191,22 @@ test-upgrade: deps db
 		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -f registry/split_crawler.sql; \
 		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state | diff -q - "$$old/upgraded.state" >/dev/null || { \
 			echo 'test-upgrade: registry/split_crawler.sql run again changed the split registry' >&2; exit 1; }; \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
+		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql; \
+		$(PGENV) dropdb --force '$(UPGRADE_DB)'; \
+	done; \
+	for from in $(UPGRADE_FROM_SPLIT); do \
+		echo "test-upgrade: from $$from of the split plans to their head"; \
+		$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'; \
+		$(PGENV) createdb '$(UPGRADE_DB)'; \
+		$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from" >/dev/null; \
+		(cd crawler/sqitch && $(CURDIR)/$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from" >/dev/null); \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -o /dev/null -f sql_tests/upgrade/seed.sql; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/deploy; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state >"$$old/upgraded.state"; \
+		diff -u --label fresh --label "upgraded from $$from" "$$old/fresh.state" "$$old/upgraded.state" || { \
+			echo "test-upgrade: the schema or registry upgraded from $$from differs from a fresh deploy's" >&2; exit 1; }; \
 		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
 			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
 		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql; \
