@@ -57,7 +57,7 @@ SELECT is(current_setting('idle_in_transaction_session_timeout'), '1h',
 
 /****************************************************************************/
 -- Privileges
-SELECT ok(NOT has_function_privilege('taskpool_worker', 'tg_worker_tasks__limit_idle_transaction()', 'execute'),
+SELECT ok(NOT has_function_privilege('taskpool_worker', 'tg_worker_tasks__enforce_transition()', 'execute'),
     'Should not grant the trigger function to taskpool_worker');
 
 SELECT * FROM finish();

@@ -42,7 +42,7 @@ UPDATE dispensaries SET active = false WHERE id = :store_two;
 SELECT is(upsert_discovered_stores('t27', :found), '{}'::integer[], 'Should not return an inactive store');
 
 /****************************************************************************/
--- tg_worker_tasks__chain_follow_ups: a chain link to a store deleted mid-run is skipped
+-- chaining (tg_worker_tasks__after_status_change): a chain link to a store deleted mid-run is skipped
 
 SELECT tests.make_store(name := 'doomed') AS doomed \gset
 SELECT tests.make_store(name := 'kept') AS kept \gset
