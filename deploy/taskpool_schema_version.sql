@@ -14,12 +14,14 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     -- Example:
-    --   SELECT taskpool_schema_version();   -- '0.7.1'
+    --   SELECT taskpool_schema_version();   -- '0.8.0'
     -- The version is set by the last change of sqitch.plan, always this one, reworked once a
     -- release (tests/test_schema_version.py fails otherwise): a database deployed part way reports
     -- the version of before, and a worker that needs the whole plan refuses it.
-    -- 0.7.1: every function's live body (and view's definition) in the deploy file named after it,
-    -- the interface unchanged; the six trigger functions that no trigger fired are dropped.
+    -- 0.8.0: complete_tasks(worker_id, task_ids[], attempts[], claim_tokens[], results[],
+    -- follow_ups[]), the worker's form, which the JSON form calls; every function's live body (and
+    -- view's definition) in the deploy file named after it; the six trigger functions that no
+    -- trigger fired are dropped.
     -- 0.7.0: workers register their concurrency (register_worker(..., concurrency)); capacity in
     -- slots and in processes (v_worker_capacity, worker_capacity); unserved_roles() and its
     -- health check and metric; recover_stale_tasks_of_role (a worker recovers its role's stale
@@ -45,7 +47,7 @@ AS $$
     -- (mark_worker_waiting) woken one per ready task on their worker_wake_channel.
     -- 0.2.0: schedules (tick_schedules, trigger_schedule, update_schedule, generate_resync_tasks)
     -- and capacity (v_worker_capacity, worker_capacity).
-    SELECT '0.7.1'::text;
+    SELECT '0.8.0'::text;
 $$;
 
 COMMIT;

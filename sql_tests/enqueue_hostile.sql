@@ -81,7 +81,7 @@ SELECT throws_ok(
         'follow_ups', jsonb_build_array(jsonb_build_object('role', 'analytics_refresh',
             'payload', ('{"n": ' || repeat('9', 5000) || '}')::jsonb))))))$$, :parent_id),
     '22023',
-    'completions[0].follow_ups[0]: payload holds the number 99999999999999999999... (5000 digits); numbers may have at most 1000 digits before the decimal point',
+    'follow_ups[1][0]: payload holds the number 99999999999999999999... (5000 digits); numbers may have at most 1000 digits before the decimal point',
     'A batched completion''s follow-up with a huge number should be refused');
 SELECT is((SELECT status FROM worker_tasks WHERE id = :parent_id), 'claimed',
     'A completion refused for its follow-up should leave the task as it was');

@@ -5,7 +5,7 @@
 -- races between claimers are tested across sessions in tests/test_claim_concurrency.py (through
 -- claim_tasks, whose _claim_tasks claim_and_start_tasks shares).
 BEGIN;
-SELECT plan(81);
+SELECT plan(92);
 
 -- One role per scenario, so that each claim takes exactly the tasks its section means.
 INSERT INTO task_roles (role, requires_store, description) VALUES
@@ -26,7 +26,8 @@ INSERT INTO task_roles (role, requires_store, description) VALUES
     ('t31_follow_b',  true,  'pgTAP lifecycle_batches: follow-ups with a store'),
     ('t31_bad',       false, 'pgTAP lifecycle_batches: a bad follow-up'),
     ('t31_malformed', false, 'pgTAP lifecycle_batches: malformed completions'),
-    ('t31_priv',      false, 'pgTAP lifecycle_batches: as taskpool_worker');
+    ('t31_priv',      false, 'pgTAP lifecycle_batches: as taskpool_worker'),
+    ('t31_arrays',    false, 'pgTAP lifecycle_batches: complete_tasks with arrays');
 
 -- Fixtures are named in tests.fx (sequences are not rolled back, so ids are never literals).
 -- claims: every row a claim returned; answers: every row complete_tasks returned.
@@ -407,6 +408,68 @@ SELECT is_empty($$SELECT * FROM complete_tasks('w-done', tests.with_claim_tokens
     'complete_tasks should answer an empty batch with no row');
 
 /****************************************************************************/
+-- complete_tasks with arrays: the worker's form, which the JSON form calls
+
+INSERT INTO tests.fx VALUES ('a_1', tests.make_task(role := 't31_arrays', priority := 2));
+INSERT INTO tests.fx VALUES ('a_2', tests.make_task(role := 't31_arrays', priority := 1));
+INSERT INTO tests.fx VALUES ('a_3', tests.make_task(role := 't31_arrays', priority := 0));
+DO $$ BEGIN PERFORM claim_and_start_tasks('t31_arrays', 'w-arr', 3); END $$;
+CREATE TEMP TABLE arr AS
+SELECT array_agg(t.id ORDER BY t.id) AS ids, array_agg(t.attempt ORDER BY t.id) AS attempts,
+       array_agg(t.claim_token ORDER BY t.id) AS tokens
+FROM worker_tasks t WHERE t.role = 't31_arrays';
+SELECT tests.snapshot('a_1');
+
+SELECT throws_ok(
+    $$SELECT * FROM complete_tasks('w-arr', (SELECT ids FROM arr), (SELECT attempts[1:2] FROM arr), (SELECT tokens FROM arr))$$,
+    '22023', 'task_ids, attempts, claim_tokens, results and follow_ups need one element per task, not 3, 2, 3, none and none',
+    'complete_tasks with arrays should refuse arrays of different lengths, saying each length');
+SELECT throws_ok(
+    $$SELECT * FROM complete_tasks('w-arr', (SELECT ids FROM arr), NULL, (SELECT tokens FROM arr))$$,
+    '22004', 'worker_id, task_ids, attempts and claim_tokens are all required',
+    'complete_tasks with arrays should refuse a missing array');
+SELECT throws_ok(
+    $$SELECT * FROM complete_tasks('w-arr', (SELECT ids FROM arr), (SELECT attempts[1:1] || NULL::integer || attempts[3:3] FROM arr),
+                                   (SELECT tokens FROM arr))$$,
+    '22023', 'task_ids[2], attempts[2] and claim_tokens[2] are all required',
+    'complete_tasks with arrays should name an element that is NULL');
+SELECT throws_ok(
+    $$SELECT * FROM complete_tasks('w-arr', (SELECT ids[1:1] || ids[1:1] FROM arr), (SELECT attempts[1:2] FROM arr),
+                                   (SELECT tokens[1:2] FROM arr))$$,
+    '22023', format('task_ids[2] repeats task %s', tests.fx('a_1')),
+    'complete_tasks with arrays should refuse a batch that names a task twice');
+SELECT throws_ok(
+    $$SELECT * FROM complete_tasks('w-arr', (SELECT ids FROM arr), (SELECT attempts FROM arr), (SELECT tokens FROM arr),
+                                   NULL, ARRAY[NULL, '{"role": "t31_follow_a"}', NULL]::jsonb[])$$,
+    '22023', 'follow_ups[2] is not an array',
+    'complete_tasks with arrays should refuse follow_ups that are not an array');
+SELECT throws_ok(
+    $$SELECT * FROM complete_tasks('w-arr', (SELECT array_agg(-i) FROM generate_series(1, 1001) AS i),
+                                   (SELECT array_agg(1) FROM generate_series(1, 1001)),
+                                   (SELECT array_agg(gen_random_uuid()) FROM generate_series(1, 1001)))$$,
+    '54000', '1001 tasks given; at most 1000 go in one call',
+    'complete_tasks with arrays should refuse more than 1000 tasks');
+SELECT ok(tests.unchanged('a_1'), 'The refused calls should have changed nothing');
+
+SELECT results_eq(
+    $$SELECT c.task_id, c.attempt, c.status
+      FROM arr, complete_tasks('w-arr', arr.ids, arr.attempts, arr.tokens[1:2] || gen_random_uuid(),
+                               ARRAY['{"n": 1}', NULL, '{"n": 3}']::jsonb[],
+                               ARRAY['[{"role": "t31_follow_a", "payload": {"from": "a_1"}}]', NULL, NULL]::jsonb[]) c$$,
+    format($$VALUES (%s::bigint, 1, 'completed'::text), (%s, 1, 'completed'), (%s, 1, 'lost')$$,
+           tests.fx('a_1'), tests.fx('a_2'), tests.fx('a_3')),
+    'complete_tasks with arrays should answer each task in the order given: another claim''s token is lost');
+SELECT results_eq(
+    $$SELECT id, status, result FROM worker_tasks WHERE role = 't31_arrays' ORDER BY id$$,
+    format($$VALUES (%s::bigint, 'completed'::text, '{"n": 1}'::jsonb), (%s, 'completed', NULL), (%s, 'running', NULL)$$,
+           tests.fx('a_1'), tests.fx('a_2'), tests.fx('a_3')),
+    'complete_tasks with arrays should record each result, and leave the lost task running');
+SELECT is((SELECT parent_id FROM worker_tasks WHERE role = 't31_follow_a' AND payload = '{"from": "a_1"}'), tests.fx('a_1'),
+    'complete_tasks with arrays should enqueue a task''s follow-ups, remembering it as their parent');
+SELECT is_empty($$SELECT * FROM complete_tasks('w-arr', '{}'::bigint[], '{}'::integer[], '{}'::uuid[])$$,
+    'complete_tasks with arrays should answer an empty batch with no row');
+
+/****************************************************************************/
 -- complete_tasks: a bad follow-up fails the whole call
 
 INSERT INTO tests.fx VALUES ('bad_1', tests.make_task(role := 't31_bad', priority := 1));
@@ -422,7 +485,7 @@ SELECT throws_ok(
             'follow_ups', jsonb_build_array(jsonb_build_object('role', 't31_follow_a', 'payload', '{"from": "bad_1"}'::jsonb))),
         jsonb_build_object('task_id', tests.fx('bad_2'), 'attempt', 1,
             'follow_ups', jsonb_build_array(jsonb_build_object('role', 't31_no_such_role'))))),
-    '22023', 'completions[1].follow_ups[0]: unknown role ''t31_no_such_role''',
+    '22023', 'follow_ups[2][0]: unknown role ''t31_no_such_role''',
     'complete_tasks should fail the whole call with the enqueue error of a bad follow-up');
 SELECT ok(tests.unchanged('bad_1') AND tests.unchanged('bad_2'),
     'The failed call should complete neither task, not even the one whose follow-ups were good');

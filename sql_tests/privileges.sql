@@ -23,6 +23,7 @@ SELECT results_eq(
              ('claim_tasks', true, true),
              ('complete_task', true, true),
              ('complete_tasks', true, true),
+             ('complete_tasks', true, true),
              ('fail_task', true, true),
              ('heartbeat_task', true, true),
              ('release_task', true, true),
@@ -91,7 +92,7 @@ SELECT results_eq(
     $$SELECT proname FROM taskpool_functions
       WHERE has_function_privilege('taskpool_worker', oid, 'EXECUTE') ORDER BY proname$$,
     $$VALUES ('acquire_platform_request'), ('claim_and_start_tasks'), ('claim_task'),
-             ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('deregister_worker'), ('diff_role'),
+             ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('complete_tasks'), ('deregister_worker'), ('diff_role'),
              ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
              ('mark_worker_waiting'), ('mark_worker_waiting'),
              ('record_platform_result'), ('recover_stale_tasks_of_role'), ('register_worker'), ('register_worker'), ('register_worker'),
@@ -108,7 +109,7 @@ SELECT is((SELECT count(*) FROM taskpool_functions
                              'register_worker', 'heartbeat_worker', 'deregister_worker', 'taskpool_schema_version',
                              'acquire_platform_request', 'record_platform_result', 'claim_and_start_tasks',
                              'complete_tasks', 'mark_worker_waiting', 'worker_wake_channel')),
-          28::bigint, 'Should have checked all twenty-eight public taskpool functions above (register_worker in three forms, mark_worker_waiting in two)');
+          29::bigint, 'Should have checked all twenty-nine public taskpool functions above (register_worker in three forms, mark_worker_waiting and complete_tasks in two)');
 SELECT function_privs_are('public', 'claim_task', ARRAY['text', 'text'], 'tp_nobody', ARRAY[]::text[],
     'Should not let PUBLIC execute claim_task');
 SELECT function_privs_are('public', 'complete_task', ARRAY['bigint', 'text', 'integer', 'uuid', 'jsonb', 'jsonb'],
