@@ -28,10 +28,14 @@ DB_NAME ?= taskpool
 DATABASE_URL ?= postgresql://postgres@127.0.0.1:$(PGPORT)/$(DB_NAME)
 ROUNDTRIP_DB ?= taskpool_roundtrip
 UPGRADE_DB ?= taskpool_upgrade
-# The releases an upgrade in place starts from: @v0.3.0 (the last release before the lean claim
-# and the one-process runtime, which issue 13 asks to upgrade from) and the last tag that has
-# changes after it.
-UPGRADE_FROM ?= $(sort @v0.3.0 $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' sqitch.plan))
+# The releases an upgrade in place starts from. UPGRADE_FROM, deployed with the combined plan of
+# before the split: @v0.3.0 (the last release before the lean claim and the one-process runtime,
+# which issue 13 asks to upgrade from) and the combined plan's last tag. UPGRADE_FROM_SPLIT,
+# deployed with the split plans themselves (core and crawler, each --to the tag): the last tag of
+# sqitch.plan that has changes after it, when the combined plan does not have it.
+LAST_TAG_WITH_CHANGES = $(shell awk '/^@/ { tag = $$1 } /^[a-z_]/ { from = tag } END { print from }' $(1))
+UPGRADE_FROM ?= $(sort @v0.3.0 $(call LAST_TAG_WITH_CHANGES,registry/combined.plan))
+UPGRADE_FROM_SPLIT ?= $(filter-out $(shell awk '/^@/ { print $$1 }' registry/combined.plan),$(call LAST_TAG_WITH_CHANGES,sqitch.plan))
 TEST_DB ?= taskpool_test
 CRAWLER_TEST_DB ?= taskpool_crawler_test
 # The commit whose sqitch.plan is the combined plan of before the split (registry/combined.plan):
@@ -73,7 +77,7 @@ PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench bench-fleet screenshots test test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench bench-fleet screenshots test check-sql test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -154,10 +158,14 @@ bench-fleet: deps db
 psql: deps db deploy
 	@$(PGENV) psql
 
-# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
-test: deps db deploy
+# TARGET test: deploy into DATABASE_URL, check the SQL files (check-sql), then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
+test: deps db deploy check-sql
 	@$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target test-roundtrip test-upgrade test-sql-core test-sql-crawler
 	@$(MAKE) test-py
+
+# TARGET check-sql: deploy into DATABASE_URL, then check that every function's live body and view's definition comes from the deploy file of its name and no deployed function is unused (scripts/check-sql-homes)
+check-sql: deps db deploy
+	@$(PGENV) $(VENV)/bin/python scripts/check-sql-homes
 
 # TARGET test-roundtrip: deploy (core and crawler), revert and deploy again in a scratch database (ROUNDTRIP_DB)
 test-roundtrip: deps db
@@ -168,7 +176,7 @@ test-roundtrip: deps db
 	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/deploy; \
 	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
 
-# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), give it tasks in every state, upgrade in place to the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (UPGRADE_DB)
+# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), and for each in UPGRADE_FROM_SPLIT with the split plans; give it tasks in every state, upgrade in place to the head of the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (UPGRADE_DB)
 test-upgrade: deps db
 	@old=$$(mktemp -d); trap 'rm -rf "$$old"' EXIT; \
 	git archive '$(COMBINED_REV)' sqitch.plan sqitch.conf deploy revert verify | tar -x -C "$$old"; \
@@ -194,7 +202,23 @@ test-upgrade: deps db
 			echo 'test-upgrade: registry/split_crawler.sql run again changed the split registry' >&2; exit 1; }; \
 		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
 			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
-		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures sql_tests/upgrade/check.sql; \
+		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures --set old_roles_jitter=none sql_tests/upgrade/check.sql; \
+		$(PGENV) dropdb --force '$(UPGRADE_DB)'; \
+	done; \
+	for from in $(UPGRADE_FROM_SPLIT); do \
+		echo "test-upgrade: from $$from of the split plans to their head"; \
+		$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)'; \
+		$(PGENV) createdb '$(UPGRADE_DB)'; \
+		$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from" >/dev/null; \
+		(cd crawler/sqitch && $(CURDIR)/$(PGENV) -d '$(UPGRADE_DB)' sqitch deploy --verify --to "$$from" >/dev/null); \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -o /dev/null -f sql_tests/upgrade/seed.sql; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/deploy; \
+		$(PGENV) -d '$(UPGRADE_DB)' scripts/registry-state >"$$old/upgraded.state"; \
+		diff -u --label fresh --label "upgraded from $$from" "$$old/fresh.state" "$$old/upgraded.state" || { \
+			echo "test-upgrade: the schema or registry upgraded from $$from differs from a fresh deploy's" >&2; exit 1; }; \
+		$(PGENV) -d '$(UPGRADE_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+			-c 'CREATE EXTENSION IF NOT EXISTS pgtap'; \
+		$(PGENV) -d '$(UPGRADE_DB)' pg_prove --failures --set old_roles_jitter=full sql_tests/upgrade/check.sql; \
 		$(PGENV) dropdb --force '$(UPGRADE_DB)'; \
 	done; \
 	echo 'test-upgrade: a registry with a change the combined plan does not have stops the upgrade'; \

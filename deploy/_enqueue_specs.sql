@@ -1,31 +1,32 @@
 -- Deploy taskpool:_enqueue_specs to pg
--- requires: _enqueue_specs@v0.5.0
--- requires: worker_tasks_parent_id
--- requires: worker_tasks_headers
--- requires: worker_tasks_own_backoff
+-- requires: _enqueue_specs@v0.7.0
+-- requires: enqueue_dedupe_windows
+
+-- _enqueue_specs's home: its live body, unchanged from enqueue_dedupe_windows.
+-- Change _enqueue_specs here, with `sqitch rework _enqueue_specs`.
 
 BEGIN;
 SET client_min_messages = 'warning';
-
--- A new argument, parent_id, so the function's signature changes: the v0.5.0 one goes.
-DROP FUNCTION _enqueue_specs(jsonb, text);
 
 -- _enqueue_specs
 -- Validates a JSON array of task specs, then inserts them all, or raises on the first bad one and writes nothing.
 -- Specs take a "headers" field (worker_tasks.headers, checked by _task_headers_problem); the
 -- tasks get parent_id, the task whose completion enqueues them (complete_task's follow_ups and
 -- the chains of task_role_chains pass it; enqueue_task and enqueue_tasks pass none).
--- backoff_base and backoff_cap: the task's own retry backoff, in seconds (more than 0, at most a
--- year, the cap not below the base); absent, the role's.
-CREATE FUNCTION _enqueue_specs(specs jsonb, label text, parent_id bigint DEFAULT NULL)
+-- A dedupe key holds while its task is active; with a "dedupe_window" it holds for the window's
+-- period, finished tasks included (worker_tasks.dedupe_window). "dedupe_by_content": true makes
+-- the key task_spec_hash(role, dispensary_id, payload).
+CREATE OR REPLACE FUNCTION _enqueue_specs(specs jsonb, label text, parent_id bigint DEFAULT NULL)
 RETURNS SETOF worker_tasks
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_fields constant text[] := ARRAY['role', 'payload', 'dispensary_id', 'platform', 'priority',
                                       'scheduled_for', 'dedupe_key', 'max_retries', 'headers',
-                                      'backoff_base', 'backoff_cap'];
+                                      'backoff_base', 'backoff_cap', 'dedupe_window', 'dedupe_by_content'];
     c_max_backoff constant integer := extract(epoch FROM interval '1 year')::integer;
+    c_dedupe_fields constant text[] := ARRAY['dedupe_window', 'dedupe_by_content'];
+    c_max_window  constant interval := interval '366 days';
     -- What a worker can load (pyworker: Python's json, which refuses integers of more than 4300
     -- digits and recurses once per level): nesting up to 100 levels, numbers of up to 1000 digits
     -- before the decimal point. The walks only run on payloads long enough to break a bound:
@@ -46,6 +47,7 @@ DECLARE
     v_todo     jsonb := _enqueue_specs.specs;
     v_inserted bigint[];
     v_done_keys text[];
+    v_windowed boolean := false;
 BEGIN
     IF jsonb_typeof(_enqueue_specs.specs) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION USING
@@ -114,6 +116,21 @@ BEGIN
                      OR _jsonb_number(s.spec -> 'backoff_cap') > c_max_backoff THEN 'backoff_cap_invalid'
                 WHEN _jsonb_number(s.spec -> 'backoff_cap') < _jsonb_number(s.spec -> 'backoff_base')
                      THEN 'backoff_cap_below_base'
+                -- Last, behind one test, so that a spec without them pays for that test alone.
+                WHEN s.spec ?| c_dedupe_fields THEN
+                    CASE
+                    WHEN jsonb_typeof(nullif(s.spec -> 'dedupe_by_content', 'null')) <> 'boolean'
+                         THEN 'dedupe_by_content_invalid'
+                    WHEN s.spec -> 'dedupe_by_content' = 'true' AND nullif(s.spec -> 'dedupe_key', 'null') IS NOT NULL
+                         THEN 'dedupe_key_and_content'
+                    WHEN nullif(s.spec -> 'dedupe_window', 'null') IS NOT NULL
+                         AND _jsonb_interval(s.spec -> 'dedupe_window') IS NULL THEN 'dedupe_window_invalid'
+                    WHEN extract(epoch FROM _jsonb_interval(nullif(s.spec -> 'dedupe_window', 'null')))
+                         NOT BETWEEN 1 AND extract(epoch FROM c_max_window) THEN 'dedupe_window_out_of_range'
+                    WHEN nullif(s.spec -> 'dedupe_window', 'null') IS NOT NULL
+                         AND nullif(s.spec -> 'dedupe_key', 'null') IS NULL
+                         AND s.spec -> 'dedupe_by_content' IS DISTINCT FROM 'true' THEN 'dedupe_window_without_key'
+                    END
             END AS problem
         FROM jsonb_array_elements(_enqueue_specs.specs) WITH ORDINALITY AS s(spec, idx)
         -- OFFSET 0: the payload is turned into text once per spec, not once per use.
@@ -197,6 +214,28 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('dedupe_key must be a string of 1 to 255 characters, not %s',
                                             left((v_bad.spec -> 'dedupe_key')::text, 60));
+        WHEN 'dedupe_by_content_invalid' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('dedupe_by_content must be true or false, not %s',
+                                            left((v_bad.spec -> 'dedupe_by_content')::text, 60));
+        WHEN 'dedupe_key_and_content' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || 'give a dedupe_key or dedupe_by_content, not both',
+                HINT = 'dedupe_by_content makes the key task_spec_hash(role, dispensary_id, payload).';
+        WHEN 'dedupe_window_invalid' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('dedupe_window must be an interval or a number of seconds, not %s',
+                                            left((v_bad.spec -> 'dedupe_window')::text, 60)),
+                HINT = 'For example "1 hour", "PT30M" or 3600.';
+        WHEN 'dedupe_window_out_of_range' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || format('dedupe_window %s is out of range',
+                                            left((v_bad.spec -> 'dedupe_window')::text, 60)),
+                HINT = format('A dedupe window goes from 1 second to %s.', c_max_window);
+        WHEN 'dedupe_window_without_key' THEN
+            RAISE EXCEPTION USING ERRCODE = '22023',
+                MESSAGE = v_where || 'dedupe_window needs a dedupe_key or dedupe_by_content',
+                HINT = 'The window says how long a key holds; without a key there is nothing to hold.';
         WHEN 'platform_invalid' THEN
             RAISE EXCEPTION USING ERRCODE = '22023',
                 MESSAGE = v_where || format('platform must be a string of 1 to 100 characters, not %s',
@@ -221,54 +260,127 @@ BEGIN
         END CASE;
     END IF;
 
-    -- A spec whose dedupe key has an active task yields that task instead of a new one. The
-    -- lookup is a second statement (so it sees a conflicting task committed during the insert);
-    -- should that task finish in between, the spec goes round once more and is inserted.
+    -- From here on a spec's key is its dedupe_key, whether given or made of its content, and its
+    -- window a valid interval. Only batches that use either pay for the rewrite.
+    IF jsonb_path_exists(_enqueue_specs.specs, '$[*] ? (exists(@.dedupe_window) || exists(@.dedupe_by_content))') THEN
+        SELECT jsonb_agg(
+                   (s.spec - 'dedupe_by_content' - 'dedupe_window')
+                   || CASE WHEN s.spec -> 'dedupe_by_content' = 'true'
+                           THEN jsonb_build_object('dedupe_key',
+                                    task_spec_hash(s.spec ->> 'role', _jsonb_integer(s.spec -> 'dispensary_id'),
+                                                   s.spec -> 'payload'))
+                           ELSE '{}' END
+                   || CASE WHEN nullif(s.spec -> 'dedupe_window', 'null') IS NOT NULL
+                           THEN jsonb_build_object('dedupe_window', _jsonb_interval(s.spec -> 'dedupe_window'))
+                           ELSE '{}' END
+                   ORDER BY s.idx)
+        INTO v_todo
+        FROM jsonb_array_elements(_enqueue_specs.specs) WITH ORDINALITY AS s(spec, idx);
+        v_windowed := EXISTS (SELECT FROM jsonb_array_elements(v_todo) AS s(spec) WHERE s.spec ? 'dedupe_window');
+    END IF;
+
+    -- A spec whose dedupe key has an active task, or (with a window) a task of the same window
+    -- created in the same period, yields that task instead of a new one: the active one when
+    -- there are both. The lookup is a second statement (so it sees a conflicting task committed
+    -- during the insert); should an active task finish in between, the spec goes round once more
+    -- and is inserted, unless that task holds the period.
     --
     -- An insert waits for a concurrent one of the same dedupe key to end. Rows go in in dedupe
     -- key order, so that two batches sharing keys wait on each other in one direction and never
     -- deadlock; their ids are drawn beforehand in spec order, which stays the claim order.
+    --
+    -- Of the two inserts below, alike but for ON CONFLICT, a batch with a window takes the
+    -- first: its ON CONFLICT names no index, as a row may meet either
+    -- worker_tasks_one_active_per_dedupe_key_idx or worker_tasks_one_per_dedupe_period_idx (a
+    -- rival for the primary key cannot exist: ids come from the sequence). Naming none makes
+    -- every row probe the primary key as well, which cost a batch without a window some 10 % of
+    -- its rate: those take the second, whose ON CONFLICT names the active-key index as ever.
     FOR v_pass IN 1..3 LOOP
         SELECT array_agg(nextval(pg_get_serial_sequence('worker_tasks', 'id')))
         INTO v_new_ids
         FROM generate_series(1, jsonb_array_length(v_todo));
-        WITH inserted AS (
-            INSERT INTO worker_tasks (id, role, dispensary_id, platform, priority, scheduled_for, payload,
-                                      dedupe_key, max_retries, headers, parent_id, backoff_base, backoff_cap)
-            OVERRIDING SYSTEM VALUE
-            SELECT v_new_ids[s.idx],
-                   s.spec ->> 'role',
-                   _jsonb_integer(s.spec -> 'dispensary_id'),
-                   coalesce(s.spec ->> 'platform', d.platform),
-                   coalesce(_jsonb_integer(s.spec -> 'priority'), 0),
-                   coalesce(_jsonb_timestamptz(s.spec -> 'scheduled_for'), v_now),
-                   coalesce(nullif(s.spec -> 'payload', 'null'), '{}'),
-                   s.spec ->> 'dedupe_key',
-                   coalesce(_jsonb_integer(s.spec -> 'max_retries'), r.max_retries),
-                   -- no headers: NULL, not an empty object
-                   nullif(nullif(s.spec -> 'headers', 'null'), '{}'),
-                   _enqueue_specs.parent_id,
-                   make_interval(secs => _jsonb_number(s.spec -> 'backoff_base')),
-                   make_interval(secs => _jsonb_number(s.spec -> 'backoff_cap'))
-            FROM jsonb_array_elements(v_todo) WITH ORDINALITY AS s(spec, idx)
-            JOIN task_roles r ON r.role = s.spec ->> 'role'
-            LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id')
-            ORDER BY s.spec ->> 'dedupe_key' COLLATE "C", s.idx
-            ON CONFLICT (dedupe_key) WHERE status IN ('pending', 'claimed', 'running') AND dedupe_key IS NOT NULL
-            DO NOTHING
-            RETURNING id, dedupe_key
-        )
-        SELECT coalesce(array_agg(i.id), '{}'), coalesce(array_agg(i.dedupe_key) FILTER (WHERE i.dedupe_key IS NOT NULL), '{}')
-        INTO v_inserted, v_done_keys
-        FROM inserted i;
+        IF v_windowed THEN
+            WITH inserted AS (
+                INSERT INTO worker_tasks (id, role, dispensary_id, platform, priority, scheduled_for, payload,
+                                          dedupe_key, dedupe_window, max_retries, headers, parent_id,
+                                          backoff_base, backoff_cap)
+                OVERRIDING SYSTEM VALUE
+                SELECT v_new_ids[s.idx],
+                       s.spec ->> 'role',
+                       _jsonb_integer(s.spec -> 'dispensary_id'),
+                       coalesce(s.spec ->> 'platform', d.platform),
+                       coalesce(_jsonb_integer(s.spec -> 'priority'), 0),
+                       coalesce(_jsonb_timestamptz(s.spec -> 'scheduled_for'), v_now),
+                       coalesce(nullif(s.spec -> 'payload', 'null'), '{}'),
+                       s.spec ->> 'dedupe_key',
+                       (s.spec ->> 'dedupe_window')::interval,
+                       coalesce(_jsonb_integer(s.spec -> 'max_retries'), r.max_retries),
+                       -- no headers: NULL, not an empty object
+                       nullif(nullif(s.spec -> 'headers', 'null'), '{}'),
+                       _enqueue_specs.parent_id,
+                       make_interval(secs => _jsonb_number(s.spec -> 'backoff_base')),
+                       make_interval(secs => _jsonb_number(s.spec -> 'backoff_cap'))
+                FROM jsonb_array_elements(v_todo) WITH ORDINALITY AS s(spec, idx)
+                JOIN task_roles r ON r.role = s.spec ->> 'role'
+                LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id')
+                ORDER BY s.spec ->> 'dedupe_key' COLLATE "C", s.idx
+                ON CONFLICT DO NOTHING
+                RETURNING id, dedupe_key
+            )
+            SELECT coalesce(array_agg(i.id), '{}'), coalesce(array_agg(i.dedupe_key) FILTER (WHERE i.dedupe_key IS NOT NULL), '{}')
+            INTO v_inserted, v_done_keys
+            FROM inserted i;
+        ELSE
+            WITH inserted AS (
+                INSERT INTO worker_tasks (id, role, dispensary_id, platform, priority, scheduled_for, payload,
+                                          dedupe_key, max_retries, headers, parent_id, backoff_base, backoff_cap)
+                OVERRIDING SYSTEM VALUE
+                SELECT v_new_ids[s.idx],
+                       s.spec ->> 'role',
+                       _jsonb_integer(s.spec -> 'dispensary_id'),
+                       coalesce(s.spec ->> 'platform', d.platform),
+                       coalesce(_jsonb_integer(s.spec -> 'priority'), 0),
+                       coalesce(_jsonb_timestamptz(s.spec -> 'scheduled_for'), v_now),
+                       coalesce(nullif(s.spec -> 'payload', 'null'), '{}'),
+                       s.spec ->> 'dedupe_key',
+                       coalesce(_jsonb_integer(s.spec -> 'max_retries'), r.max_retries),
+                       -- no headers: NULL, not an empty object
+                       nullif(nullif(s.spec -> 'headers', 'null'), '{}'),
+                       _enqueue_specs.parent_id,
+                       make_interval(secs => _jsonb_number(s.spec -> 'backoff_base')),
+                       make_interval(secs => _jsonb_number(s.spec -> 'backoff_cap'))
+                FROM jsonb_array_elements(v_todo) WITH ORDINALITY AS s(spec, idx)
+                JOIN task_roles r ON r.role = s.spec ->> 'role'
+                LEFT JOIN dispensaries d ON d.id = _jsonb_integer(s.spec -> 'dispensary_id')
+                ORDER BY s.spec ->> 'dedupe_key' COLLATE "C", s.idx
+                ON CONFLICT (dedupe_key) WHERE status IN ('pending', 'claimed', 'running') AND dedupe_key IS NOT NULL
+                DO NOTHING
+                RETURNING id, dedupe_key
+            )
+            SELECT coalesce(array_agg(i.id), '{}'), coalesce(array_agg(i.dedupe_key) FILTER (WHERE i.dedupe_key IS NOT NULL), '{}')
+            INTO v_inserted, v_done_keys
+            FROM inserted i;
+        END IF;
         v_ids := v_ids || v_inserted;
 
-        WITH existing AS (
-            SELECT t.id, t.dedupe_key
-            FROM worker_tasks t
-            WHERE t.dedupe_key IN (SELECT s.spec ->> 'dedupe_key' FROM jsonb_array_elements(v_todo) AS s(spec))
-              AND NOT (t.dedupe_key = ANY (v_done_keys))
-              AND t.status IN ('pending', 'claimed', 'running')
+        -- The key's active task, else its task of the period: a probe of each unique index.
+        WITH wanted AS (
+            SELECT DISTINCT s.spec ->> 'dedupe_key' AS dedupe_key, (s.spec ->> 'dedupe_window')::interval AS dedupe_window
+            FROM jsonb_array_elements(v_todo) AS s(spec)
+            WHERE NOT (s.spec ->> 'dedupe_key' = ANY (v_done_keys))
+        ), existing AS (
+            SELECT DISTINCT ON (found.dedupe_key) found.id, found.dedupe_key
+            FROM (SELECT t.id, t.dedupe_key, 1 AS rank
+                  FROM wanted w
+                  JOIN worker_tasks t ON t.dedupe_key = w.dedupe_key
+                  WHERE t.status IN ('pending', 'claimed', 'running')
+                  UNION ALL
+                  SELECT t.id, t.dedupe_key, 2
+                  FROM wanted w
+                  JOIN worker_tasks t ON t.dedupe_key = w.dedupe_key AND t.dedupe_window = w.dedupe_window
+                  WHERE _dedupe_period_start(t.created_at, t.dedupe_window)
+                        = _dedupe_period_start(v_now, w.dedupe_window)) AS found
+            ORDER BY found.dedupe_key, found.rank
         )
         SELECT v_ids || coalesce(array_agg(e.id), '{}'), v_done_keys || coalesce(array_agg(e.dedupe_key), '{}')
         INTO v_ids, v_done_keys
@@ -283,7 +395,5 @@ BEGIN
     RETURN QUERY SELECT t.* FROM worker_tasks t WHERE t.id = ANY (v_ids) ORDER BY t.id;
 END;
 $$;
-
-REVOKE ALL ON FUNCTION _enqueue_specs(jsonb, text, bigint) FROM PUBLIC;
 
 COMMIT;

@@ -1,15 +1,40 @@
 -- Deploy taskpool:register_worker to pg
--- requires: register_worker@v0.5.0
--- requires: task_worker_roles
+-- requires: register_worker@v0.7.0
+-- requires: register_worker_concurrency
+
+-- register_worker's home: its live bodies, unchanged from register_worker_concurrency and register_worker.
+-- Change register_worker here, with `sqitch rework register_worker`.
 
 BEGIN;
 SET client_min_messages = 'warning';
+
+-- register_worker(worker_id, role, host, pid)
+-- A worker of one role: the same registration, one row.
+CREATE OR REPLACE FUNCTION register_worker(worker_id text, role text, host text, pid integer)
+RETURNS worker_registration
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    v_registration worker_registration;
+BEGIN
+    IF register_worker.worker_id IS NULL OR register_worker.role IS NULL
+       OR register_worker.host IS NULL OR register_worker.pid IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'worker_id, role, host and pid are all required';
+    END IF;
+    SELECT * INTO v_registration
+    FROM register_worker(register_worker.worker_id, ARRAY[register_worker.role], register_worker.host,
+                         register_worker.pid);
+    RETURN v_registration;
+END;
+$$;
 
 -- register_worker(worker_id, roles[], host, pid)
 -- Enters a starting worker that serves several roles (pyworker --role a --role b) in the
 -- registry (again, if its id was there) and returns one row per role, in the order given, each
 -- with that role's settings. task_workers.role is the first role; task_worker_roles holds all.
-CREATE FUNCTION register_worker(worker_id text, roles text[], host text, pid integer)
+CREATE OR REPLACE FUNCTION register_worker(worker_id text, roles text[], host text, pid integer)
 RETURNS SETOF worker_registration
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -84,28 +109,33 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION register_worker(text, text[], text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION register_worker(text, text[], text, integer) TO taskpool_worker;
-
--- register_worker(worker_id, role, host, pid)
--- A worker of one role: the same registration, one row.
-CREATE OR REPLACE FUNCTION register_worker(worker_id text, role text, host text, pid integer)
-RETURNS worker_registration
+-- register_worker(worker_id, roles[], host, pid, concurrency)
+-- register_worker(worker_id, roles[], host, pid), and the tasks the process runs at once (its
+-- slots), which v_worker_capacity counts capacity in.
+CREATE OR REPLACE FUNCTION register_worker(worker_id text, roles text[], host text, pid integer, concurrency integer)
+RETURNS SETOF worker_registration
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-DECLARE
-    v_registration worker_registration;
+-- Example:
+--   SELECT role, run_timeout FROM register_worker('w1', ARRAY['product_resync'], 'host-a', 4242, 20);
+-- concurrency: 1 to 100000, else 22023 (NULL: 22004); the rest is checked as the four-argument
+-- form checks it.
 BEGIN
-    IF register_worker.worker_id IS NULL OR register_worker.role IS NULL
-       OR register_worker.host IS NULL OR register_worker.pid IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'worker_id, role, host and pid are all required';
+    IF register_worker.concurrency IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'concurrency is required',
+            HINT = 'The tasks the worker runs at once (pyworker --concurrency), e.g. 1.';
     END IF;
-    SELECT * INTO v_registration
-    FROM register_worker(register_worker.worker_id, ARRAY[register_worker.role], register_worker.host,
-                         register_worker.pid);
-    RETURN v_registration;
+    IF register_worker.concurrency NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('concurrency must be 1 to 100000, not %s', register_worker.concurrency);
+    END IF;
+    RETURN QUERY
+    SELECT * FROM register_worker(register_worker.worker_id, register_worker.roles, register_worker.host,
+                                  register_worker.pid);
+    UPDATE task_workers w SET concurrency = register_worker.concurrency
+    WHERE w.worker_id = register_worker.worker_id;
 END;
 $$;
 

@@ -1,12 +1,9 @@
 -- Deploy taskpool:taskpool_health to pg
--- requires: schedule_ticks
--- requires: v_stuck_tasks
--- requires: v_xmin_horizon
--- requires: platform_governance
--- requires: task_schedules
--- requires: taskpool_health@v0.5.0
--- requires: task_roles_paused
--- requires: platform_governance_enabled
+-- requires: taskpool_health@v0.7.0
+-- requires: taskpool_health_unserved_roles
+
+-- taskpool_health's home: its live body, unchanged from taskpool_health_unserved_roles.
+-- Change taskpool_health here, with `sqitch rework taskpool_health`.
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -26,6 +23,8 @@ AS $$
 -- The checks, always in this order:
 --   stuck_tasks      claimed or running tasks silent past their role's stale threshold (v_stuck_tasks):
 --                    their worker died and no tick has recovered them yet
+--   unserved_roles   roles whose ready tasks have waited over 5 minutes with no live worker of
+--                    the role to take them (unserved_roles()); a paused role is not one
 --   schedule_tick    with a schedule enabled, no tick_schedules() for longer than max_tick_age (a
 --                    database that never ticked counts from the deploy of schedule_ticks)
 --   schedule_errors  enabled schedules whose last run failed
@@ -75,6 +74,30 @@ BEGIN
                      'running (see schedule_tick). Recover them now: SELECT recover_stale_tasks();' END
     FROM (SELECT NULL) AS always
     LEFT JOIN stuck s ON true;
+
+    RETURN QUERY
+    WITH unserved AS (
+        SELECT count(*) AS roles,
+               string_agg(format('%s (%s ready, the oldest waiting %s; %s)', u.role, u.ready_tasks,
+                                 date_trunc('second', u.oldest_ready_age),
+                                 coalesce('a worker last seen ' || date_trunc('second', v_now - u.last_worker_seen_at)
+                                          || ' ago', 'no worker ever registered')),
+                          '; ' ORDER BY u.oldest_ready_age DESC, u.role) AS listed,
+               (array_agg(u.role ORDER BY u.oldest_ready_age DESC, u.role))[1] AS first_role
+        FROM unserved_roles() u
+    )
+    SELECT 'unserved_roles',
+           CASE WHEN u.roles = 0 THEN 'ok' ELSE 'attention' END,
+           CASE WHEN u.roles = 0
+                THEN 'every role with tasks ready for over 5 minutes has a live worker, or is paused'
+                ELSE format('%s role(s) with tasks ready for over 5 minutes and no live worker: %s',
+                            u.roles, u.listed) END,
+           CASE WHEN u.roles > 0
+                THEN format('Nothing takes these tasks: start a worker of the role (pyworker --role %s, or '
+                            'scale up its deployment) and find out why its workers stopped (v_workers). '
+                            'If none should run for now, pause the role: SELECT pause_role(%L, ''why'');',
+                            u.first_role, u.first_role) END
+    FROM unserved u;
 
     RETURN QUERY
     WITH tick AS (
@@ -235,14 +258,5 @@ BEGIN
     LEFT JOIN holders h ON true;
 END;
 $$;
-
-REVOKE ALL ON FUNCTION taskpool_health(interval, interval) FROM PUBLIC;
-
-COMMENT ON FUNCTION taskpool_health(interval, interval) IS $$One row per check of what needs a person: status 'ok' or 'attention', what was found, and what to do.
-Example:
-  SELECT * FROM taskpool_health();
-  SELECT check_name, detail, action FROM taskpool_health() WHERE status <> 'ok';   -- for an alert
-  SELECT * FROM taskpool_health(max_tick_age := '2 hours');   -- a scheduler ticking hourly
-The checks, in this order: stuck_tasks, schedule_tick, schedule_errors, open_circuits, paused_roles, disabled_platforms, xmin_horizon.$$;
 
 COMMIT;

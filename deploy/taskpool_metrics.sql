@@ -1,21 +1,16 @@
 -- Deploy taskpool:taskpool_metrics to pg
--- requires: task_metric_totals
--- requires: worker_tasks_failed_or_cancelled_idx
--- requires: platform_governance_requests_total
--- requires: platform_events
--- requires: v_worker_capacity
--- requires: v_xmin_horizon
--- requires: schedule_ticks
--- requires: task_schedules
--- requires: task_roles_paused
--- requires: platform_governance_enabled
+-- requires: taskpool_metrics@v0.7.0
+-- requires: taskpool_metrics_capacity_units
+
+-- taskpool_metrics's home: its live body, unchanged from taskpool_metrics_capacity_units.
+-- Change taskpool_metrics here, with `sqitch rework taskpool_metrics`.
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- taskpool_metrics
 -- The pool's metrics for Prometheus, a row per sample: name, type, help text, labels and value, read in one query.
-CREATE FUNCTION taskpool_metrics()
+CREATE OR REPLACE FUNCTION taskpool_metrics()
 RETURNS TABLE (metric text, kind text, help text, labels jsonb, value double precision)
 LANGUAGE plpgsql
 STABLE
@@ -50,6 +45,9 @@ clock AS (
 ),
 capacity AS (
     SELECT * FROM v_worker_capacity
+),
+unserved AS (
+    SELECT u.role FROM unserved_roles() u
 ),
 statuses (status) AS (
     VALUES ('pending'), ('claimed'), ('running'), ('completed'), ('failed'), ('cancelled')
@@ -116,18 +114,37 @@ SELECT 'taskpool_oldest_ready_task_age_seconds', 'gauge',
 FROM capacity c
 UNION ALL
 SELECT 'taskpool_workers_active', 'gauge',
-       'Workers of the role seen in the last 2 minutes, busy or idle (v_worker_capacity).',
-       jsonb_build_object('role', c.role), c.active_workers
+       'Worker processes of the role seen in the last 2 minutes, busy or idle (v_worker_capacity).',
+       jsonb_build_object('role', c.role), c.active_processes
+FROM capacity c
+UNION ALL
+SELECT 'taskpool_slots_active', 'gauge',
+       'Task slots of those processes (their --concurrency summed): tasks they can run at once.',
+       jsonb_build_object('role', c.role), c.active_slots
 FROM capacity c
 UNION ALL
 SELECT 'taskpool_workers_needed', 'gauge',
-       'Workers it takes to drain the pending tasks within the horizon at the last hour''s rate (absent while the rate is unknown).',
+       'Worker processes it takes to drain the pending tasks within the horizon at the last hour''s rate, at the role''s slots per process (absent while the rate is unknown).',
        jsonb_build_object('role', c.role, 'horizon', n.horizon), n.workers
 FROM capacity c
-CROSS JOIN LATERAL (VALUES ('1h', c.workers_needed_for_1_hour),
-                           ('4h', c.workers_needed_for_4_hours),
-                           ('8h', c.workers_needed_for_8_hours)) AS n (horizon, workers)
+CROSS JOIN LATERAL (VALUES ('1h', c.processes_needed_for_1_hour),
+                           ('4h', c.processes_needed_for_4_hours),
+                           ('8h', c.processes_needed_for_8_hours)) AS n (horizon, workers)
 WHERE n.workers IS NOT NULL
+UNION ALL
+SELECT 'taskpool_slots_needed', 'gauge',
+       'Task slots it takes to drain the pending tasks within the horizon at the last hour''s rate (absent while the rate is unknown).',
+       jsonb_build_object('role', c.role, 'horizon', n.horizon), n.slots
+FROM capacity c
+CROSS JOIN LATERAL (VALUES ('1h', c.slots_needed_for_1_hour),
+                           ('4h', c.slots_needed_for_4_hours),
+                           ('8h', c.slots_needed_for_8_hours)) AS n (horizon, slots)
+WHERE n.slots IS NOT NULL
+UNION ALL
+SELECT 'taskpool_role_unserved', 'gauge',
+       'Whether the role''s ready tasks have waited over 5 minutes with no live worker of the role (1): unserved_roles(), the unserved_roles health check.',
+       jsonb_build_object('role', c.role), (c.role IN (SELECT u.role FROM unserved u))::integer
+FROM capacity c
 UNION ALL
 SELECT 'taskpool_role_paused', 'gauge',
        'Whether the role is paused (1): no claim hands out its tasks until resume_role.',
@@ -208,14 +225,5 @@ SELECT 'taskpool_xmin_horizon_age_transactions', 'gauge',
 FROM oldest_transaction o;
 END;
 $$;
-
-COMMENT ON FUNCTION taskpool_metrics() IS
-    'The pool''s metrics for Prometheus, a row per sample: name, type, help text, labels and value, read in one query.
-Example:
-  SELECT metric, labels, value FROM taskpool_metrics() WHERE metric = ''taskpool_tasks_ready'';
-Counters (kind counter, names ending in _total) only go up, across prunes too. pyworker.metrics serves them in the Prometheus text format; docs/metrics.md says what each one means and what a scrape costs.';
-
-REVOKE ALL ON FUNCTION taskpool_metrics() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskpool_metrics() TO pg_monitor;
 
 COMMIT;

@@ -1,36 +1,8 @@
 -- Deploy taskpool:taskpool_schema_version to pg
--- requires: taskpool_schema_version@v0.5.0
--- requires: heartbeat_tasks
--- requires: _claim_tasks
--- requires: task_status_transition_allowed
--- requires: tg_worker_tasks__enforce_transition
--- requires: claim_and_start_tasks
--- requires: worker_tasks_one_active_per_store_not_null
--- requires: complete_tasks
--- requires: tg_worker_tasks__after_status_change
--- requires: enqueue_task
--- requires: tg_worker_tasks__notify_enqueued
--- requires: tg_task_wake_requests__wake_at_commit
--- requires: task_worker_roles
--- requires: task_worker_waits_per_role
--- requires: register_worker
--- requires: mark_worker_waiting
--- requires: v_worker_capacity
--- requires: v_workers
--- requires: worker_task_attempts_error_data
--- requires: fail_task
--- requires: worker_tasks_parent_id
--- requires: worker_tasks_headers
--- requires: _enqueue_specs
--- requires: enqueue_task_headers
--- requires: complete_task
--- requires: complete_tasks_follow_up_parents
--- requires: task_result_waits
--- requires: task_wait_channel
--- requires: register_task_waits
--- requires: after_status_change_parents_and_waiters
--- requires: task_chain
--- requires: catalog_comments
+-- requires: taskpool_schema_version@v0.7.0
+
+-- The last change of the plan: whatever precedes it is deployed when it is. Each release reworks
+-- it (sqitch rework taskpool_schema_version) with the version raised.
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -42,7 +14,23 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     -- Example:
-    --   SELECT taskpool_schema_version();   -- '0.6.0'
+    --   SELECT taskpool_schema_version();   -- '0.8.0'
+    -- The version is set by the last change of sqitch.plan, always this one, reworked once a
+    -- release (tests/test_schema_version.py fails otherwise): a database deployed part way reports
+    -- the version of before, and a worker that needs the whole plan refuses it.
+    -- 0.8.0: complete_tasks(worker_id, task_ids[], attempts[], claim_tokens[], results[],
+    -- follow_ups[]), the worker's form, which the JSON form calls; every function's live body (and
+    -- view's definition) in the deploy file named after it; the six trigger functions that no
+    -- trigger fired are dropped.
+    -- 0.7.0: workers register their concurrency (register_worker(..., concurrency)); capacity in
+    -- slots and in processes (v_worker_capacity, worker_capacity); unserved_roles() and its
+    -- health check and metric; recover_stale_tasks_of_role (a worker recovers its role's stale
+    -- tasks); pause_role and resume_role; clear errors on a database with no role; nothing of the
+    -- schema executable by PUBLIC; v_xmin_horizon without any session's SQL; a cancel or a stale
+    -- recovery notifies the worker that held the task (abort:<id> on its wake channel); a
+    -- claim_token per claim, passed with the attempt by every worker call (start_task,
+    -- heartbeat_task(s), complete_task(s), fail_task, snooze_task, release_task take it); and
+    -- every change of the plan before this one.
     -- 0.6.0: heartbeat_tasks (a worker's held tasks in one call, an answer each); the claim
     -- without a subtransaction or per-call planning; one BEFORE trigger on worker_tasks; workers
     -- that serve several roles (register_worker(worker_id, roles[], ...), mark_worker_waiting(worker_id, role));
@@ -58,10 +46,8 @@ AS $$
     -- 0.3.0: claim_and_start_tasks and complete_tasks, the worker's fast path; waiting workers
     -- (mark_worker_waiting) woken one per ready task on their worker_wake_channel.
     -- 0.2.0: schedules (tick_schedules, trigger_schedule, update_schedule, generate_resync_tasks)
-    -- and capacity (v_worker_capacity, worker_capacity). Rework this change (sqitch rework)
-    -- whenever a release adds or changes a function that pyworker calls, so that an older schema
-    -- is named as such instead of failing mid-task.
-    SELECT '0.6.0'::text;
+    -- and capacity (v_worker_capacity, worker_capacity).
+    SELECT '0.8.0'::text;
 $$;
 
 COMMIT;

@@ -1,28 +1,23 @@
 -- Deploy taskpool:tg_worker_tasks__after_status_change to pg
--- requires: tg_worker_tasks__record_attempt
--- requires: tg_worker_tasks__chain_follow_ups
--- requires: tg_worker_tasks__notify_requeued
--- requires: tg_worker_tasks__wake_for_freed_store
+-- requires: tg_worker_tasks__after_status_change@v0.7.0
+-- requires: after_status_change_parents_and_waiters
+
+-- tg_worker_tasks__after_status_change's home: its live body, unchanged from after_status_change_parents_and_waiters.
+-- Change tg_worker_tasks__after_status_change here, with `sqitch rework tg_worker_tasks__after_status_change`.
 
 BEGIN;
 SET client_min_messages = 'warning';
 
--- tg_worker_tasks__after_status_change
--- The one AFTER ROW trigger of worker_tasks: what follows a status change, in the order the four
--- triggers it replaces ran (_600_record_attempt, _700_chain_follow_ups, _900_notify_requeued,
--- _900_wake_for_freed_store): an attempt that ends is recorded, a completion chains its
--- follow-ups, a task back in the pool wakes a worker, and a store freed wakes one for its next
--- ready task.
---
--- Why one: PostgreSQL parses a row trigger's WHEN clause from its stored text at the first row
--- of every statement that sets the columns it watches, and every claim and completion sets
--- status. The four clauses were about 5.6 kB of node text; measured on one backend looping
--- claim_and_start_tasks + complete_task, disabling the four triggers cut 35 us from the claim and
--- 28 us from the completion (of about 180 us a cycle), and this one trigger with one shorter
--- clause keeps most of that. Its WHEN admits every change that any of the four acted on (and a
--- few they ignored, which cost a call here and change nothing); a completion of a task without a
--- store and without a JSON-object result, the common case, never calls it.
-CREATE FUNCTION tg_worker_tasks__after_status_change()
+-- tg_worker_tasks__after_status_change, two more things after a status change:
+-- - a chain's follow-ups (task_role_chains) remember the task that queued them (parent_id);
+-- - a task that finishes (completed, failed, cancelled) notifies the sessions that wait for it
+--   (task_result_waits), and only those: the trigger's WHEN passes a completion on to this
+--   function only for a task with a store, an object result (as before) or waited set, so the
+--   completion of a task nobody waits for costs what it cost before, and sends no NOTIFY
+--   (NOTIFY serializes the commits of every notifying transaction).
+-- The body is the change tg_worker_tasks__after_status_change's, with those two additions, and
+-- the attempt it records keeps its claim_token.
+CREATE OR REPLACE FUNCTION tg_worker_tasks__after_status_change()
 RETURNS trigger
 LANGUAGE plpgsql
 -- The wake-ups need _wake_waiting_workers, which only the owner may run. Only the owner, and the
@@ -35,15 +30,16 @@ DECLARE
     v_last_store_id  bigint;
     v_store_required boolean;
     v_role           text;
+    v_notified       integer;
 BEGIN
     -- An attempt ended: keep it in worker_task_attempts (the task row keeps only the current one).
     IF OLD.status IN ('claimed', 'running') AND NEW.status IN ('pending', 'failed', 'cancelled') THEN
         INSERT INTO worker_task_attempts (
-            task_id, attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at,
-            outcome, error_message)
+            task_id, attempt, claim_token, worker_id, claimed_at, started_at, last_heartbeat_at,
+            ended_at, outcome, error_message)
         VALUES (
-            OLD.id, OLD.attempt, OLD.worker_id, OLD.claimed_at, OLD.started_at, OLD.last_heartbeat_at,
-            taskpool_now(),
+            OLD.id, OLD.attempt, OLD.claim_token, OLD.worker_id, OLD.claimed_at, OLD.started_at,
+            OLD.last_heartbeat_at, taskpool_now(),
             CASE
                 WHEN NEW.status <> 'pending' THEN NEW.status
                 WHEN NEW.retry_count > OLD.retry_count THEN 'retried'
@@ -85,7 +81,8 @@ BEGIN
         IF v_specs IS NOT NULL THEN
             -- Through the enqueue checks: a bad link (say, a store id that never existed) fails the
             -- completion itself, so no chain is ever half made.
-            PERFORM FROM _enqueue_specs(v_specs, format('task %s chained', NEW.id));
+            -- The follow-ups remember this task as their parent (task_chain).
+            PERFORM FROM _enqueue_specs(v_specs, format('task %s chained', NEW.id), NEW.id);
         END IF;
     END IF;
 
@@ -111,22 +108,20 @@ BEGIN
             PERFORM _wake_waiting_workers(v_role, 1);
         END IF;
     END IF;
+    -- Finished, and someone once waited for it (register_task_waits marked it): notify the
+    -- sessions waiting now, each on its channel, and forget them. A task nobody waited for never
+    -- gets here for this; NEW.waited is tested before any query.
+    IF NEW.waited AND NEW.status IN ('completed', 'failed', 'cancelled') AND OLD.status <> NEW.status THEN
+        WITH gone AS (
+            DELETE FROM task_result_waits w
+            WHERE w.task_id = NEW.id
+            RETURNING w.backend_pid
+        )
+        SELECT count(pg_notify(task_wait_channel(gone.backend_pid), NEW.id::text)) INTO v_notified
+        FROM gone;
+    END IF;
     RETURN NULL;
 END;
 $$;
-
-REVOKE ALL ON FUNCTION tg_worker_tasks__after_status_change() FROM PUBLIC;
-
-DROP TRIGGER _600_record_attempt ON worker_tasks;
-DROP TRIGGER _700_chain_follow_ups ON worker_tasks;
-DROP TRIGGER _900_notify_requeued ON worker_tasks;
-DROP TRIGGER _900_wake_for_freed_store ON worker_tasks;
-
-CREATE TRIGGER _600_after_status_change
-    AFTER UPDATE OF status ON worker_tasks
-    FOR EACH ROW
-    WHEN (NEW.status IN ('pending', 'failed', 'cancelled')
-          OR (NEW.status = 'completed' AND (NEW.dispensary_id IS NOT NULL OR jsonb_typeof(NEW.result) = 'object')))
-    EXECUTE FUNCTION tg_worker_tasks__after_status_change();
 
 COMMIT;

@@ -1,13 +1,17 @@
 -- Deploy taskpool:v_worker_capacity to pg
--- requires: v_worker_capacity@v0.5.0
--- requires: task_worker_roles
--- requires: task_roles_paused
+-- requires: v_worker_capacity@v0.7.0
+-- requires: v_worker_capacity_units
+
+-- v_worker_capacity's home: its live definition, unchanged from v_worker_capacity_units.
+-- Change v_worker_capacity here, with `sqitch rework v_worker_capacity`.
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- v_worker_capacity
--- Per role: the work waiting, the workers there are, how fast they go, and how many it takes to drain.
+-- Per role: the work waiting, the processes and slots there are, how fast a slot goes, and how
+-- many slots and processes it takes to drain. A process runs up to its concurrency of tasks at
+-- once: the per-slot rate is multiplied by slots, never by processes.
 CREATE OR REPLACE VIEW v_worker_capacity AS
 WITH
 clock AS (
@@ -29,14 +33,19 @@ busy AS (
     WHERE t.status IN ('claimed', 'running')
     GROUP BY t.role
 ),
--- registered workers seen in the last 2 minutes, busy or idle (they heartbeat every 30 s by default)
--- A worker that serves several roles counts once for each of them.
+-- registered worker processes seen in the last 2 minutes, busy or idle (they heartbeat every 30 s
+-- by default), and their slots (each runs up to its concurrency of tasks at once). A process
+-- that serves several roles counts, with all its slots, once for each of them. last_seen_at is
+-- over every registration of the role: the slots a process of the role had when it last ran,
+-- for a role none runs now.
 seen AS (
-    SELECT wr.role, count(*) AS active_workers
+    SELECT wr.role,
+           count(*) FILTER (WHERE w.last_seen_at > c.now - interval '2 minutes') AS active_processes,
+           sum(w.concurrency) FILTER (WHERE w.last_seen_at > c.now - interval '2 minutes') AS active_slots,
+           avg(w.concurrency) AS registered_slots_per_process
     FROM task_worker_roles wr
     JOIN task_workers w ON w.worker_id = wr.worker_id
     CROSS JOIN clock c
-    WHERE w.last_seen_at > c.now - interval '2 minutes'
     GROUP BY wr.role
 ),
 -- the last hour's completions: how many, and how long one took from claim to completion
@@ -77,16 +86,16 @@ SELECT r.role,
        coalesce(w.pending_tasks, 0) AS pending_tasks,
        coalesce(w.ready_tasks, 0) AS ready_tasks,
        coalesce(b.running_tasks, 0) AS running_tasks,
-       coalesce(s.active_workers, 0) AS active_workers,
+       coalesce(s.active_processes, 0) AS active_workers,
        round(rate.per_hour, 1) AS tasks_per_worker_hour,
        CASE
            WHEN coalesce(w.pending_tasks, 0) = 0 THEN 0
-           WHEN coalesce(s.active_workers, 0) = 0 OR rate.per_hour IS NULL THEN NULL
-           ELSE round(w.pending_tasks / (s.active_workers * rate.per_hour), 2)
+           WHEN coalesce(s.active_slots, 0) = 0 OR rate.per_hour IS NULL THEN NULL
+           ELSE round(w.pending_tasks / (s.active_slots * rate.per_hour), 2)
        END AS estimated_hours_to_drain,
-       need.for_1_hour AS workers_needed_for_1_hour,
-       need.for_4_hours AS workers_needed_for_4_hours,
-       need.for_8_hours AS workers_needed_for_8_hours,
+       processes.for_1_hour AS workers_needed_for_1_hour,
+       processes.for_4_hours AS workers_needed_for_4_hours,
+       processes.for_8_hours AS workers_needed_for_8_hours,
        w.oldest_ready_age,
        coalesce(a.arrivals_last_hour, 0) AS arrivals_last_hour,
        coalesce(d.completed_last_hour, 0) AS completed_last_hour,
@@ -95,7 +104,18 @@ SELECT r.role,
              / nullif(coalesce(f.failed_attempts_last_hour, 0) + coalesce(d.completed_last_hour, 0), 0), 3)
            AS failure_rate,
        -- last, so that CREATE OR REPLACE VIEW could add it; a paused role's workers claim nothing
-       r.paused_at IS NOT NULL AS paused
+       r.paused_at IS NOT NULL AS paused,
+       -- the same in both units, each named as such (added last, for CREATE OR REPLACE VIEW)
+       coalesce(s.active_processes, 0) AS active_processes,
+       coalesce(s.active_slots, 0)::integer AS active_slots,
+       round(per_process.slots, 1) AS slots_per_process,
+       round(rate.per_hour, 1) AS tasks_per_slot_hour,
+       slots.for_1_hour AS slots_needed_for_1_hour,
+       slots.for_4_hours AS slots_needed_for_4_hours,
+       slots.for_8_hours AS slots_needed_for_8_hours,
+       processes.for_1_hour AS processes_needed_for_1_hour,
+       processes.for_4_hours AS processes_needed_for_4_hours,
+       processes.for_8_hours AS processes_needed_for_8_hours
 FROM task_roles r
 LEFT JOIN waiting w ON w.role = r.role
 LEFT JOIN busy b ON b.role = r.role
@@ -103,11 +123,18 @@ LEFT JOIN seen s ON s.role = r.role
 LEFT JOIN done d ON d.role = r.role
 LEFT JOIN failed f ON f.role = r.role
 LEFT JOIN arrived a ON a.role = r.role
--- what one busy worker finishes in an hour; unknown (NULL) with no completion in the last hour
+-- what one busy slot finishes in an hour; unknown (NULL) with no completion in the last hour
 CROSS JOIN LATERAL (
     SELECT CASE WHEN d.mean_seconds IS NOT NULL
                 THEN 3600 / greatest(d.mean_seconds, 0.001)::numeric END AS per_hour
 ) AS rate
+-- the slots a process of the role has: the live ones' mean, else the mean of every process
+-- registered for it (one scaled to zero keeps its rows until retention removes them), else 1
+CROSS JOIN LATERAL (
+    SELECT coalesce(s.active_slots::numeric / nullif(s.active_processes, 0),
+                    s.registered_slots_per_process, 1) AS slots
+) AS per_process
+-- slots busy for N hours to drain the pending tasks, and the processes that have them
 CROSS JOIN LATERAL (
     SELECT CASE WHEN coalesce(w.pending_tasks, 0) = 0 THEN 0
                 ELSE ceil(w.pending_tasks / (rate.per_hour * 1))::integer END AS for_1_hour,
@@ -115,15 +142,14 @@ CROSS JOIN LATERAL (
                 ELSE ceil(w.pending_tasks / (rate.per_hour * 4))::integer END AS for_4_hours,
            CASE WHEN coalesce(w.pending_tasks, 0) = 0 THEN 0
                 ELSE ceil(w.pending_tasks / (rate.per_hour * 8))::integer END AS for_8_hours
-) AS need;
-
-COMMENT ON VIEW v_worker_capacity IS
-    'Per role. tasks_per_worker_hour = 3600 / mean seconds from claim to completion over the last '
-    'hour (NULL: no completion in the last hour, so unknown). estimated_hours_to_drain = '
-    'pending / (active_workers * tasks_per_worker_hour): 0 with nothing pending, NULL with no active '
-    'worker or unknown throughput. workers_needed_for_N_hours = ceil(pending / (rate * N)): 0 with '
-    'nothing pending, NULL when the rate is unknown. active_workers: registry rows seen in the last '
-    '2 minutes, a worker counted for each role it serves. failure_rate: failed attempts / (failed attempts + completions) in the last hour, NULL '
-    'with neither. paused: the role is paused (pause_role): its ready tasks wait for resume_role.';
+) AS slots
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN coalesce(w.pending_tasks, 0) = 0 THEN 0
+                ELSE ceil(w.pending_tasks / (rate.per_hour * 1 * per_process.slots))::integer END AS for_1_hour,
+           CASE WHEN coalesce(w.pending_tasks, 0) = 0 THEN 0
+                ELSE ceil(w.pending_tasks / (rate.per_hour * 4 * per_process.slots))::integer END AS for_4_hours,
+           CASE WHEN coalesce(w.pending_tasks, 0) = 0 THEN 0
+                ELSE ceil(w.pending_tasks / (rate.per_hour * 8 * per_process.slots))::integer END AS for_8_hours
+) AS processes;
 
 COMMIT;

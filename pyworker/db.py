@@ -49,7 +49,7 @@ from pyworker.errors import (
 )
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
-REQUIRED_SCHEMA_VERSION = (0, 7, 0)
+REQUIRED_SCHEMA_VERSION = (0, 8, 0)
 # The schedules, the tick, resync planning and capacity came with this one.
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
@@ -61,7 +61,8 @@ CLAIM_AND_START_TASKS = (
 MARK_WORKER_WAITING = "SELECT mark_worker_waiting(%(worker_id)s::text, %(role)s::text) AS marked"
 WORKER_WAKE_CHANNEL = "SELECT worker_wake_channel(%(worker_id)s::text) AS channel"
 COMPLETE_TASKS = (
-    "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(completions)s::jsonb)"
+    "SELECT task_id, status FROM complete_tasks(%(worker_id)s::text, %(task_ids)s::bigint[],"
+    " %(attempts)s::integer[], %(claim_tokens)s::uuid[], %(results)s::jsonb[], %(follow_ups)s::jsonb[])"
 )
 # Every call on a claimed task names its claim: the task, the worker, the attempt and the claim_token.
 _CLAIM = "%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer, %(claim_token)s::uuid"
@@ -606,9 +607,22 @@ class Database:
 
     def complete_tasks(self, worker_id: str, completions: list[dict[str, Any]]) -> dict[int, str]:
         """Records several completions ({task_id, attempt, claim_token, result, follow_ups}) at
-        once: each task's answer, completed, lost or not_found."""
+        once, passed as arrays (one element per task): each task's answer, completed, lost or
+        not_found."""
+
+        def jsonb_or_null(value: Any) -> Jsonb | None:
+            return None if value is None else Jsonb(value, dumps=dump_json)
+
         rows = self._rows(
-            COMPLETE_TASKS, {"worker_id": worker_id, "completions": Jsonb(completions, dumps=dump_json)}
+            COMPLETE_TASKS,
+            {
+                "worker_id": worker_id,
+                "task_ids": [entry["task_id"] for entry in completions],
+                "attempts": [entry["attempt"] for entry in completions],
+                "claim_tokens": [entry["claim_token"] for entry in completions],
+                "results": [jsonb_or_null(entry.get("result")) for entry in completions],
+                "follow_ups": [jsonb_or_null(entry.get("follow_ups")) for entry in completions],
+            },
         )
         return {row["task_id"]: row["status"] for row in rows}
 

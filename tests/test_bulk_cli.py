@@ -1,6 +1,6 @@
 """`pyworker retry` and `pyworker cancel` by filters: retry_tasks and cancel_tasks in committed
 batches, --dry-run showing the count and a sample, and bad filters refused with nothing changed.
-(SQL behaviour: sql_tests/49_bulk_actions.sql.)"""
+(SQL behaviour: sql_tests/bulk_actions.sql.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`pyworker pause ROLE` / `pyworker resume ROLE` and `pyworker platforms disable|enable|list`:
 pause_role, resume_role, disable_platform and enable_platform from the CLI, shown by `capacity` and
 `health`; and a running worker that stops getting a paused role's tasks, finishes the one it holds,
-and picks them up after the resume. (SQL behaviour: sql_tests/54_pause.sql.)"""
+and picks them up after the resume. (SQL behaviour: sql_tests/pause.sql.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Retention from the CLI: `pyworker prune` applies the policies (retention_policies) and prints
 what went per policy, `--dry-run` what would go; `pyworker retention list|set` shows and changes
-the policies; the tick applies them by itself. (SQL behaviour: sql_tests/53_retention.sql; the
+the policies; the tick applies them by itself. (SQL behaviour: sql_tests/retention.sql; the
 crawler's payload files: crawler/tests/test_crawler_retention.py.)"""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 list|show`, and a starting worker that refuses a declared role the database lacks and warns about
 one whose settings differ, each time naming the command to run. Every CLI here runs as its own
 `python -m pyworker` process, as an operator runs it: a handler module registers into the
-process's one registry. (SQL behaviour: sql_tests/63_role_functions.sql.)"""
+process's one registry. (SQL behaviour: sql_tests/roles.sql.)"""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 BEGIN;
 
-SELECT has_function_privilege('taskpool_worker', 'register_worker(text, text, text, integer)', 'execute');
-SELECT has_function_privilege('taskpool_worker', 'register_worker(text, text[], text, integer)', 'execute');
+SELECT 'register_worker(text,text,text,integer)'::regprocedure;
+SELECT 'register_worker(text,text[],text,integer)'::regprocedure;
+SELECT 'register_worker(text,text[],text,integer,integer)'::regprocedure;
 
 ROLLBACK;

@@ -3,7 +3,6 @@
 BEGIN;
 
 SELECT has_function_privilege('taskpool_worker', 'taskpool_schema_version()', 'execute');
-SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
-WHERE proname = 'taskpool_schema_version' AND pg_get_functiondef(oid) LIKE '%''0.6.0''%';
+SELECT 1 / (taskpool_schema_version() = '0.8.0')::integer;
 
 ROLLBACK;

@@ -2,7 +2,7 @@
 into the outbox (payload_file_removals) in the same transaction, and a payload_file_removal task,
 run by a real crawler worker, removes the file, then forgets the path. A crash between the row and
 the file (or between the file and the outbox row) leaves an outbox row that the next run finishes;
-a file already gone counts as removed. (The SQL side: crawler/sql_tests/53_crawler_retention.sql.)
+a file already gone counts as removed. (The SQL side: crawler/sql_tests/retention.sql.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,7 @@
+-- Verify taskpool_crawler:_payloads_active_tasks_name on pg
+
+BEGIN;
+
+SELECT '_payloads_active_tasks_name()'::regprocedure;
+
+ROLLBACK;

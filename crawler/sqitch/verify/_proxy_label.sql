@@ -1,0 +1,7 @@
+-- Verify taskpool_crawler:_proxy_label on pg
+
+BEGIN;
+
+SELECT '_proxy_label(text)'::regprocedure;
+
+ROLLBACK;

@@ -1,1 +1,0 @@
-../../sql_tests/46_catalog_comments.sql

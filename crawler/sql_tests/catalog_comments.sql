@@ -1,0 +1,1 @@
+../../sql_tests/catalog_comments.sql

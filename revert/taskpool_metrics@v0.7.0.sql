@@ -1,0 +1,7 @@
+-- Revert taskpool:taskpool_metrics from pg
+
+BEGIN;
+
+DROP FUNCTION taskpool_metrics();
+
+COMMIT;

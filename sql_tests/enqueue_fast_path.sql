@@ -1,0 +1,177 @@
+-- enqueue_fast_path: enqueue_task inserts a task itself when its arguments pass plain checks, and
+-- leaves anything else to _enqueue_specs. Both paths must make the same task from the same
+-- arguments and refuse the same input with the same error; the values at the edges of what the
+-- lean path takes are the ones most likely to differ. The wake-ups: an enqueue, or an operator's
+-- INSERT, still wakes a waiting worker, and one with no worker waiting leaves nothing behind.
+-- SET CONSTRAINTS ALL IMMEDIATE runs the commit-time wake-ups at the end of each statement.
+BEGIN;
+SELECT plan(47);
+SET CONSTRAINTS ALL IMMEDIATE;
+
+INSERT INTO task_roles (role, requires_store, max_retries, max_payload_bytes, description) VALUES
+    ('t38_free',  false, 5, 300, 'pgTAP enqueue_fast_path: no store, small payloads'),
+    ('t38_store', true,  7, 65536, 'pgTAP enqueue_fast_path: one store per task'),
+    ('t38_wake',  false, 3, 65536, 'pgTAP enqueue_fast_path: wake-ups');
+
+SELECT tests.make_store(name := 'T38 Store', platform := 'dutchie') AS store_id \gset
+SELECT tests.make_store(name := 'T38 Bare Store', platform := NULL) AS bare_store_id \gset
+
+-- pg_temp.paths: the task enqueue_task makes from these arguments and the one _enqueue_specs
+-- makes from the same spec (built as the v0.5.0 enqueue_task built it), as jsonb without what
+-- differs by nature (id, timestamps), so that a test compares the two.
+CREATE FUNCTION pg_temp.paths(role text, payload jsonb DEFAULT '{}', dispensary_id integer DEFAULT NULL,
+                             priority integer DEFAULT 0, scheduled_for timestamptz DEFAULT NULL,
+                             dedupe_key text DEFAULT NULL, max_retries integer DEFAULT NULL,
+                             platform text DEFAULT NULL)
+RETURNS jsonb[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    c_ignored constant text[] := ARRAY['id', 'created_at', 'updated_at'];
+    v_lean  jsonb;
+    v_specs jsonb;
+BEGIN
+    SELECT to_jsonb(t) - c_ignored INTO v_lean
+    FROM enqueue_task(paths.role, paths.payload, paths.dispensary_id, paths.priority, paths.scheduled_for,
+                      paths.dedupe_key, paths.max_retries, paths.platform) AS t;
+    -- A dedupe key is active once: the spec's copy gets its own key, of the same length.
+    SELECT to_jsonb(t) - c_ignored || jsonb_build_object('dedupe_key', paths.dedupe_key) INTO v_specs
+    FROM _enqueue_specs(
+        (SELECT jsonb_build_array(jsonb_object_agg(f.name, f.value))
+         FROM (VALUES ('role',          to_jsonb(paths.role)),
+                      ('payload',       paths.payload),
+                      ('dispensary_id', to_jsonb(paths.dispensary_id)),
+                      ('priority',      to_jsonb(paths.priority)),
+                      ('scheduled_for', to_jsonb(paths.scheduled_for)),
+                      ('dedupe_key',    to_jsonb('~' || substr(paths.dedupe_key, 2))),
+                      ('max_retries',   to_jsonb(paths.max_retries)),
+                      ('platform',      to_jsonb(paths.platform))) AS f(name, value)
+         WHERE f.value IS NOT NULL),
+        NULL) AS t;
+    RETURN ARRAY[v_lean, v_specs];
+END;
+$$;
+
+-- pg_temp.agree: both paths make the same task.
+CREATE FUNCTION pg_temp.agree(tasks jsonb[], description text) RETURNS text LANGUAGE sql
+AS $$ SELECT is(tasks[1], tasks[2], description) $$;
+
+-- pg_temp.error_of: the SQLSTATE and message a statement raises.
+CREATE FUNCTION pg_temp.error_of(sql text) RETURNS text LANGUAGE plpgsql
+AS $$
+BEGIN
+    EXECUTE sql;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+-- pg_temp.refused_alike: enqueue_task and enqueue_tasks refuse the same input with the same error.
+CREATE FUNCTION pg_temp.refused_alike(single text, batch text, description text) RETURNS SETOF text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_before bigint := (SELECT count(*) FROM worker_tasks);
+    v_single text := pg_temp.error_of(single);
+BEGIN
+    RETURN NEXT isnt(v_single, 'no error', 'Should refuse ' || description);
+    RETURN NEXT is(v_single, regexp_replace(pg_temp.error_of(batch), ': tasks\[0\]: ', ': '),
+                   'Should refuse ' || description || ' as a batch of one does');
+    RETURN NEXT is((SELECT count(*) FROM worker_tasks), v_before, 'Should write no task for ' || description);
+END;
+$$;
+
+/****************************************************************************/
+-- The same task, whichever path makes it
+
+SELECT pg_temp.agree(pg_temp.paths('t38_free'), 'The defaults should make the same task');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', NULL), 'A NULL payload should be the empty object on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', 'null'), 'A JSON null payload should be the empty object on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', '{"a": [1, 2.50, {"b": null}], "s": "é"}'),
+    'A payload should be kept alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', priority := NULL, max_retries := NULL),
+    'NULL priority and max_retries should take the defaults on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', priority := -100, max_retries := 0),
+    'The lowest priority and no retries should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', priority := 100, max_retries := 1000),
+    'The highest priority and the most retries should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_store', dispensary_id := :store_id),
+    'A store''s task should take the store''s platform on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_store', dispensary_id := :store_id, platform := 'jane'),
+    'A platform given should win over the store''s on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_store', dispensary_id := :bare_store_id),
+    'A store without a platform should make a task without one on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', dispensary_id := :store_id),
+    'A store named for a role that needs none should be kept alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', scheduled_for := '2001-02-03 04:05:06.789012+00'),
+    'A time should be kept to the microsecond on both paths');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', scheduled_for := '1000-01-02 00:00:00+00'),
+    'The earliest time the lean path takes should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', scheduled_for := '9999-12-30 00:00:00+00'),
+    'The latest time the lean path takes should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', scheduled_for := '0500-06-01 00:00:00+00'),
+    'A time before the lean path''s range should go to _enqueue_specs and be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', dedupe_key := repeat('k', 255), platform := repeat('p', 100)),
+    'The longest dedupe key and platform should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', jsonb_build_object('x', repeat('a', 291))),
+    'A payload of exactly the role''s limit should be taken alike');
+
+/****************************************************************************/
+-- The same refusal, whichever path
+
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', scheduled_for := 'infinity')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "scheduled_for": "infinity"}]')$$, 'an infinite time');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', scheduled_for := '10000-01-01 00:00:00+00')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "scheduled_for": "10000-01-01T00:00:00+00:00"}]')$$,
+    'a time past the year 9999');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', jsonb_build_object('x', repeat('a', 292)))$$,
+    $$SELECT enqueue_tasks(jsonb_build_array(jsonb_build_object('role', 't38_free', 'payload',
+                                                                jsonb_build_object('x', repeat('a', 292)))))$$,
+    'a payload one byte over the role''s limit');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_store', dispensary_id := 2147483647)$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_store", "dispensary_id": 2147483647}]')$$, 'a store that does not exist');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_store')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_store"}]')$$, 'a store role''s task without a store');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', dedupe_key := '')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "dedupe_key": ""}]')$$, 'an empty dedupe key');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', priority := 101)$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "priority": 101}]')$$, 'a priority out of range');
+
+/****************************************************************************/
+-- Dedupe keys
+
+SELECT id AS first_id FROM enqueue_task('t38_free', '{"n": 1}', dedupe_key := 't38:key') \gset
+SELECT is((SELECT array_agg(id) FROM (SELECT (enqueue_task('t38_free', '{"n": 2}', dedupe_key := 't38:key')).id
+                                      FROM generate_series(1, 3)) AS again),
+    ARRAY[:first_id, :first_id, :first_id]::bigint[],
+    'The same dedupe key should yield the active task every time');
+SELECT is((SELECT payload FROM worker_tasks WHERE id = :first_id), '{"n": 1}'::jsonb,
+    'The active task should be left as it was');
+SELECT cancel_task(:first_id);
+SELECT isnt((SELECT id FROM enqueue_task('t38_free', dedupe_key := 't38:key')), :first_id::bigint,
+    'The key of a finished task should make a new task');
+
+/****************************************************************************/
+-- Wake-ups
+
+SELECT register_worker(w, 't38_wake', 'host', 1) FROM unnest(ARRAY['t38-1', 't38-2']) AS w;
+SELECT enqueue_task('t38_wake');
+SELECT is((SELECT count(*) FROM task_wake_requests), 0::bigint,
+    'An enqueue with no worker waiting should leave no wake-up request behind');
+SELECT mark_worker_waiting(w) FROM unnest(ARRAY['t38-1', 't38-2']) AS w;
+SELECT is(tests.waiting_workers('t38_wake'), ARRAY['t38-1', 't38-2'], 'Both workers should wait');
+SELECT enqueue_task('t38_wake');
+SELECT is(cardinality(tests.waiting_workers('t38_wake')), 1, 'One enqueue_task should wake one waiting worker');
+INSERT INTO worker_tasks (role) VALUES ('t38_wake');
+SELECT is(tests.waiting_workers('t38_wake'), ARRAY[]::text[], 'An operator''s INSERT of a ready task should wake the other');
+SELECT is((SELECT count(*) FROM task_wake_requests), 0::bigint,
+    'The wake-ups done should leave no request behind');
+
+-- The role lock held elsewhere: the wake-up waits for it only as long as lock_timeout allows.
+SELECT is((SELECT 'lock_timeout=1s' = ANY (p.proconfig) FROM pg_proc p
+           WHERE p.oid = 'tg_task_wake_requests__wake_at_commit()'::regprocedure), true,
+    'The commit-time wake-up should give up waiting for the role lock after a second');
+
+SELECT * FROM finish();
+ROLLBACK;

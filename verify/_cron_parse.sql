@@ -1,0 +1,7 @@
+-- Verify taskpool:_cron_parse on pg
+
+BEGIN;
+
+SELECT '_cron_parse(text)'::regprocedure;
+
+ROLLBACK;

@@ -1,0 +1,7 @@
+-- Verify taskpool:count_retention on pg
+
+BEGIN;
+
+SELECT 'count_retention()'::regprocedure;
+
+ROLLBACK;

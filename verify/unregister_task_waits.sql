@@ -1,0 +1,7 @@
+-- Verify taskpool:unregister_task_waits on pg
+
+BEGIN;
+
+SELECT 'unregister_task_waits(bigint[])'::regprocedure;
+
+ROLLBACK;
