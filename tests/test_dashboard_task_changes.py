@@ -1,13 +1,19 @@
 """The dashboard follows the stream of task changes: a page open in Debian's chromium shows a task
 completed from SQL without a reload, long before its fallback poll (30 s) would, and holds still
 while paused; the task page completes and deletes a task by hand through confirmed buttons, and
-the JSON API does with the bearer token (mark_task_completed, delete_task)."""
+the JSON API does with the bearer token (mark_task_completed, delete_task).
+
+With TASKPOOL_DASHBOARD_SCREENSHOTS=FOLDER, the task page with its buttons and the question the
+completion asks are saved there at 1280 px (docs/images/console-task-by-hand*.png were made so).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -96,10 +102,19 @@ def test_the_task_page_completes_and_deletes_a_task_by_hand_after_asking(
     # Paused, so that the buttons found are the ones clicked.
     browser.find_element(By.CSS_SELECTOR, "#live-pause").click()
     task_id = enqueue(pool, "test_outcome", {"raise": "nothing"})
+    folder = os.environ.get("TASKPOOL_DASHBOARD_SCREENSHOTS")
+    if folder:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False,
+        })
     browser.get(dashboard.url + f"/tasks/{task_id}")
+    if folder:
+        browser.save_screenshot(str(Path(folder) / "console-task-by-hand.png"))
     browser.find_element(By.CSS_SELECTOR, "#complete").click()
     assert browser.find_element(By.CSS_SELECTOR, "#question").text == f"Complete task {task_id} (test_outcome, pending) by hand?"
     browser.find_element(By.CSS_SELECTOR, "input[name=result]").send_keys('{"done_by": "hand"}')
+    if folder:
+        browser.save_screenshot(str(Path(folder) / "console-task-by-hand-confirm.png"))
     browser.find_element(By.CSS_SELECTOR, "#confirm").click()
     WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#task-status"))
     assert messages(browser) == [f"task {task_id} completed by hand"]
