@@ -84,9 +84,9 @@ SELECT throws_ok(
 );
 INSERT INTO worker_tasks (role) VALUES ('test_lean_plain');
 SELECT throws_ok(
-    $$UPDATE worker_tasks SET status = 'completed' WHERE role = 'test_lean_plain' AND status = 'pending'$$,
+    $$UPDATE worker_tasks SET status = 'bogus' WHERE role = 'test_lean_plain' AND status = 'pending'$$,
     '23514', NULL,
-    'Should refuse a direct UPDATE pending -> completed'
+    'Should refuse a direct UPDATE to a status no transition leads to'
 );
 
 -- The one BEFORE trigger stamps updated_at on any UPDATE, whatever it sets.

@@ -270,7 +270,8 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 -- triggers
 
 SELECT triggers_are('worker_tasks', ARRAY[
-    '_500_enforce_transition', '_600_after_status_change', '_900_notify_cancel_requested', '_900_notify_enqueued'],
+    '_500_enforce_transition', '_600_after_status_change', '_900_notify_cancel_requested', '_900_notify_enqueued',
+    '_950_publish_changed', '_950_publish_deleted', '_950_publish_enqueued'],
     'Should have exactly the documented triggers on worker_tasks');
 SELECT hasnt_trigger('worker_tasks', '_100_touch_updated_at',
                      'Should stamp updated_at in _500_enforce_transition, not a trigger of its own');
@@ -298,7 +299,10 @@ SELECT results_eq(
     $$VALUES ('_500_enforce_transition', 1 + 2 + 4 + 16),
              ('_600_after_status_change', 1 + 16),
              ('_900_notify_cancel_requested', 1 + 16),
-             ('_900_notify_enqueued', 4)$$,
+             ('_900_notify_enqueued', 4),
+             ('_950_publish_changed', 16),
+             ('_950_publish_deleted', 8),
+             ('_950_publish_enqueued', 4)$$,
     'Should fire each trigger at the documented timing, level and events');
 
 /****************************************************************************/
@@ -426,6 +430,7 @@ SELECT results_eq(
              ('failed', 'pending'),
              ('pending', 'cancelled'),
              ('pending', 'claimed'),
+             ('pending', 'completed'),
              ('pending', 'failed'),
              ('pending', 'running'),
              ('running', 'cancelled'),
@@ -506,8 +511,8 @@ SELECT throws_ok(
     '23514', 'new row for relation "worker_tasks" violates check constraint "worker_tasks_completed_at_iff_finished"',
     'Should refuse a completed_at on an unfinished task');
 SELECT throws_ok(
-    format('UPDATE worker_tasks SET status = ''completed'' WHERE id = %s', :pending_id),
-    '23514', format('illegal status transition for task %s: pending -> completed', :pending_id),
+    format('UPDATE worker_tasks SET status = ''claimed'' WHERE id = %s', :running_id),
+    '23514', format('illegal status transition for task %s: running -> claimed', :running_id),
     'Should refuse an illegal status transition in a direct UPDATE');
 SELECT throws_ok(
     format('UPDATE worker_tasks SET status = ''bogus'' WHERE id = %s', :running_id),

@@ -102,7 +102,12 @@ def test_pages_refresh_themselves_with_the_vendored_htmx_and_work_without_it(db_
         page = browser.get(path)
         assert page.status_code == 200, path
         # The region htmx polls is the page's own URL, and the page is whole without it.
-        live = re.search(r'<div id="live" hx-get="([^"]+)" hx-trigger="every 5s \[liveRefreshAllowed\(\)\]" hx-select="#live"', page.text)
+        # On a task change (the stream, live.js), and every 30 s as a fallback.
+        live = re.search(
+            r'<div id="live" hx-get="([^"]+)" hx-trigger="every 30s \[liveRefreshAllowed\(\)\], tasks-changed'
+            r' \[liveRefreshAllowed\(\)\]" hx-select="#live" hx-swap="outerHTML" data-changes="/api/task-changes"',
+            page.text,
+        )
         assert live and html.unescape(live.group(1)) == path, path
         assert f'<script src="/static/vendor/{HTMX_FILE}" defer></script>' in page.text
     # A form or a question is not refreshed under the operator's hands.

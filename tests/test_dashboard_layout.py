@@ -209,4 +209,4 @@ def test_pause_holds_every_page_still_until_resume(
     assert not browser.execute_script("return liveRefreshAllowed()")
     browser.find_element(By.CSS_SELECTOR, "#live-pause").click()
     assert browser.execute_script("return liveRefreshAllowed()")
-    assert browser.find_element(By.CSS_SELECTOR, "#live-note").text.startswith("refreshes itself every")
+    assert browser.find_element(By.CSS_SELECTOR, "#live-note").text.startswith("refreshes itself as tasks change")

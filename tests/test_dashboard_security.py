@@ -275,6 +275,9 @@ GET_ROUTES: dict[str, tuple[str, ...]] = {
     "/login": ("next",),
     # Confirmations (an action's GET) take the action's fields; the New task form a role.
     "/tasks/{task_id}/cancel": (), "/schedules/{name:path}/delete": (), "/schedules/{name:path}/disable": (),
+    "/tasks/{task_id}/complete": ("result",), "/tasks/{task_id}/delete": (),
+    # The stream of task changes (server-sent events): only the unknown parameter is sent, refused.
+    "/api/task-changes": (),
     "/roles/{role:path}/pause": ("reason",), "/platforms/{platform:path}/disable": ("reason",),
     "/tasks/bulk-cancel": ("role", "status", "store", "error"), "/tasks/bulk-retry": ("role", "status", "store", "error"),
     "/tasks/recover-stale": ("threshold_minutes",), "/tasks/new": ("role",),
@@ -336,6 +339,7 @@ ACTION_PATHS = [
     "/api/tasks/{}/cancel", "/api/tasks/{}/retry", "/api/schedules/{}/trigger", "/api/schedules/{}/enable",
     "/api/schedules/{}/disable", "/api/schedules/{}/delete", "/api/schedules/{}/update", "/api/roles/{}/pause",
     "/api/roles/{}/resume", "/api/platforms/{}/disable", "/api/platforms/{}/enable",
+    "/api/tasks/{}/complete", "/api/tasks/{}/delete",
 ]
 # The task actions without a name in their path, and the fields each takes.
 TASK_ACTION_PATHS = {

@@ -49,6 +49,8 @@ COUNTS = (
 RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
 CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
 RETRY_TASK = "SELECT * FROM retry_task(%(task_id)s::bigint)"
+MARK_TASK_COMPLETED = "SELECT * FROM mark_task_completed(%(task_id)s::bigint, %(result)s::jsonb)"
+DELETE_TASK = "SELECT * FROM delete_task(%(task_id)s::bigint)"
 # The filters of tasks_matching, retry_tasks and cancel_tasks.
 TASK_FILTER = (
     "role => %(role)s::text, status => %(status)s::text, store => %(store)s::bigint,"
@@ -204,6 +206,17 @@ class AdminDatabase(Database):
 
     def retry_task(self, task_id: int) -> dict[str, Any]:
         return self._one(RETRY_TASK, {"task_id": task_id})
+
+    def mark_task_completed(self, task_id: int, result: Any = None) -> dict[str, Any]:
+        """An operator's completion, without a worker: `result` is any JSON value, or None."""
+        return self._one(
+            MARK_TASK_COMPLETED,
+            {"task_id": task_id, "result": None if result is None else Jsonb(result, dumps=dump_json)},
+        )
+
+    def delete_task(self, task_id: int) -> dict[str, Any]:
+        """Deletes the task with its history; returns its row as it was."""
+        return self._one(DELETE_TASK, {"task_id": task_id})
 
     def count_tasks(
         self,

@@ -160,7 +160,7 @@ def broken_plugin(entry_point: EntryPoint, error: Exception) -> str:
 # looked up (the help lists them all): `pyworker --role R` runs none and imports none of them.
 OPERATOR_COMMANDS = {
     **dict.fromkeys(
-        ("enqueue", "list", "show", "counts", "recover-stale", "cancel", "retry"), "pyworker.admin.cli.tasks"
+        ("enqueue", "list", "show", "counts", "recover-stale", "cancel", "retry", "tasks"), "pyworker.admin.cli.tasks"
     ),
     **dict.fromkeys(("prune", "retention"), "pyworker.admin.cli.retention"),
     **dict.fromkeys(

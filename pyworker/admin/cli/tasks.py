@@ -1,13 +1,15 @@
-"""`pyworker enqueue | list | show | counts | recover-stale | cancel | retry`: the tasks, one at a
-time or by filter."""
+"""`pyworker enqueue | list | show | counts | recover-stale | cancel | retry | tasks`: the tasks, one
+at a time or by filter, completed or deleted by hand, and their changes as they happen."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import textwrap
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, BinaryIO
 
 import click
@@ -28,7 +30,8 @@ from pyworker.admin.output import (
     prints,
     Shown,
 )
-from pyworker.admin.cli import pass_db
+from pyworker.admin.cli import Settings, pass_db, pass_settings
+from pyworker.admin.task_changes import follow_task_changes, follower_name
 
 # The task states, as worker_tasks' status CHECK allows them (for `list --status`).
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
@@ -518,3 +521,81 @@ def retry(db: AdminDatabase, task_id: int | None, **options: Any) -> Shown:
     return Shown(task, lambda: click.echo(
         f"task {task_id} is {task['status']} again, retries reset to 0/{task['max_retries']}"
     ))
+
+
+# `pyworker tasks`: an operator's completion and deletion of one task, and the stream of task
+# changes (pyworker/admin/task_changes.py).
+
+
+@click.group()
+def tasks() -> None:
+    """Complete or delete one task by hand; watch task changes as they happen."""
+
+
+@tasks.command("complete")
+@click.argument("task_id", metavar="ID", type=int)
+@click.option("--result", "result_text", metavar="JSON", help="The task's result: a JSON value (default: none).")
+@prints()
+@pass_db
+def complete_task_by_hand(db: AdminDatabase, task_id: int, result_text: str | None) -> Shown:
+    """Complete pending, claimed or running task ID by hand, without a worker (mark_task_completed).
+
+    Its chain follows and whoever waits for it hears, as for a worker's completion. The worker
+    that held a claimed or running task is told to stop and can no longer complete or fail it.
+    A completed, failed or cancelled task is refused (exit 1) and nothing changes.
+    """
+    result = None
+    if result_text is not None:
+        try:
+            result = load_exact_json(result_text)
+        except (ValueError, RecursionError) as error:
+            raise click.BadParameter(f"not JSON: {json_error(error)}", param_hint="--result")
+    task = db.mark_task_completed(task_id, result)
+    held = f"; worker {task['worker_id']}, which held it, can no longer complete or fail it" if task["worker_id"] else ""
+    return Shown(task, lambda: click.echo(f"task {task_id} completed by hand{held}"))
+
+
+@tasks.command("delete")
+@click.argument("task_id", metavar="ID", type=int)
+@prints()
+@pass_db
+def delete_task(db: AdminDatabase, task_id: int) -> Shown:
+    """Delete task ID, whatever its status, with its attempt history (delete_task); print it as it was.
+
+    The worker of a claimed or running task is told to stop. The tasks it queued stay. The
+    metrics' counters keep what they counted of it.
+    """
+    task = db.delete_task(task_id)
+    return Shown(task, lambda: click.echo(f"task {task_id} deleted (it was {task['status']}, role {task['role']})"))
+
+
+@tasks.command("watch")
+@click.option("--role", "roles", metavar="ROLE", multiple=True, help="Only this role's changes (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print each message as it came, one JSON document a line.")
+@pass_settings
+def watch_tasks(settings: Settings, roles: tuple[str, ...], as_json: bool) -> None:
+    """Print task changes as they happen, until interrupted: every enqueue, status change,
+    cancel request and deletion, whoever made it (the channel taskpool_task_changes).
+
+    One line a message: the time, the role, from -> to, and the ids (a statement that changed
+    many tasks is a few lines, up to 300 ids each). The stream is published only while someone
+    follows it: this command holds a lease (follow_task_changes) and renews it.
+    """
+    try:
+        for message in follow_task_changes(settings.database_url, follower_name("watch")):
+            if message is None or (roles and message.get("role") not in roles):
+                continue
+            if as_json:
+                click.echo(json.dumps(message))
+            else:
+                moment = datetime.now().strftime("%H:%M:%S")
+                ids = " ".join(str(task_id) for task_id in message.get("ids", []))
+                click.echo(
+                    f"{moment} {message.get('role')} {message.get('from') or 'new'} -> "
+                    f"{message.get('to') or 'deleted'}"
+                    f"{' (cancel requested)' if message.get('event') == 'cancel_requested' else ''}: {ids}"
+                )
+            # Piped into another program, each change is its news now, not at a full buffer.
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        return

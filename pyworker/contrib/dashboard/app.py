@@ -15,12 +15,13 @@ without JavaScript. The New task form re-renders with what was typed when it is 
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import re
 import secrets
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -64,6 +65,7 @@ from pyworker.errors import (
     TaskpoolError,
 )
 from pyworker.admin.output import counted, json_text, shown
+from pyworker.admin.task_changes import TaskChangeHub
 
 HERE = Path(__file__).resolve().parent
 TASK_STATUSES = ("pending", "claimed", "running", "completed", "failed", "cancelled")
@@ -83,6 +85,11 @@ CHART_HOURS = 12
 # polls each page's #live region this often.
 HTMX_FILE = "htmx-2.0.11.min.js"
 LIVE_SECONDS = 5
+# With the stream of task changes (/api/task-changes) a page refreshes when a task changes, at
+# most once a second (live.js), and polls this seldom only as a fallback.
+LIVE_FALLBACK_SECONDS = 30
+# A comment line this often keeps an idle stream's connection (and any proxy on the way) open.
+TASK_CHANGES_KEEPALIVE_SECONDS = 15
 IMMUTABLE_CACHE = "public, max-age=31536000, immutable"
 # Tasks a transaction in a bulk cancel or retry (the CLI's --batch-size default).
 BULK_BATCH_SIZE = 1000
@@ -139,7 +146,8 @@ def render(request: Request, template: str, context: dict[str, Any], status_code
     state = request.app.state
     page = {
         "live": request.method == "GET" and status_code < 400,
-        "live_seconds": LIVE_SECONDS,
+        "live_seconds": LIVE_SECONDS if state.task_changes is None else LIVE_FALLBACK_SECONDS,
+        "task_changes": state.task_changes is not None,
         "htmx_file": HTMX_FILE,
         "request": request,
         "menu": state.menu,
@@ -559,6 +567,7 @@ def given_text(fields: dict[str, Any], name: str) -> str | None:
 BOOLEAN_WORDS = {"true", "false", "t", "f", "yes", "no", "on", "off", "1", "0"}
 # The SQL type of each action field that is not text: a schedule's, a task's, the bulk filters'.
 FIELD_KINDS = {
+    "result": "jsonb",
     **SCHEDULE_FIELDS,
     "store": "integer",
     "max_retries": "integer",
@@ -686,6 +695,53 @@ def confirm_cancel(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
         )
     return Confirmation(
         question, "Only a pending, claimed or running task can be cancelled.", "Cancel the task", possible=False
+    )
+
+
+def result_field(fields: dict[str, Any]) -> Any:
+    """The result an operator's completion records: the `result` field as JSON, None when blank."""
+    value = fields.get("result")
+    if isinstance(value, str):
+        value = value.strip() or None
+    return None if value is None else json_field("result", value)
+
+
+def completed_by_hand(params: dict[str, Any], row: dict[str, Any]) -> str:
+    held = f"; worker {row['worker_id']}, which held it, can no longer complete or fail it" if row["worker_id"] else ""
+    return f"task {params['task_id']} completed by hand{held}"
+
+
+def confirm_complete(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
+    task_id = fields["task_id"]
+    task = db.get_task(task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    question = f"Complete task {task_id} ({task['role']}, {task['status']}) by hand?"
+    if task["status"] == "pending":
+        consequence = "It is completed now and never runs; its chain follows as after a worker's completion."
+    elif task["status"] in ("claimed", "running"):
+        consequence = (
+            f"Worker {task['worker_id']} has it: the worker is told to stop, and whatever it reports"
+            " afterwards is refused. Its chain follows as after a worker's completion."
+        )
+    else:
+        return Confirmation(
+            question, "Only a pending, claimed or running task can be completed by hand.", "Complete the task",
+            possible=False,
+        )
+    return Confirmation(question, consequence, "Complete the task", inputs=(("result", "Result (JSON, optional)", '{"done_by": "hand"}'),))
+
+
+def confirm_delete(db: AdminDatabase, fields: dict[str, Any]) -> Confirmation:
+    task_id = fields["task_id"]
+    task = db.get_task(task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    held = f" Worker {task['worker_id']} has it: the worker is told to stop." if task["status"] in ("claimed", "running") else ""
+    return Confirmation(
+        f"Delete task {task_id} ({task['role']}, {task['status']})?",
+        f"The task and its attempt history are gone for good; the tasks it queued stay.{held}",
+        "Delete the task",
     )
 
 
@@ -905,6 +961,20 @@ ACTIONS: dict[str, Action] = {
         back=lambda p: f"/tasks/{p['task_id']}",
         said=lambda p, row: f"task {p['task_id']} is {row['status']} again, retries reset to 0/{row['max_retries']}",
     ),
+    # An operator's completion and deletion of one task (mark_task_completed, delete_task).
+    "/tasks/{task_id}/complete": Action(
+        run=lambda db, p: db.mark_task_completed(p["task_id"], result_field(p)),
+        back=lambda p: f"/tasks/{p['task_id']}",
+        said=completed_by_hand,
+        fields=("result",),
+        confirm=confirm_complete,
+    ),
+    "/tasks/{task_id}/delete": Action(
+        run=lambda db, p: db.delete_task(p["task_id"]),
+        back=lambda p: "/tasks",
+        said=lambda p, row: f"task {p['task_id']} deleted (it was {row['status']}, role {row['role']})",
+        confirm=confirm_delete,
+    ),
     "/schedules/create": Action(
         run=created_schedule,
         back=lambda p: "/schedules",
@@ -1110,6 +1180,35 @@ def api_action_endpoint(action: Action) -> Callable[[Request], Any]:
     return api_action
 
 
+# The stream of task changes, as server-sent events: what live.js refreshes a page on
+
+
+async def task_changes(request: Request) -> Response:
+    """Each task change as an event `change` whose data is the channel's JSON message, from the
+    app's one TaskChangeHub; a comment every TASK_CHANGES_KEEPALIVE_SECONDS. 204 (which tells an
+    EventSource to stop trying) when there is no stream: through a transaction pooler, which
+    cannot LISTEN."""
+    check_params(request)
+    hub = request.app.state.task_changes
+    if hub is None:
+        return Response(status_code=204)
+
+    async def events() -> AsyncIterator[str]:
+        async with hub.subscribe() as changes:
+            yield f"retry: {TASK_CHANGES_KEEPALIVE_SECONDS * 1000}\n\n"
+            while True:
+                try:
+                    message = await asyncio.wait_for(changes.get(), TASK_CHANGES_KEEPALIVE_SECONDS)
+                except asyncio.TimeoutError:
+                    yield ": still here\n\n"
+                else:
+                    yield f"event: change\ndata: {message}\n\n"
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
+
+
 # Errors
 
 
@@ -1157,6 +1256,7 @@ def core_routes() -> list[Route]:
         Route("/tasks", task_list),
         Route("/api/tasks", task_list),
         Route("/api/tasks/counts", task_counts),
+        Route("/api/task-changes", task_changes),
         Route("/tasks/{task_id}", task_page),
         Route("/api/tasks/{task_id}", task_page),
         Route("/workers", workers),
@@ -1229,6 +1329,8 @@ def create_app(
     app.state.pooled = pooled
     app.state.token = token
     app.state.require_login = require_login
+    # LISTEN needs a session of its own, which a transaction pooler does not keep.
+    app.state.task_changes = None if pooled else TaskChangeHub(database_url)
     app.state.sessions = OperatorSessions()
     app.state.templates = templates
     app.state.menu = CORE_MENU + [link for pages in plugins.pages for link in pages.menu]

@@ -1,5 +1,6 @@
-// The live refresh's guard: htmx polls each page's #live region (base.html) only while this says
-// yes, so that a refresh never throws away what the operator is typing or has opened.
+// The live refresh's guard: htmx refreshes each page's #live region (base.html), when a task changes
+// and on a slow poll, only while this says yes, so that a refresh never throws away what the
+// operator is typing or has opened.
 function liveRefreshAllowed() {
   const live = document.getElementById("live");
   if (!live || document.hidden || livePaused()) return false;
@@ -31,6 +32,46 @@ function livePaused() {
   }
 }
 
+// The stream of task changes (server-sent events from /api/task-changes, named by #live's
+// data-changes): a change refreshes #live at once, then at most once a second however many
+// follow; htmx's slow poll stays as the fallback. Open only while the refresh is not paused.
+const MIN_REFRESH_GAP_MS = 1000;
+let changeStream = null;
+let lastRefreshAt = 0;
+let refreshTimer = null;
+
+function tasksChanged() {
+  if (refreshTimer !== null) return;
+  const wait = Math.max(MIN_REFRESH_GAP_MS / 10, lastRefreshAt + MIN_REFRESH_GAP_MS - Date.now());
+  refreshTimer = setTimeout(() => {
+    refreshTimer = null;
+    if (livePaused()) return;
+    // Held back (the operator is typing, a detail is open, the tab is hidden): try again until
+    // it may go, so the page catches up once the operator is done.
+    if (!liveRefreshAllowed()) {
+      tasksChanged();
+      return;
+    }
+    lastRefreshAt = Date.now();
+    const live = document.getElementById("live");
+    if (live && window.htmx) window.htmx.trigger(live, "tasks-changed");
+  }, wait);
+}
+
+function followTaskChanges() {
+  const live = document.getElementById("live");
+  const url = live && live.dataset.changes;
+  if (!url || !window.EventSource || livePaused()) {
+    if (changeStream !== null) changeStream.close();
+    changeStream = null;
+    return;
+  }
+  if (changeStream === null) {
+    changeStream = new EventSource(url);
+    changeStream.addEventListener("change", tasksChanged);
+  }
+}
+
 function showLivePause() {
   const button = document.getElementById("live-pause");
   const note = document.getElementById("live-note");
@@ -54,6 +95,8 @@ document.addEventListener("DOMContentLoaded", () => {
       return;
     }
     showLivePause();
+    followTaskChanges();
   });
   showLivePause();
+  followTaskChanges();
 });
