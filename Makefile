@@ -50,7 +50,9 @@ VENV ?= .venv
 PYTEST_ARGS ?= -q --durations=25
 # pytest-xdist workers for test-py (0: none, the tests run in pytest's own process). The tests
 # mostly wait on processes, sleeps and the server, so more workers than cores pay.
-# --dist loadgroup keeps the tests of an xdist_group (a module's expensive fixture) on one worker.
+# --dist loadgroup keeps the tests of an xdist_group (a module's expensive fixture) on one worker;
+# --no-loadscope-reorder hands the tests out in the collection's order, where
+# tests/slowest_first.py puts the slowest first.
 PYTEST_WORKERS ?= 6
 # What test-py runs: narrow it to a file (PYTEST_PATHS=tests/test_worker.py) to run that alone.
 PYTEST_PATHS ?= tests/ crawler/tests/
@@ -249,7 +251,7 @@ sql-prove:
 
 # TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/; PYTEST_PATHS narrows them, PYTEST_WORKERS=6 parallel workers) against DATABASE_URL's server
 test-py: deps db
-	@$(PGENV) $(VENV)/bin/pytest -n '$(PYTEST_WORKERS)' --dist loadgroup $(PYTEST_ARGS) $(PYTEST_PATHS)
+	@$(PGENV) $(VENV)/bin/pytest -n '$(PYTEST_WORKERS)' --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 # TARGET faults: run the fault and abuse suite in full, soak included (SOAK_MINUTES=10, FAULTS_ARGS='--only 1,4'), print its table, write it to results/
 faults: deps db
