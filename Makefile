@@ -160,10 +160,21 @@ bench: deps db
 psql: deps db deploy
 	@$(PGENV) psql
 
-# TARGET test: deploy into DATABASE_URL, then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
+# TARGET test: deploy into DATABASE_URL, then run every test: test-py, and beside it test-roundtrip, test-upgrade and test-sql at once (their output after pytest's)
+# The SQL steps need about two minutes of CPU, pytest ten minutes of six workers that often wait:
+# side by side, pytest no longer waits for the SQL steps to end before it starts. Not niced: at a
+# lower priority they would wait for pytest's end instead, on a machine its workers keep busy.
 test: deps db deploy
-	@$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target test-roundtrip test-upgrade test-sql-core test-sql-crawler
-	@$(MAKE) test-py
+	@sql_log=$$(mktemp); trap 'rm -f "$$sql_log"' EXIT; \
+	$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target \
+		test-roundtrip test-upgrade test-sql-core test-sql-crawler >"$$sql_log" 2>&1 & sql_steps=$$!; \
+	py_status=0; $(MAKE) test-py || py_status=$$?; \
+	sql_status=0; wait "$$sql_steps" || sql_status=$$?; \
+	echo '== test: the SQL steps (test-roundtrip, test-upgrade, test-sql), run beside pytest =='; \
+	cat "$$sql_log"; \
+	if ((sql_status)); then echo 'test: an SQL step failed (above)' >&2; fi; \
+	if ((py_status)); then echo 'test: pytest failed (its summary is above the SQL steps)' >&2; fi; \
+	exit $$((py_status || sql_status))
 
 # TARGET test-roundtrip: in a copy (ROUNDTRIP_DB) of a fresh deploy of the core and the crawler (SQL_TEMPLATE), revert every change and deploy again
 test-roundtrip: deps db sql-template
