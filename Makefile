@@ -38,6 +38,11 @@ UPGRADE_FROM ?= $(sort @v0.3.0 $(call LAST_TAG_WITH_CHANGES,registry/combined.pl
 UPGRADE_FROM_SPLIT ?= $(filter-out $(shell awk '/^@/ { print $$1 }' registry/combined.plan),$(call LAST_TAG_WITH_CHANGES,sqitch.plan))
 TEST_DB ?= taskpool_test
 CRAWLER_TEST_DB ?= taskpool_crawler_test
+# The SQL steps copy these instead of each running Sqitch (half a minute of CPU a deploy of both
+# plans): the core's plan deployed alone (SQL_TEMPLATE_CORE), and a copy of it with the crawler's
+# deployed on top (SQL_TEMPLATE).
+SQL_TEMPLATE_CORE ?= taskpool_sql_template_core
+SQL_TEMPLATE ?= taskpool_sql_template
 # The commit whose sqitch.plan is the combined plan of before the split (registry/combined.plan):
 # the parent of the commit that added registry/combined.plan. test-upgrade deploys its releases.
 COMBINED_REV ?= $(shell git rev-list -1 HEAD -- registry/combined.plan 2>/dev/null)^
@@ -49,7 +54,9 @@ VENV ?= .venv
 PYTEST_ARGS ?= -q --durations=25
 # pytest-xdist workers for test-py (0: none, the tests run in pytest's own process). The tests
 # mostly wait on processes, sleeps and the server, so more workers than cores pay.
-# --dist loadgroup keeps the tests of an xdist_group (a module's expensive fixture) on one worker.
+# --dist loadgroup keeps the tests of an xdist_group (a module's expensive fixture) on one worker;
+# --no-loadscope-reorder hands the tests out in the collection's order, where
+# tests/slowest_first.py puts the slowest first.
 PYTEST_WORKERS ?= 6
 # What test-py runs: narrow it to a file (PYTEST_PATHS=tests/test_worker.py) to run that alone.
 PYTEST_PATHS ?= tests/ crawler/tests/
@@ -73,11 +80,19 @@ EXTERNAL_DB := 1
 endif
 
 export DATABASE_URL PG_BINDIR
+# PostgreSQL's own client programs ahead of Debian's /usr/bin wrappers (postgresql-common's
+# pg_wrapper, a Perl program that picks a version, then runs the program): Sqitch runs psql twice
+# a change, pg_prove once a file, so the wrapper's start-up was half of a deploy's CPU (a deploy
+# of both plans: 28 s of CPU through the wrappers, 14 s without). With DATABASE_URL's libpq
+# variables set, the wrapper would run these same programs (the client of PG_BINDIR's version).
+ifeq ($(filter $(PG_BINDIR),$(subst :, ,$(PATH))),)
+export PATH := $(PG_BINDIR):$(PATH)
+endif
 PGENV := scripts/pgenv
 CLUSTER := scripts/cluster
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: help deps db db-stop deploy revert psql cron demo bench bench-fleet screenshots test check-sql test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-prove test-py faults faults-quick faults-ha clean
+.PHONY: help deps db db-stop deploy revert psql cron demo bench bench-fleet screenshots test check-sql test-roundtrip test-upgrade test-sql test-sql-core test-sql-crawler sql-template-core sql-template sql-prove test-py faults faults-quick faults-ha clean
 
 # TARGET help: list the targets (the default goal)
 help:
@@ -158,33 +173,42 @@ bench-fleet: deps db
 psql: deps db deploy
 	@$(PGENV) psql
 
-# TARGET test: deploy into DATABASE_URL, check the SQL files (check-sql), then run every test: test-roundtrip, test-upgrade and test-sql at once (each one's output when it ends), then test-py
+# TARGET test: deploy into DATABASE_URL, check the SQL files (check-sql), then run every test: test-py, and beside it test-roundtrip, test-upgrade and test-sql at once (their output after pytest's)
+# The SQL steps need about two minutes of CPU, pytest ten minutes of six workers that often wait:
+# side by side, pytest no longer waits for the SQL steps to end before it starts. Not niced: at a
+# lower priority they would wait for pytest's end instead, on a machine its workers keep busy.
 test: deps db deploy check-sql
-	@$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target test-roundtrip test-upgrade test-sql-core test-sql-crawler
-	@$(MAKE) test-py
+	@sql_log=$$(mktemp); trap 'rm -f "$$sql_log"' EXIT; \
+	$(MAKE) SQL_STEPS_AT_ONCE=1 --jobs=4 --output-sync=target \
+		test-roundtrip test-upgrade test-sql-core test-sql-crawler >"$$sql_log" 2>&1 & sql_steps=$$!; \
+	py_status=0; $(MAKE) test-py || py_status=$$?; \
+	sql_status=0; wait "$$sql_steps" || sql_status=$$?; \
+	echo '== test: the SQL steps (test-roundtrip, test-upgrade, test-sql), run beside pytest =='; \
+	cat "$$sql_log"; \
+	if ((sql_status)); then echo 'test: an SQL step failed (above)' >&2; fi; \
+	if ((py_status)); then echo 'test: pytest failed (its summary is above the SQL steps)' >&2; fi; \
+	exit $$((py_status || sql_status))
 
 # TARGET check-sql: deploy into DATABASE_URL, then check that every function's live body and view's definition comes from the deploy file of its name and no deployed function is unused (scripts/check-sql-homes)
 check-sql: deps db deploy
 	@$(PGENV) $(VENV)/bin/python scripts/check-sql-homes
 
-# TARGET test-roundtrip: deploy (core and crawler), revert and deploy again in a scratch database (ROUNDTRIP_DB)
-test-roundtrip: deps db
+# TARGET test-roundtrip: in a copy (ROUNDTRIP_DB) of a fresh deploy of the core and the crawler (SQL_TEMPLATE), revert every change and deploy again
+test-roundtrip: deps db sql-template
 	@$(PGENV) dropdb --if-exists --force '$(ROUNDTRIP_DB)'; \
-	$(PGENV) createdb '$(ROUNDTRIP_DB)'; \
-	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/deploy; \
+	$(PGENV) createdb --template='$(SQL_TEMPLATE)' '$(ROUNDTRIP_DB)'; \
 	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/revert; \
 	$(PGENV) -d '$(ROUNDTRIP_DB)' scripts/deploy; \
 	$(PGENV) dropdb --force '$(ROUNDTRIP_DB)'
 
-# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), and for each in UPGRADE_FROM_SPLIT with the split plans; give it tasks in every state, upgrade in place to the head of the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (UPGRADE_DB)
-test-upgrade: deps db
+# TARGET test-upgrade: for each release in UPGRADE_FROM, deploy it with the combined plan of before the split (COMBINED_REV), and for each in UPGRADE_FROM_SPLIT with the split plans; give it tasks in every state, upgrade in place to the head of the split plans, check the tasks and that schema and Sqitch registry equal a fresh deploy's (SQL_TEMPLATE's; UPGRADE_DB)
+test-upgrade: deps db sql-template
 	@old=$$(mktemp -d); trap 'rm -rf "$$old"' EXIT; \
 	git archive '$(COMBINED_REV)' sqitch.plan sqitch.conf deploy revert verify | tar -x -C "$$old"; \
 	cmp -s "$$old/sqitch.plan" registry/combined.plan || { \
 		echo 'test-upgrade: the sqitch.plan of COMBINED_REV=$(COMBINED_REV) is not registry/combined.plan' >&2; exit 1; }; \
 	$(PGENV) dropdb --if-exists --force '$(UPGRADE_DB)_fresh'; \
-	$(PGENV) createdb '$(UPGRADE_DB)_fresh'; \
-	$(PGENV) -d '$(UPGRADE_DB)_fresh' scripts/deploy >/dev/null; \
+	$(PGENV) createdb --template='$(SQL_TEMPLATE)' '$(UPGRADE_DB)_fresh'; \
 	$(PGENV) -d '$(UPGRADE_DB)_fresh' scripts/registry-state >"$$old/fresh.state"; \
 	$(PGENV) dropdb --force '$(UPGRADE_DB)_fresh'; \
 	for from in $(UPGRADE_FROM); do \
@@ -238,35 +262,48 @@ test-upgrade: deps db
 test-sql: test-sql-core test-sql-crawler
 
 # test-sql-core: the core's pgTAP files (test-sql's first half)
-test-sql-core: deps db
+test-sql-core: deps db sql-template-core
 	@scripts/split-registry --check
-	@$(MAKE) -s sql-prove SQL_DB='$(TEST_DB)' DEPLOY_ARGS=--core-only SQL_TESTS=sql_tests \
+	@$(MAKE) -s sql-prove SQL_DB='$(TEST_DB)' SQL_DB_TEMPLATE='$(SQL_TEMPLATE_CORE)' SQL_TESTS=sql_tests \
 		SQL_FIXTURES=crawler/sqitch/deploy/crawler_roles.sql
 
 # test-sql-crawler: the crawler's pgTAP files (test-sql's second half)
-test-sql-crawler: deps db
-	@$(MAKE) -s sql-prove SQL_DB='$(CRAWLER_TEST_DB)' DEPLOY_ARGS= SQL_TESTS=crawler/sql_tests
+test-sql-crawler: deps db sql-template
+	@$(MAKE) -s sql-prove SQL_DB='$(CRAWLER_TEST_DB)' SQL_DB_TEMPLATE='$(SQL_TEMPLATE)' SQL_TESTS=crawler/sql_tests
 
-# sql-prove: deploy (DEPLOY_ARGS) into a fresh SQL_DB, load pgTAP, sql_tests/helpers and
+# sql-template-core: the core's plan alone deployed with Sqitch into a fresh SQL_TEMPLATE_CORE.
+sql-template-core: deps db
+	@$(PGENV) dropdb --if-exists --force '$(SQL_TEMPLATE_CORE)'
+	@$(PGENV) createdb '$(SQL_TEMPLATE_CORE)'
+	@$(PGENV) -d '$(SQL_TEMPLATE_CORE)' scripts/deploy --core-only >/dev/null
+
+# sql-template: a copy of SQL_TEMPLATE_CORE with the crawler's plan deployed on top (SQL_TEMPLATE):
+# what a fresh deploy of both plans leaves. Nobody connects to either template but to copy it
+# (CREATE DATABASE ... TEMPLATE refuses a database someone is connected to).
+sql-template: sql-template-core
+	@$(PGENV) dropdb --if-exists --force '$(SQL_TEMPLATE)'
+	@$(PGENV) createdb --template='$(SQL_TEMPLATE_CORE)' '$(SQL_TEMPLATE)'
+	@$(PGENV) -d '$(SQL_TEMPLATE)' scripts/deploy >/dev/null
+
+# sql-prove: copy SQL_DB_TEMPLATE into a fresh SQL_DB, load pgTAP, sql_tests/helpers and
 # SQL_FIXTURES, run pg_prove on SQL_TESTS/*.sql. The core's tests use six roles and their chains
 # as data: the crawler's (crawler/sqitch/deploy/crawler_roles.sql, INSERTs into core tables and
 # no crawler object), loaded as a fixture into the core-only database.
 sql-prove:
 	@$(PGENV) dropdb --if-exists --force '$(SQL_DB)'
-	@$(PGENV) createdb '$(SQL_DB)'
-	@$(PGENV) -d '$(SQL_DB)' scripts/deploy $(DEPLOY_ARGS) >/dev/null
+	@$(PGENV) createdb --template='$(SQL_DB_TEMPLATE)' '$(SQL_DB)'
 	@$(PGENV) -d '$(SQL_DB)' psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
 		-c 'CREATE EXTENSION IF NOT EXISTS pgtap'
 	@export LC_ALL=C; shopt -s nullglob; for helper in sql_tests/helpers/*.sql $(SQL_FIXTURES); do \
 		echo "test-sql: loading $$helper into $(SQL_DB)"; \
 		$(PGENV) -d '$(SQL_DB)' psql -X -q -v ON_ERROR_STOP=1 -f "$$helper"; \
 	done
-	@echo 'test-sql: $(SQL_TESTS) against $(SQL_DB) (scripts/deploy $(DEPLOY_ARGS))'
+	@echo 'test-sql: $(SQL_TESTS) against $(SQL_DB) (a copy of $(SQL_DB_TEMPLATE))'
 	@$(PGENV) -d '$(SQL_DB)' pg_prove --ext .sql --failures $$(LC_ALL=C ls $(SQL_TESTS)/*.sql)
 
 # TARGET test-py: run the Python tests (pytest: the core's tests/ and the crawler's crawler/tests/; PYTEST_PATHS narrows them, PYTEST_WORKERS=6 parallel workers) against DATABASE_URL's server
 test-py: deps db
-	@$(PGENV) $(VENV)/bin/pytest -n '$(PYTEST_WORKERS)' --dist loadgroup $(PYTEST_ARGS) $(PYTEST_PATHS)
+	@$(PGENV) $(VENV)/bin/pytest -n '$(PYTEST_WORKERS)' --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 # TARGET faults: run the fault and abuse suite in full, soak included (SOAK_MINUTES=10, FAULTS_ARGS='--only 1,4'), print its table, write it to results/
 faults: deps db

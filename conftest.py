@@ -14,4 +14,5 @@ if CORE_TESTS not in sys.path:
     sys.path.insert(0, CORE_TESTS)
 
 # faults_table: the fault suite's table (results/), written once per run, xdist or not.
-pytest_plugins = ["core_fixtures", "faults_table"]
+# slowest_first: the slowest tests start first (make test-py: --no-loadscope-reorder).
+pytest_plugins = ["core_fixtures", "faults_table", "slowest_first"]

@@ -2,8 +2,10 @@
 the README verbatim meets no wall. The blocks are read from README.md itself, as a
 CommonMark parser (markdown-it-py) sees them, so an edited or added example is tested as written:
 
-- "Two commands": `make psql` on a fresh, empty database, with the SQL its comment says to type;
-  the other `make` lines are checked against MAKE_TARGETS, which says where each target runs;
+- "Two commands": `make psql` where `make test` has deployed (a fresh copy of the deployed plan),
+  with the SQL its comment says to type; that it deploys where nothing is deployed yet is
+  tests/test_make_psql.py's (a full Sqitch deploy: once in the suite is enough); the other
+  `make` lines are checked against MAKE_TARGETS, which says where each target runs;
 - every ```sql block, in README order, through psql with ON_ERROR_STOP, in one freshly deployed
   database, and every shell block (indented, or a ```sh fence) in its place among them, with
   bash -e on the same database, from the checkout's root; its `make` lines are checked against
@@ -42,7 +44,7 @@ MAKE_LINE = re.compile(r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*make(?:\s|$)")
 
 # The make targets the README's shell examples name, and where each runs instead of here.
 MAKE_TARGETS = {
-    "psql": "here: test_the_two_commands_claim_in_make_psql_on_a_fresh_database",
+    "psql": "here: test_the_two_commands_claim_in_make_psql_after_make_test, and tests/test_make_psql.py",
     "demo": "tests/test_crawler_demo.py, on a small simulated platform",
     "test": "CI (.ci/run), which runs this file",
     "deploy": "make test, and tests/core_fixtures.py for every test's database",
@@ -163,7 +165,7 @@ def run_shell(example: Example, script: str, db_url: str) -> None:
     run_example(example, ["bash", "-x", "-e", "-u", "-o", "pipefail"], script, env)
 
 
-def test_the_two_commands_claim_in_make_psql_on_a_fresh_database(empty_db_url: str) -> None:
+def test_the_two_commands_claim_in_make_psql_after_make_test(db_url: str) -> None:
     block = next(e for e in examples_in(README.read_text()) if e.section == TWO_COMMANDS)
     without_make(block)
     lines = block.text.splitlines()
@@ -179,12 +181,13 @@ def test_the_two_commands_claim_in_make_psql_on_a_fresh_database(empty_db_url: s
         ["make", "psql"],
         cwd=REPO_ROOT,
         input="\\set ON_ERROR_STOP on\n" + "\n".join(typed) + "\n",
-        env=a_newcomers_environment(DATABASE_URL=empty_db_url),
+        env=a_newcomers_environment(DATABASE_URL=db_url),
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert result.returncode == 0, f"{block.where()}: make psql, then {typed}:\n{result.stdout}{result.stderr}"
+    assert "Nothing to deploy (up-to-date)" in result.stdout, result.stdout
 
 
 def test_the_examples_run_in_order_on_a_fresh_deploy(db_url: str) -> None:
