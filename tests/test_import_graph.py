@@ -98,7 +98,15 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # `python -m pyworker` (__main__) is the CLI's door, in admin.
 ROOM_DOORS = {
     "pyworker.testing": {"core", "pyworker.client", "pyworker.admin.schema"},
-    "pyworker.contrib": {"core", "pyworker.client", "pyworker.admin", "pyworker.admin.output", "pyworker.admin.queries"},
+    # The dashboard follows the stream of task changes as `pyworker tasks watch` does.
+    "pyworker.contrib": {
+        "core",
+        "pyworker.client",
+        "pyworker.admin",
+        "pyworker.admin.output",
+        "pyworker.admin.queries",
+        "pyworker.admin.task_changes",
+    },
     "pyworker.admin": {"core", "pyworker.client"},
     "pyworker.client": {"core"},
     "core": set(),
