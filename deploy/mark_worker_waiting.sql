@@ -1,7 +1,6 @@
 -- Deploy taskpool:mark_worker_waiting to pg
--- requires: mark_worker_waiting@v0.5.0
+-- requires: mark_worker_waiting@v0.7.0
 -- requires: task_worker_roles
--- requires: task_worker_waits_per_role
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -9,7 +8,7 @@ SET client_min_messages = 'warning';
 -- mark_worker_waiting(worker_id, role)
 -- A worker that found no ready task of one of its roles says it sleeps until a task of that role
 -- is ready; true when it was not marked for that role yet.
-CREATE FUNCTION mark_worker_waiting(worker_id text, role text)
+CREATE OR REPLACE FUNCTION mark_worker_waiting(worker_id text, role text)
 RETURNS boolean
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -25,8 +24,14 @@ AS $$
 -- empty. The role lock the mark takes at its commit makes that one extra claim enough (see
 -- task_wake_requests); it is never held while the mark's transaction is open.
 BEGIN
-    PERFORM FROM task_worker_roles wr
-    WHERE wr.worker_id = mark_worker_waiting.worker_id AND wr.role = mark_worker_waiting.role;
+    -- The worker's registry row is locked (FOR KEY SHARE, as the foreign key's check would) before
+    -- the mark: a worker deleted meanwhile (retention's silent_workers, deregister_worker) is
+    -- either gone here, and not registered, or deleted after this transaction, its marks with it.
+    -- Without the lock, a delete committed between this check and the INSERT below made the
+    -- INSERT a foreign-key violation, which a worker cannot answer by registering again.
+    PERFORM FROM task_workers w JOIN task_worker_roles wr ON wr.worker_id = w.worker_id
+    WHERE w.worker_id = mark_worker_waiting.worker_id AND wr.role = mark_worker_waiting.role
+    FOR KEY SHARE OF w;
     IF NOT FOUND THEN
         IF NOT EXISTS (SELECT FROM task_workers w WHERE w.worker_id = mark_worker_waiting.worker_id) THEN
             RAISE EXCEPTION USING
