@@ -1,5 +1,5 @@
 -- Deploy taskpool:taskpool_schema_version to pg
--- requires: taskpool_schema_version@v0.7.0
+-- requires: taskpool_schema_version@v0.8.0
 
 -- The last change of the plan: whatever precedes it is deployed when it is. Each release reworks
 -- it (sqitch rework taskpool_schema_version) with the version raised.
@@ -14,10 +14,11 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     -- Example:
-    --   SELECT taskpool_schema_version();   -- '0.8.0'
+    --   SELECT taskpool_schema_version();   -- '0.9.0'
     -- The version is set by the last change of sqitch.plan, always this one, reworked once a
     -- release (tests/test_schema_version.py fails otherwise): a database deployed part way reports
     -- the version of before, and a worker that needs the whole plan refuses it.
+    -- 0.9.0: (in progress) the changes of the plan after @v0.8.0.
     -- 0.8.0: complete_tasks(worker_id, task_ids[], attempts[], claim_tokens[], results[],
     -- follow_ups[]), the worker's form, which the JSON form calls; every function's live body (and
     -- view's definition) in the deploy file named after it; the six trigger functions that no
@@ -47,7 +48,7 @@ AS $$
     -- (mark_worker_waiting) woken one per ready task on their worker_wake_channel.
     -- 0.2.0: schedules (tick_schedules, trigger_schedule, update_schedule, generate_resync_tasks)
     -- and capacity (v_worker_capacity, worker_capacity).
-    SELECT '0.8.0'::text;
+    SELECT '0.9.0'::text;
 $$;
 
 COMMIT;

@@ -1,6 +1,9 @@
 -- Revert taskpool:taskpool_schema_version from pg
 
--- Back to 0.7.0, as schema_version_0_7_0 deployed it.
+-- Back to 0.8.0, as the change at @v0.8.0 deployed it.
+
+-- The last change of the plan: whatever precedes it is deployed when it is. Each release reworks
+-- it (sqitch rework taskpool_schema_version) with the version raised.
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -12,10 +15,14 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
     -- Example:
-    --   SELECT taskpool_schema_version();   -- '0.7.0'
-    -- The version is set by the last change of sqitch.plan, always a schema_version_X_Y_Z change
-    -- (tests/test_schema_version.py fails otherwise): a database deployed part way reports the
-    -- version of before, and a worker that needs the whole plan refuses it.
+    --   SELECT taskpool_schema_version();   -- '0.8.0'
+    -- The version is set by the last change of sqitch.plan, always this one, reworked once a
+    -- release (tests/test_schema_version.py fails otherwise): a database deployed part way reports
+    -- the version of before, and a worker that needs the whole plan refuses it.
+    -- 0.8.0: complete_tasks(worker_id, task_ids[], attempts[], claim_tokens[], results[],
+    -- follow_ups[]), the worker's form, which the JSON form calls; every function's live body (and
+    -- view's definition) in the deploy file named after it; the six trigger functions that no
+    -- trigger fired are dropped.
     -- 0.7.0: workers register their concurrency (register_worker(..., concurrency)); capacity in
     -- slots and in processes (v_worker_capacity, worker_capacity); unserved_roles() and its
     -- health check and metric; recover_stale_tasks_of_role (a worker recovers its role's stale
@@ -41,7 +48,7 @@ AS $$
     -- (mark_worker_waiting) woken one per ready task on their worker_wake_channel.
     -- 0.2.0: schedules (tick_schedules, trigger_schedule, update_schedule, generate_resync_tasks)
     -- and capacity (v_worker_capacity, worker_capacity).
-    SELECT '0.7.0'::text;
+    SELECT '0.8.0'::text;
 $$;
 
 COMMIT;
