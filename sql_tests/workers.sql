@@ -51,7 +51,7 @@ SELECT is((SELECT count(*) FROM task_workers WHERE worker_id = 't10-w1'), 0::big
 SELECT ok(NOT deregister_worker('t10-w1'), 'Should answer false when deregistering twice');
 SELECT ok(NOT heartbeat_worker('t10-w1'), 'Should answer false to a heartbeat of an unregistered worker');
 
-SELECT is(taskpool_schema_version(), '0.8.0', 'Should report the schema version');
+SELECT is(taskpool_schema_version(), '0.9.0', 'Should report the schema version');
 
 /****************************************************************************/
 -- Bad input
