@@ -1,60 +1,48 @@
 -- Deploy taskpool:apply_retention to pg
--- requires: retention_policies
--- requires: retention_core_pruners
--- requires: taskpool_now
+-- requires: apply_retention@v0.8.0
+-- requires: retention_policies_backlog
 
 BEGIN;
 SET client_min_messages = 'warning';
 
--- _retention_pruner
--- The pruner function a retention policy names, checked: pruner(retention_policies, integer, boolean) returning bigint.
-CREATE FUNCTION _retention_pruner(policy retention_policies)
-RETURNS regprocedure
-LANGUAGE plpgsql
-STABLE
-AS $$
--- Resolved on each call, as a day_plan schedule's planner is: a policy may name a function that
--- a later deploy (the crawler's) adds, or that a revert took away.
-DECLARE
-    v_pruner regprocedure := to_regprocedure(quote_ident(policy.pruner) || '(retention_policies, integer, boolean)');
-BEGIN
-    IF v_pruner IS NULL OR (SELECT p.prorettype FROM pg_proc p WHERE p.oid = v_pruner) <> 'bigint'::regtype THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('pruner %s(retention_policies, integer, boolean) returning bigint does not exist',
-                             policy.pruner),
-            HINT = 'A retention policy names a function pruner(policy retention_policies, max_rows integer, '
-                   'dry_run boolean) that returns how many rows it deleted (or would delete).';
-    END IF;
-    RETURN v_pruner;
-END;
-$$;
+DROP FUNCTION apply_retention(integer);
 
 -- apply_retention
--- Applies every enabled retention policy, up to max_batches batches of its batch_size each, in the caller's transaction; a row per policy with how many rows went.
-CREATE FUNCTION apply_retention(max_batches integer DEFAULT 1)
+-- Applies every enabled retention policy in rounds of a batch each, until each is done, max_batches rounds or max_seconds; a row per policy with how many rows went.
+CREATE FUNCTION apply_retention(max_batches integer DEFAULT 1, max_seconds numeric DEFAULT NULL,
+                                count_backlog boolean DEFAULT false)
 RETURNS TABLE (policy text, pruned bigint, finished boolean, error text)
 LANGUAGE plpgsql
 AS $$
 -- Example:
---   SELECT * FROM apply_retention();                 -- a batch per policy: what the tick does
---   SELECT * FROM apply_retention(max_batches := 10);
---   CALL apply_retention_in_batches();                -- until nothing is left, a transaction a round
--- The tick calls it with one batch per policy, so a deployment that runs only pg_cron gets
--- retention: with the default batch of 1000, each policy deletes up to 1000 rows a minute, never
--- holding more. finished: nothing more of the policy's is old enough now (its last batch came
--- back short), or it failed. A policy whose row another transaction holds (a rival tick, a
--- `pyworker prune`) is skipped, not waited for, and has no row here. A policy that fails (a
--- pruner that does not exist, or raises) records last_error, keeps none of that batch's
--- deletions, and does not stop the others.
+--   SELECT * FROM apply_retention();                    -- a batch per policy
+--   SELECT * FROM apply_retention(100, 2, true);        -- what the tick does: rounds for up to 2 s
+--   CALL apply_retention_in_batches();                  -- until nothing is left, a transaction a round
+-- Rounds, not a policy at a time: each round deletes a batch of every policy not done yet, so a
+-- policy far behind (payloads after an outage) cannot spend the whole budget while the others
+-- wait. The time is checked between rounds: a round is at most one batch a policy.
+-- finished: nothing more of the policy's is old enough now (its last batch came back short), or
+-- it failed. A policy whose row another transaction holds (a rival tick, a `pyworker prune`) is
+-- skipped, not waited for, and has no row here. A policy that fails (a pruner that does not
+-- exist, or raises) records last_error, keeps none of that batch's deletions, and does not stop
+-- the others.
+-- Each policy's row records the run: a finished one has backlog 0 and is not behind; one left
+-- with rows due is behind (since its first such run) and, with count_backlog, has its pruner's
+-- dry-run count as backlog (NULL without: counting can cost as much as a batch, so only the tick,
+-- once a minute, asks for it).
 DECLARE
-    v_now    timestamptz := taskpool_now();
-    v_policy retention_policies;
-    v_pruner regprocedure;
-    v_batch  bigint;
-    v_total  bigint;
-    v_done   boolean;
-    v_error  text;
+    v_now      timestamptz := taskpool_now();
+    v_started  timestamptz := clock_timestamp();
+    v_policies retention_policies[];
+    v_count    integer;
+    v_pruned   bigint[];
+    v_done     boolean[];
+    v_errors   text[];
+    v_batch    bigint;
+    v_error    text;
+    v_backlog  bigint;
+    v_round    integer := 0;
+    v_more     boolean;
 BEGIN
     IF apply_retention.max_batches IS NULL OR apply_retention.max_batches < 1 THEN
         RAISE EXCEPTION USING
@@ -62,159 +50,87 @@ BEGIN
             MESSAGE = format('max_batches must be positive, not %s',
                              coalesce(apply_retention.max_batches::text, 'NULL'));
     END IF;
+    IF apply_retention.max_seconds <= 0 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('max_seconds must be positive, not %s', apply_retention.max_seconds),
+            HINT = 'Omit it (NULL) to stop after max_batches rounds only.';
+    END IF;
 
-    FOR v_policy IN
-        SELECT * FROM retention_policies p
-        WHERE p.enabled
-        ORDER BY p.name
-        FOR UPDATE SKIP LOCKED
+    SELECT array_agg(p ORDER BY p.name) INTO v_policies
+    FROM (SELECT * FROM retention_policies p WHERE p.enabled ORDER BY p.name FOR UPDATE SKIP LOCKED) p;
+    v_count := coalesce(cardinality(v_policies), 0);
+    IF v_count = 0 THEN
+        RETURN;
+    END IF;
+    v_pruned := array_fill(0::bigint, ARRAY[v_count]);
+    v_done := array_fill(false, ARRAY[v_count]);
+    v_errors := array_fill(NULL::text, ARRAY[v_count]);
+
     LOOP
-        v_total := 0;
-        v_done := false;
-        v_error := NULL;
-        FOR i IN 1 .. apply_retention.max_batches LOOP
+        v_round := v_round + 1;
+        v_more := false;
+        FOR i IN 1 .. v_count LOOP
+            CONTINUE WHEN v_done[i];
             BEGIN
-                v_pruner := _retention_pruner(v_policy);
-                EXECUTE format('SELECT %s($1, $2, false)', v_pruner::oid::regproc)
-                    INTO v_batch USING v_policy, v_policy.batch_size;
+                EXECUTE format('SELECT %s($1, $2, false)', _retention_pruner(v_policies[i])::oid::regproc)
+                    INTO v_batch USING v_policies[i], v_policies[i].batch_size;
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
-                v_done := true;
-                EXIT;
+                v_errors[i] := v_error;
+                v_done[i] := true;
+                CONTINUE;
             END;
-            v_total := v_total + v_batch;
-            IF v_batch < v_policy.batch_size THEN
-                v_done := true;
-                EXIT;
+            v_pruned[i] := v_pruned[i] + v_batch;
+            IF v_batch < v_policies[i].batch_size THEN
+                v_done[i] := true;
+            ELSE
+                v_more := true;
             END IF;
         END LOOP;
+        EXIT WHEN NOT v_more
+               OR v_round >= apply_retention.max_batches
+               OR clock_timestamp() - v_started >= make_interval(secs => apply_retention.max_seconds);
+    END LOOP;
+
+    FOR i IN 1 .. v_count LOOP
+        v_backlog := NULL;
+        IF v_done[i] AND v_errors[i] IS NULL THEN
+            v_backlog := 0;
+        ELSIF apply_retention.count_backlog AND v_errors[i] IS NULL THEN
+            BEGIN
+                EXECUTE format('SELECT %s($1, NULL, true)', _retention_pruner(v_policies[i])::oid::regproc)
+                    INTO v_backlog USING v_policies[i];
+            EXCEPTION WHEN OTHERS THEN
+                v_backlog := NULL;
+            END;
+        END IF;
 
         UPDATE retention_policies p
         SET last_run_at = v_now,
-            last_pruned = v_total,
-            pruned_total = p.pruned_total + v_total,
-            last_error = v_error
-        WHERE p.name = v_policy.name;
+            last_pruned = v_pruned[i],
+            pruned_total = p.pruned_total + v_pruned[i],
+            last_error = v_errors[i],
+            backlog = CASE WHEN v_errors[i] IS NULL THEN v_backlog ELSE p.backlog END,
+            behind_since = CASE WHEN v_errors[i] IS NOT NULL THEN p.behind_since
+                                WHEN v_done[i] THEN NULL
+                                ELSE coalesce(p.behind_since, v_now) END
+        WHERE p.name = v_policies[i].name;
 
-        policy := v_policy.name;
-        pruned := v_total;
-        finished := v_done;
-        error := v_error;
+        policy := v_policies[i].name;
+        pruned := v_pruned[i];
+        finished := v_done[i];
+        error := v_errors[i];
         RETURN NEXT;
     END LOOP;
 END;
 $$;
 
--- apply_retention_in_batches
--- Applies every enabled retention policy until nothing is left to prune (or max_batches rounds, or max_seconds), committing after each round of a batch per policy and pausing pause_ratio times as long as the round took.
-CREATE PROCEDURE apply_retention_in_batches(
-    max_batches    integer DEFAULT NULL,
-    max_seconds    numeric DEFAULT NULL,
-    pause_ratio    numeric DEFAULT 3,
-    INOUT pruned   jsonb   DEFAULT NULL)
-LANGUAGE plpgsql
-AS $$
--- Example:
---   CALL apply_retention_in_batches();                    -- pruned: {"completed_tasks": {"pruned": 1200, "error": null}, ...}
---   CALL apply_retention_in_batches(max_seconds := 60);   -- a minute's worth, then stop
---   CALL apply_retention_in_batches(pause_ratio := 0);    -- flat out, no pause between rounds
--- Each round is apply_retention(1) in a transaction of its own: no lock is held, and vacuum is
--- kept from no deleted row, for longer than one batch per policy. A policy leaves the rounds once
--- it is finished (its batch came back short, or it failed: error says why). After each round it
--- pauses pause_ratio times as long as the round took (3: a quarter of the time pruning, the rest
--- left to the workers; a busier server makes the rounds slower and the pauses longer), since a
--- prune that runs flat out takes a core and the WAL's bandwidth from the pool it serves
--- (`make bench`, figure 11: about 35,000 rows a second flat out here, about 9,000 paused). Call it outside a
--- transaction block (psql in autocommit, `pyworker prune`); inside one, its first commit raises
--- 2D000. pruned is its output: what it is given is ignored.
-DECLARE
-    v_started timestamptz := clock_timestamp();
-    v_round   timestamptz;
-    v_rounds  integer := 0;
-    v_more    boolean;
-    v_row     record;
-BEGIN
-    IF apply_retention_in_batches.max_batches < 1 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('max_batches must be positive, not %s', apply_retention_in_batches.max_batches),
-            HINT = 'Omit it to prune until nothing is left.';
-    END IF;
-    IF apply_retention_in_batches.max_seconds <= 0 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('max_seconds must be positive, not %s', apply_retention_in_batches.max_seconds),
-            HINT = 'Omit it to prune until nothing is left.';
-    END IF;
-    IF apply_retention_in_batches.pause_ratio IS NULL OR apply_retention_in_batches.pause_ratio NOT BETWEEN 0 AND 100 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '22023',
-            MESSAGE = format('pause_ratio must be from 0 to 100, not %s',
-                             coalesce(apply_retention_in_batches.pause_ratio::text, 'NULL')),
-            HINT = '0 prunes flat out; 3 (the default) pauses three times as long as each round took.';
-    END IF;
-    pruned := '{}';
-    LOOP
-        v_round := clock_timestamp();
-        v_more := false;
-        FOR v_row IN SELECT * FROM apply_retention(1) LOOP
-            pruned := pruned || jsonb_build_object(v_row.policy, jsonb_build_object(
-                'pruned', coalesce((pruned -> v_row.policy ->> 'pruned')::bigint, 0) + v_row.pruned,
-                'error', v_row.error));
-            v_more := v_more OR NOT v_row.finished;
-        END LOOP;
-        COMMIT;
-        v_rounds := v_rounds + 1;
-        EXIT WHEN NOT v_more
-               OR v_rounds >= apply_retention_in_batches.max_batches
-               OR clock_timestamp() - v_started >= make_interval(secs => apply_retention_in_batches.max_seconds);
-        PERFORM pg_sleep(extract(epoch FROM clock_timestamp() - v_round) * apply_retention_in_batches.pause_ratio);
-    END LOOP;
-END;
-$$;
-
--- count_retention
--- What apply_retention would delete now, per policy (enabled or not), deleting nothing: retention's dry run.
-CREATE FUNCTION count_retention()
-RETURNS TABLE (policy text, enabled boolean, keep interval, would_prune bigint, error text)
-LANGUAGE plpgsql
-AS $$
--- Example:
---   SELECT * FROM count_retention();
--- Each policy's pruner counts with dry_run; one that fails says why in error (would_prune NULL).
-DECLARE
-    v_policy retention_policies;
-BEGIN
-    FOR v_policy IN SELECT * FROM retention_policies p ORDER BY p.name LOOP
-        policy := v_policy.name;
-        enabled := v_policy.enabled;
-        keep := v_policy.keep;
-        would_prune := NULL;
-        error := NULL;
-        BEGIN
-            EXECUTE format('SELECT %s($1, NULL, true)', _retention_pruner(v_policy)::oid::regproc)
-                INTO would_prune USING v_policy;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS error = MESSAGE_TEXT;
-        END;
-        RETURN NEXT;
-    END LOOP;
-END;
-$$;
-
-COMMENT ON FUNCTION apply_retention(integer) IS $$Applies every enabled retention policy, up to max_batches batches of its batch_size each, in the caller's transaction; a row per policy with how many rows went.
+COMMENT ON FUNCTION apply_retention(integer, numeric, boolean) IS $$Applies every enabled retention policy in rounds of a batch each, until each is done, max_batches rounds or max_seconds, in the caller's transaction; a row per policy with how many rows went. Records each policy's backlog (with count_backlog) and since when it is behind.
 Example:
-  SELECT * FROM apply_retention();   -- a batch per policy, as each tick does$$;
-COMMENT ON PROCEDURE apply_retention_in_batches(integer, numeric, numeric, jsonb) IS $$Applies every enabled retention policy until nothing is left to prune (or max_batches rounds, or max_seconds), committing after each round of a batch per policy and pausing pause_ratio times as long as the round took.
-Example:
-  CALL apply_retention_in_batches();   -- pruned: {"completed_tasks": {"pruned": 1200, "error": null}, ...}$$;
-COMMENT ON FUNCTION count_retention() IS $$What apply_retention would delete now, per policy (enabled or not), deleting nothing: retention's dry run.
-Example:
-  SELECT * FROM count_retention();$$;
+  SELECT * FROM apply_retention();               -- a batch per policy
+  SELECT * FROM apply_retention(100, 2, true);   -- what each tick does$$;
 
-REVOKE ALL ON FUNCTION _retention_pruner(retention_policies) FROM PUBLIC;
-REVOKE ALL ON FUNCTION apply_retention(integer) FROM PUBLIC;
-REVOKE ALL ON PROCEDURE apply_retention_in_batches(integer, numeric, numeric, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION count_retention() FROM PUBLIC;
+REVOKE ALL ON FUNCTION apply_retention(integer, numeric, boolean) FROM PUBLIC;
 
 COMMIT;

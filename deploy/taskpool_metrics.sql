@@ -1,9 +1,6 @@
 -- Deploy taskpool:taskpool_metrics to pg
--- requires: taskpool_metrics@v0.7.0
--- requires: taskpool_metrics_capacity_units
-
--- taskpool_metrics's home: its live body, unchanged from taskpool_metrics_capacity_units.
--- Change taskpool_metrics here, with `sqitch rework taskpool_metrics`.
+-- requires: taskpool_metrics@v0.8.0
+-- requires: retention_policies_backlog
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -213,6 +210,29 @@ SELECT 'taskpool_tick_age_seconds', 'gauge',
        '{}'::jsonb, extract(epoch FROM k.now - t.last_tick_at)
 FROM schedule_ticks t CROSS JOIN clock k
 WHERE t.last_tick_at IS NOT NULL
+UNION ALL
+SELECT 'taskpool_retention_pruned_total', 'counter',
+       'Rows the retention policy has deleted since it was created.',
+       jsonb_build_object('policy', r.name), r.pruned_total::double precision
+FROM retention_policies r
+UNION ALL
+SELECT 'taskpool_retention_backlog', 'gauge',
+       'Rows of the policy due and left when its last run ended (0 when it finished; absent when not counted).',
+       jsonb_build_object('policy', r.name), r.backlog::double precision
+FROM retention_policies r
+WHERE r.enabled AND r.backlog IS NOT NULL
+UNION ALL
+SELECT 'taskpool_retention_behind_seconds', 'gauge',
+       'Seconds since the policy''s runs started ending with rows left (0 when its last run finished): retention not keeping up.',
+       jsonb_build_object('policy', r.name), coalesce(extract(epoch FROM k.now - r.behind_since), 0)
+FROM retention_policies r CROSS JOIN clock k
+WHERE r.enabled
+UNION ALL
+SELECT 'taskpool_retention_last_run_failed', 'gauge',
+       'Whether the policy''s last run failed (1); retention_policies.last_error says why.',
+       jsonb_build_object('policy', r.name), (r.last_error IS NOT NULL)::integer
+FROM retention_policies r
+WHERE r.enabled
 UNION ALL
 SELECT 'taskpool_xmin_horizon_age_seconds', 'gauge',
        'Age of the oldest transaction holding back the xmin horizon (vacuum of the pool), 0 with none.',

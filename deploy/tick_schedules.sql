@@ -1,14 +1,12 @@
 -- Deploy taskpool:tick_schedules to pg
--- requires: tick_schedules@v0.5.0
--- requires: task_schedules_cadence
--- requires: _fold_task_metric_totals
+-- requires: tick_schedules@v0.8.0
 -- requires: apply_retention
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- tick_schedules
--- The tick: recovers stale tasks, runs every due schedule once, applies a batch of each retention policy; pg_cron calls it each minute.
+-- The tick: recovers stale tasks, runs every due schedule once, applies retention for up to two seconds; pg_cron calls it each minute.
 CREATE OR REPLACE FUNCTION tick_schedules()
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -26,9 +24,12 @@ AS $$
 -- be computed with gets a finite one; the other schedules run regardless.
 -- Each tick records itself in schedule_ticks, for taskpool_health(). A rival tick holding that row
 -- is recording a tick of the same moment: this one skips the row rather than wait for its commit.
--- Then it applies the retention policies, a batch each (apply_retention(1): at most batch_size
--- rows a policy, skipping a policy a rival holds), so that pg_cron alone keeps the history
--- bounded; the report's "retention" lists the policies that deleted something or failed, by name:
+-- Then it applies the retention policies in rounds of a batch each for up to two seconds
+-- (apply_retention(100, 2, true): skipping a policy a rival holds, and counting what a policy
+-- left due as its backlog), so that pg_cron alone keeps the history bounded: one batch a minute
+-- (1,000 rows; 100 payloads) fell behind a fleet of 24,000 stores crawled six times a day, whose
+-- 144,000 payloads a day is all a batch of 100 a minute deletes. The report's "retention" lists
+-- the policies that deleted something or failed, by name:
 -- {"completed_tasks": {"pruned": 1000, "error": null}}, and is left out when none did.
 -- Last, it folds the completions and failed attempts of the last minutes into
 -- task_metric_totals (_fold_task_metric_totals), which keeps a scrape of taskpool_metrics() cheap.
@@ -87,7 +88,7 @@ BEGIN
 
     SELECT jsonb_object_agg(r.policy, jsonb_build_object('pruned', r.pruned, 'error', r.error) ORDER BY r.policy)
     INTO v_retention
-    FROM apply_retention(1) r
+    FROM apply_retention(100, 2, true) r
     WHERE r.pruned > 0 OR r.error IS NOT NULL;
 
     PERFORM _fold_task_metric_totals();

@@ -35,7 +35,7 @@ SELECT is_empty(
     $$SELECT name FROM task_schedules$$,
     'Should ship no schedule with the core (the default schedules are the crawler''s)');
 SELECT is_empty(
-    $$SELECT name FROM retention_policies WHERE pruner NOT IN ('_prune_policy_tasks', '_prune_policy_attempts', '_prune_policy_workers')$$,
+    $$SELECT name FROM retention_policies WHERE pruner NOT IN ('_prune_policy_tasks', '_prune_policy_attempts', '_prune_policy_workers', '_prune_policy_platform_events')$$,
     'Should have only the core''s retention policies in a core-only deploy');
 SELECT * FROM finish();
 ROLLBACK;

@@ -13,7 +13,8 @@ INSERT INTO task_roles (role, description, max_retries) VALUES
 
 SELECT has_table('public', 'retention_policies', 'Should have table retention_policies');
 SELECT col_is_pk('public', 'retention_policies', 'name', 'Should key retention_policies by name');
-SELECT has_function('public', 'apply_retention', ARRAY['integer'], 'Should have apply_retention(max_batches)');
+SELECT has_function('public', 'apply_retention', ARRAY['integer', 'numeric', 'boolean'],
+    'Should have apply_retention(max_batches, max_seconds, count_backlog)');
 SELECT is_procedure('public', 'apply_retention_in_batches', ARRAY['integer', 'numeric', 'numeric', 'jsonb'],
     'Should have the procedure apply_retention_in_batches(max_batches, max_seconds, pause_ratio, pruned)');
 SELECT has_function('public', 'count_retention', ARRAY[]::text[], 'Should have count_retention()');
@@ -23,10 +24,11 @@ SELECT results_eq(
     $$SELECT name, pruner, keep, statuses, enabled FROM retention_policies ORDER BY name$$,
     $$VALUES ('completed_tasks', '_prune_policy_tasks', interval '7 days', ARRAY['completed'], true),
              ('failed_tasks', '_prune_policy_tasks', interval '30 days', ARRAY['failed', 'cancelled'], true),
+             ('platform_events', '_prune_policy_platform_events', interval '90 days', NULL::text[], true),
              ('silent_workers', '_prune_policy_workers', interval '7 days', NULL::text[], true),
              ('task_attempts', '_prune_policy_attempts', interval '30 days', NULL::text[], true)$$,
-    'Should ship the core''s default policies: completed 7 days, failed and cancelled 30, attempts 30, silent workers 7');
-SELECT ok(NOT has_function_privilege('taskpool_worker', 'apply_retention(integer)', 'EXECUTE'),
+    'Should ship the core''s default policies: completed 7 days, failed and cancelled 30, circuit events 90, attempts 30, silent workers 7');
+SELECT ok(NOT has_function_privilege('taskpool_worker', 'apply_retention(integer, numeric, boolean)', 'EXECUTE'),
     'Should not let taskpool_worker apply retention');
 SELECT ok(NOT has_function_privilege('taskpool_worker', 'set_retention_policy(text, interval, boolean, integer, text[])', 'EXECUTE'),
     'Should not let taskpool_worker change a policy');

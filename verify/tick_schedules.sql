@@ -12,6 +12,6 @@ SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
 WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%_fold_task_metric_totals()%';
 
 SELECT 1/COUNT(*) FROM pg_catalog.pg_proc
-WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%apply_retention(1)%';
+WHERE proname = 'tick_schedules' AND pg_get_functiondef(oid) LIKE '%apply_retention(100, 2, true)%';
 
 ROLLBACK;

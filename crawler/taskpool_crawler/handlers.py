@@ -651,7 +651,7 @@ def image_download(task: Task) -> dict[str, Any]:
         db.record_image_download_failure(url, str(error))
         raise BrokenImage(f"the image {url} is broken: {error}") from error
     sha256 = hashlib.sha256(data).hexdigest()
-    key = f"images/{sha256[:2]}/{sha256}.{extension}"
+    key = storage.image_storage_key(sha256, extension)
     written = not storage.object_exists(key)
     if written:
         storage.store_object(key, data)
@@ -689,8 +689,8 @@ REMOVAL_BATCH = 100
 
 @handler("payload_file_removal")
 def payload_file_removal(task: Task) -> dict[str, Any]:
-    """Remove the files of the payloads whose rows retention deleted, a batch at a time: each file
-    first, then its outbox row. A crash in between leaves the row, and the next run removes a
+    """Remove the files of the payloads and product images whose rows retention deleted, a batch
+    at a time: each file first, then its outbox row. A crash in between leaves the row, and the next run removes a
     file that is gone already, which counts as removed. A path outside the storage directory is
     never touched, only forgotten (and counted as refused)."""
     db = database(task)
@@ -702,7 +702,8 @@ def payload_file_removal(task: Task) -> dict[str, Any]:
             break
         for storage_path in paths:
             try:
-                counts["removed" if storage.remove_payload(storage_path) else "missing"] += 1
+                remove = storage.remove_image if storage_path.startswith(storage.IMAGES_PREFIX) else storage.remove_payload
+                counts["removed" if remove(storage_path) else "missing"] += 1
             except storage.PayloadPathRefused as error:
                 log.warning("Task %s: %s", task.id, error)
                 counts["refused"] += 1

@@ -60,6 +60,9 @@ STORAGE_ENV = "TASKPOOL_STORAGE"
 STORAGE_DIR_ENV = "TASKPOOL_STORAGE_DIR"
 DEFAULT_STORAGE_DIR = "storage"
 PAYLOADS_PREFIX = "payloads/"
+IMAGES_PREFIX = "images/"
+# images/<first two hex digits>/<sha256>.<extension>: content-addressed, as product_images checks.
+_IMAGE_KEY = re.compile(r"images/([0-9a-f]{2})/\1[0-9a-f]{62}\.(png|jpg|gif)")
 COMPRESS_LEVEL = 6
 # The most a payload may hold stored, and decompressed: a menu is well under a megabyte;
 # anything past these is refused unread (the rest of the object is never read or inflated).
@@ -564,6 +567,29 @@ def remove_payload(storage_path: str, store: ObjectStore | None = None) -> bool:
         return store.delete(key)
     except StorageKeyRefused as error:
         raise PayloadPathRefused(storage_path, error.reason, "removed") from error
+
+
+def image_storage_key(sha256: str, extension: str) -> str:
+    """images/<first two hex digits>/<sha256>.<extension>: where a product image's bytes go."""
+    return f"{IMAGES_PREFIX}{sha256[:2]}/{sha256}.{extension}"
+
+
+def remove_image(storage_key: str, store: ObjectStore | None = None) -> bool:
+    """Remove a stored product image, once its row is gone (retention); whether it was there.
+
+    As remove_payload: gone counts as removed, and PayloadPathRefused for a key that is not an
+    image of the content-addressed layout inside the storage.
+    """
+    store = store or current_store()
+    reason = key_refusal(storage_key)
+    if reason is None and not _IMAGE_KEY.fullmatch(storage_key):
+        reason = "is not images/<2 hex>/<sha256>.<png|jpg|gif> (the image layout)"
+    if reason is not None:
+        raise PayloadPathRefused(str(storage_key), reason, "removed")
+    try:
+        return store.delete(storage_key)
+    except StorageKeyRefused as error:
+        raise PayloadPathRefused(storage_key, error.reason, "removed") from error
 
 
 def sweep_unrecorded_payloads(

@@ -97,6 +97,77 @@ def test_payload_files_go_after_their_rows_and_a_crash_in_between_is_finished_by
     assert outbox(conn) == []
 
 
+def test_image_files_go_after_the_urls_no_product_shows(
+    conn: psycopg.Connection,
+    workers: Workers,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The product_images policy deletes a URL unlinked for longer than its keep and the image only
+    it named; the image's file goes through the same outbox and task as a payload's."""
+    root = tmp_path / "storage"
+    monkeypatch.setenv(storage.STORAGE_DIR_ENV, str(root))
+    conn.execute("UPDATE retention_policies SET enabled = (name = 'product_images')")
+    (store_id,) = fetch_one(
+        conn, "INSERT INTO dispensaries (name, platform) VALUES ('img', 'dutchie') RETURNING id"
+    )
+    saved_payload(conn, root, store_id, datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    (payload_id,) = fetch_one(conn, "SELECT max(id) FROM raw_crawl_payloads")
+    conn.execute(
+        """SELECT apply_menu_payload(%s, '[{"id": "a", "name": "A", "price": 1, "stock": 1},'
+                                         ' {"id": "b", "name": "B", "price": 2, "stock": 1}]')""",
+        (payload_id,),
+    )
+    images = {"a": ("http://img.test/a.png", "aa" * 32), "b": ("http://img.test/b.png", "bb" * 32)}
+    conn.execute(
+        "SELECT link_product_images(%s, %s::jsonb)",
+        (payload_id, '[{"id": "a", "image_url": "http://img.test/a.png"}, {"id": "b", "image_url": "http://img.test/b.png"}]'),
+    )
+    files = {}
+    for product, (url, sha256) in images.items():
+        key = storage.image_storage_key(sha256, "png")
+        storage.store_object(key, b"\x89PNG " + product.encode(), store=storage.LocalStorage(root))
+        conn.execute("SELECT record_product_image(%s, %s, %s, 6, 'image/png')", (url, sha256, key))
+        files[product] = root / key
+
+    # b's product stops showing an image; a quarter later its URL and image go, then the file.
+    conn.execute(
+        """SELECT link_product_images(%s, '[{"id": "a", "image_url": "http://img.test/a.png"},'
+                                          ' {"id": "b", "image_url": null}]')""",
+        (payload_id,),
+    )
+    conn.execute("UPDATE product_image_urls SET unlinked_at = unlinked_at - interval '91 days' WHERE unlinked_at IS NOT NULL")
+    (pruned,) = fetch_one(conn, "SELECT pruned FROM apply_retention() WHERE policy = 'product_images'")
+    assert pruned == 1
+    assert outbox(conn) == [storage.image_storage_key("bb" * 32, "png")]
+    assert files["b"].exists(), "the file goes after its row, by the removal task"
+
+    (task_id,) = fetch_one(
+        conn, "SELECT id FROM worker_tasks WHERE role = 'payload_file_removal' AND status = 'pending'"
+    )
+    worker = workers.start("payload_file_removal", "removal-img", handlers="taskpool_crawler.handlers")
+    row = wait_for_status(conn, task_id, ("completed", "failed"), 30, also=worker.describe)
+    assert row["status"] == "completed", row["error_message"]
+    assert row["result"] == {"removed": 1, "missing": 0, "refused": 0}
+    assert not files["b"].exists()
+    assert files["a"].exists(), "the image of a URL still shown keeps its file"
+    assert outbox(conn) == []
+
+
+def test_remove_image_refuses_a_key_outside_the_image_layout(tmp_path: Path) -> None:
+    local = storage.LocalStorage(tmp_path)
+    storage.store_object("images/zz/menu.png", b"x", store=local)
+    for key in ("images/zz/menu.png", "payloads/2026/01/01/x.json.gz", "images/../../etc/passwd",
+                "images/aa/" + "bb" * 32 + ".png"):
+        with pytest.raises(storage.PayloadPathRefused):
+            storage.remove_image(key, store=local)
+    assert storage.object_exists("images/zz/menu.png", store=local)
+    key = storage.image_storage_key("ab" * 32, "gif")
+    storage.store_object(key, b"GIF89a", store=local)
+    assert storage.remove_image(key, store=local) is True
+    assert storage.remove_image(key, store=local) is False, "gone counts as removed"
+
+
 def test_remove_payload_counts_a_missing_file_and_refuses_a_path_outside(
     tmp_path: Path,
 ) -> None:

@@ -1,14 +1,12 @@
 -- Deploy taskpool_crawler:payload_files_to_remove to pg
--- requires: payload_file_removal_functions
-
--- payload_files_to_remove's home: its live body, unchanged from payload_file_removal_functions.
--- Change payload_files_to_remove here, with `sqitch rework payload_files_to_remove`.
+-- requires: payload_files_to_remove@v0.8.0
+-- requires: payload_file_removals_image_files
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- payload_files_to_remove
--- The payload files retention deleted the rows of and that are still to be removed from disk, oldest first, at most max_files.
+-- The files (payloads, product images) retention deleted the rows of and that are still to be removed from disk, oldest first, at most max_files.
 CREATE OR REPLACE FUNCTION payload_files_to_remove(max_files integer DEFAULT 100)
 RETURNS SETOF text
 LANGUAGE plpgsql
@@ -18,8 +16,9 @@ AS $$
 -- Example:
 --   SELECT payload_files_to_remove(100);
 -- The payload_file_removal handler removes each (a file already gone counts as removed), then
--- calls forget_removed_payload_files with the same paths. A path a payload row names again (its
--- file is that row's now) is never handed out: its outbox row is dropped here.
+-- calls forget_removed_payload_files with the same paths. A path a payload row names again, or
+-- an image stored again (the same content: images are content-addressed), is that row's file
+-- now and is never handed out: its outbox row is dropped here.
 BEGIN
     IF payload_files_to_remove.max_files IS NULL OR payload_files_to_remove.max_files NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION USING
@@ -30,6 +29,9 @@ BEGIN
     DELETE FROM payload_file_removals r
     USING raw_crawl_payloads p
     WHERE p.storage_path = r.storage_path;
+    DELETE FROM payload_file_removals r
+    USING product_images i
+    WHERE r.payload_id IS NULL AND i.storage_key = r.storage_path;
     RETURN QUERY
         SELECT r.storage_path
         FROM payload_file_removals r

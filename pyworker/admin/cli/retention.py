@@ -175,6 +175,8 @@ RETENTION_POLICY_COLUMNS: list[Column] = [
     ("last_run_at", "last_run_at"),
     ("last_pruned", "last_pruned"),
     ("pruned_total", "pruned_total"),
+    ("backlog", "backlog"),
+    ("behind_since", "behind_since"),
     ("last_error", "last_error"),
     ("what", "description"),
 ]
@@ -189,7 +191,8 @@ def retention() -> None:
 @prints(RETENTION_POLICY_COLUMNS, empty="no retention policies")
 @pass_db
 def list_retention(db: AdminDatabase) -> list[dict[str, Any]]:
-    """List the retention policies: what each deletes after how long, and how its last run went.
+    """List the retention policies: what each deletes after how long, how its last run went, and
+    whether it keeps up (backlog: rows left due; behind_since: since when runs end with rows left).
 
     With --json, the retention_policies rows (keep in seconds).
     """

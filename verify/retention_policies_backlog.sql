@@ -1,0 +1,7 @@
+-- Verify taskpool:retention_policies_backlog on pg
+
+BEGIN;
+
+SELECT backlog, behind_since FROM retention_policies WHERE false;
+
+ROLLBACK;
