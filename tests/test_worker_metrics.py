@@ -16,7 +16,7 @@ from core_fixtures import REPO_ROOT
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
-from pyworker.metrics import ProbeServer
+from pyworker.admin.probes import ProbeServer
 from testkit.relay import Relay
 from worker_support import Workers, enqueue, report_schema_version, wait_for, wait_for_status
 

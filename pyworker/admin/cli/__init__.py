@@ -598,7 +598,9 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
-        code = importlib.import_module("pyworker.worker").run_worker(config)
+        # The probes' HTTP server only when asked for: a worker without it loads none.
+        serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
+        code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes)
     else:
         code = importlib.import_module("pyworker.admin.supervisor").run_workers(
             config, worker["processes"], settings.worker_environment(ctx)
