@@ -106,8 +106,7 @@ ROLE_FIELDS = {
     "requires_store": "boolean",
 }
 
-# Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
-STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
+# Platform governance (rate limits, circuit breaker)
 ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
@@ -549,11 +548,6 @@ class Database:
 
     # Start-up
 
-    def where(self) -> str:
-        """Which database this is, as `dbname on host:port` (never the password a URL may hold)."""
-        info = self.connect().info
-        return f"{info.dbname} on {info.host}:{info.port}"
-
     def schema_version(self) -> str:
         """taskpool_schema_version(), whatever it says; SchemaMissing when there is none."""
         return self._one(SCHEMA_VERSION)["version"]
@@ -718,7 +712,7 @@ class Database:
         differs from the database's; InvalidInput for an unknown role."""
         return self._rows(*call_with_fields("diff_role", {"role": role}, fields, ROLE_FIELDS))
 
-    # Stores and platform governance, and transactions: what handlers build on
+    # Platform governance and transactions: what handlers build on
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -727,11 +721,6 @@ class Database:
         conn = self.connect()
         with self._translated(), bounded(self._deadline), conn.transaction():
             yield
-
-    def check_store(self, store_id: int) -> None:
-        """NotFound unless the store exists (a row of dispensaries, the stores tasks name)."""
-        if not self._one(STORE_EXISTS, {"store_id": store_id})["found"]:
-            raise NotFound(f"dispensary {store_id} does not exist")
 
     def acquire_platform_request(self, platform: str) -> float:
         """Seconds to wait before asking again (0: send the request now); Refused while the

@@ -15,7 +15,10 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from pyworker.db import ROLE_FIELDS, Database, call_with_fields, dump_json
+from pyworker.errors import NotFound
 
+# Stores (the mutual-exclusion keys tasks name)
+STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
 # Tasks
 ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
 # `list`'s filters, each left out when NULL: the page and its count read the same tasks. The
@@ -149,6 +152,16 @@ PLATFORM_EVENTS = (
 
 class AdminDatabase(Database):
     """A Database with the operator's calls."""
+
+    def where(self) -> str:
+        """Which database this is, as `dbname on host:port` (never the password a URL may hold)."""
+        info = self.connect().info
+        return f"{info.dbname} on {info.host}:{info.port}"
+
+    def check_store(self, store_id: int) -> None:
+        """NotFound unless the store exists (a row of dispensaries, the stores tasks name)."""
+        if not self._one(STORE_EXISTS, {"store_id": store_id})["found"]:
+            raise NotFound(f"dispensary {store_id} does not exist")
 
     def enqueue_tasks(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs, dumps=dump_json)})
