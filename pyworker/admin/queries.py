@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pyworker.db import ROLE_FIELDS, Database, call_with_fields, dump_json
+from pyworker.db import ROLE_FIELDS, Database, dump_json
 from pyworker.errors import NotFound
 
 # Stores (the mutual-exclusion keys tasks name)
@@ -408,3 +409,28 @@ class AdminDatabase(Database):
     def enable_platform(self, platform: str) -> dict[str, Any]:
         """enable_platform(platform): the platform's governance row, enabled."""
         return self._one(ENABLE_PLATFORM, {"platform": platform})
+
+
+def call_with_fields(
+    function: str, keys: dict[str, str], fields: dict[str, Any], types: dict[str, str]
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """A call of `function` with the keys (text), then each field given (not None) by name, cast
+    to its SQL type in `types`."""
+    given = {key: value for key, value in fields.items() if value is not None}
+    unknown = set(given) - set(types)
+    if unknown:
+        raise TypeError(f"{function} takes no {', '.join(sorted(unknown))}")
+    arguments = [sql.SQL("{}::text").format(sql.Placeholder(key)) for key in keys] + [
+        sql.SQL("{} => {}::{}").format(
+            sql.Identifier(key), sql.Placeholder(key), sql.SQL(types[key])
+        )
+        for key in given
+    ]
+    query = sql.SQL("SELECT * FROM {}({})").format(
+        sql.Identifier(function), sql.SQL(", ").join(arguments)
+    )
+    params = {
+        **keys,
+        **{key: Jsonb(value) if types[key] == "jsonb" else value for key, value in given.items()},
+    }
+    return query, params

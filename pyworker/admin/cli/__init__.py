@@ -345,18 +345,6 @@ class Settings:
         except ValueError as error:
             raise click.UsageError(str(error))
 
-    def worker_environment(self, ctx: click.Context) -> dict[str, str]:
-        """This process's environment with every worker option set in its variable, as the
-        worker processes of --processes read them."""
-        environment = {**os.environ, "DATABASE_URL": self.database_url}
-        if self.pooled:
-            environment[POOLED_ENVVAR] = "1"
-        for param in ctx.command.params:
-            value = self.worker.get(param.name or "")
-            if isinstance(param, click.Option) and param.envvar and value is not None:
-                environment[str(param.envvar)] = " ".join(value) if param.multiple else str(value)
-        return environment
-
 
 pass_settings = click.make_pass_decorator(Settings)
 
@@ -533,7 +521,6 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
         code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes)
     else:
-        code = importlib.import_module("pyworker.admin.supervisor").run_workers(
-            config, worker["processes"], settings.worker_environment(ctx)
-        )
+        supervisor = importlib.import_module("pyworker.admin.supervisor")
+        code = supervisor.run_workers(config, worker["processes"], supervisor.worker_environment(settings, ctx))
     ctx.exit(code)
