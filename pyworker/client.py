@@ -45,7 +45,7 @@ import operator
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -271,16 +271,36 @@ def _seconds(value: float | timedelta | None, name: str) -> float | None:
     return float(seconds)
 
 
+def dump_payload(payload_type: type | None, payload: Any) -> Any:
+    """The payload to enqueue: a dataclass instance or a pydantic model as its JSON object, checked
+    against `payload_type` when one is declared (an instance of another type, or a mapping that
+    does not fit, raises PayloadMismatch); anything else as given."""
+    if payload_type is not None and payload is not None and not isinstance(payload, (Mapping, payload_type)):
+        raise payloads.PayloadMismatch(
+            f"the payload must be a {payload_type.__name__} (or a mapping that fits it), not {type(payload).__name__}"
+        )
+    if is_dataclass(payload) and not isinstance(payload, type):
+        data = asdict(payload)
+    elif payloads.is_pydantic_model(type(payload)):
+        data = payload.model_dump(mode="json")
+    else:
+        data = payload
+    if payload_type is not None:
+        # A dataclass instance is checked too: its constructor checks no type.
+        payloads.load(payload_type, {} if data is None else data)
+    return data
+
+
 def _role_and_payload(role: str | Callable[..., Any], payload: Any) -> tuple[str, Any]:
     """The role name and the JSON payload of an enqueue by role name or by declared handler:
     a handler's payload type checks the payload (PayloadMismatch, a ValueError, names the field);
     a dataclass or pydantic payload becomes its JSON object."""
     if isinstance(role, str):
-        return role, payloads.dump(None, payload)
+        return role, dump_payload(None, payload)
     declaration = declaration_of(role)
     if declaration is None:
         raise ValueError(f"role must be a role name or a handler declared with @handler, not {role!r}")
-    return declaration.role, payloads.dump(declaration.payload_type, payload)
+    return declaration.role, dump_payload(declaration.payload_type, payload)
 
 
 def _spec(

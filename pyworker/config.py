@@ -15,7 +15,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pyworker import logs
 from pyworker.deadlines import DEFAULT_CALL_TIMEOUT
-from pyworker.environment import lookup
 
 
 def default_database_url() -> str:
@@ -61,12 +60,6 @@ def read_write_by_default(url: str, environ: Mapping[str, str] = os.environ) -> 
 
 # The environment variable of `--pooled`; a worker sets it ("1") for its handlers' own connections.
 POOLED_ENVVAR = "TASKPOOL_POOLED"
-
-
-def pooled_from_environment(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether TASKPOOL_POOLED says DATABASE_URL goes through a transaction pooler (a true value
-    as click reads one: 1, true, yes, on)."""
-    return (lookup(POOLED_ENVVAR, environ) or "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
 
 
 # The worker's id, which a worker also sets for its handlers (and, for those written before 0.7,

@@ -105,13 +105,11 @@ ROLE_FIELDS = {
     "max_payload_bytes": "integer",
     "requires_store": "boolean",
 }
-
-# Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
-STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
-ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
-RECORD_PLATFORM_RESULT = (
-    "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
-    " %(error_message)s::text) AS circuit"
+# diff_role with every setting named, NULL for those not declared (which it does not compare).
+DIFF_ROLE = (
+    "SELECT * FROM diff_role(%(role)s::text, "
+    + ", ".join(f"{name} => %({name})s::{sql_type}" for name, sql_type in ROLE_FIELDS.items())
+    + ")"
 )
 
 
@@ -549,11 +547,6 @@ class Database:
 
     # Start-up
 
-    def where(self) -> str:
-        """Which database this is, as `dbname on host:port` (never the password a URL may hold)."""
-        info = self.connect().info
-        return f"{info.dbname} on {info.host}:{info.port}"
-
     def schema_version(self) -> str:
         """taskpool_schema_version(), whatever it says; SchemaMissing when there is none."""
         return self._one(SCHEMA_VERSION)["version"]
@@ -716,9 +709,12 @@ class Database:
     def diff_role(self, role: str, **fields: Any) -> list[dict[str, Any]]:
         """diff_role(role, ...): a row (field, in_database, declared) per ROLE_FIELD given that
         differs from the database's; InvalidInput for an unknown role."""
-        return self._rows(*call_with_fields("diff_role", {"role": role}, fields, ROLE_FIELDS))
+        unknown = set(fields) - set(ROLE_FIELDS)
+        if unknown:
+            raise TypeError(f"diff_role takes no {', '.join(sorted(unknown))}")
+        return self._rows(DIFF_ROLE, {"role": role, **dict.fromkeys(ROLE_FIELDS), **fields})
 
-    # Stores and platform governance, and transactions: what handlers build on
+    # Transactions: what handlers build on
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -727,25 +723,6 @@ class Database:
         conn = self.connect()
         with self._translated(), bounded(self._deadline), conn.transaction():
             yield
-
-    def check_store(self, store_id: int) -> None:
-        """NotFound unless the store exists (a row of dispensaries, the stores tasks name)."""
-        if not self._one(STORE_EXISTS, {"store_id": store_id})["found"]:
-            raise NotFound(f"dispensary {store_id} does not exist")
-
-    def acquire_platform_request(self, platform: str) -> float:
-        """Seconds to wait before asking again (0: send the request now); Refused while the
-        platform's circuit is open."""
-        return self._one(ACQUIRE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
-
-    def record_platform_result(
-        self, platform: str, succeeded: bool, error_message: str | None = None
-    ) -> str:
-        """Report a platform request's outcome to the circuit breaker; 'closed' or 'open'."""
-        return self._one(
-            RECORD_PLATFORM_RESULT,
-            {"platform": platform, "succeeded": succeeded, "error_message": error_message},
-        )["circuit"]
 
 
 DatabaseT = TypeVar("DatabaseT", bound=Database)
@@ -760,28 +737,3 @@ def pooled_connection_options(pooled: bool) -> dict[str, Any]:
 def listen_query(channel: str) -> sql.Composed:
     """LISTEN on `channel` (an identifier, never a string literal)."""
     return sql.SQL("LISTEN {}").format(sql.Identifier(channel))
-
-
-def call_with_fields(
-    function: str, keys: dict[str, str], fields: dict[str, Any], types: dict[str, str]
-) -> tuple[sql.Composed, dict[str, Any]]:
-    """A call of `function` with the keys (text), then each field given (not None) by name, cast
-    to its SQL type in `types`."""
-    given = {key: value for key, value in fields.items() if value is not None}
-    unknown = set(given) - set(types)
-    if unknown:
-        raise TypeError(f"{function} takes no {', '.join(sorted(unknown))}")
-    arguments = [sql.SQL("{}::text").format(sql.Placeholder(key)) for key in keys] + [
-        sql.SQL("{} => {}::{}").format(
-            sql.Identifier(key), sql.Placeholder(key), sql.SQL(types[key])
-        )
-        for key in given
-    ]
-    query = sql.SQL("SELECT * FROM {}({})").format(
-        sql.Identifier(function), sql.SQL(", ").join(arguments)
-    )
-    params = {
-        **keys,
-        **{key: Jsonb(value) if types[key] == "jsonb" else value for key, value in given.items()},
-    }
-    return query, params

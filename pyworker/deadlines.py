@@ -33,15 +33,14 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from pyworker.environment import lookup
-from pyworker.errors import DatabaseUnavailable
 
 # The environment variable of a call's deadline, in seconds (the worker's --call-timeout-seconds).
 CALL_TIMEOUT_ENVVAR = "TASKPOOL_CALL_TIMEOUT_SECONDS"
@@ -72,8 +71,6 @@ WATCHDOG_TICK_SECONDS = 0.25
 # live server takes it in a few milliseconds, a frozen one never (and delays the cut this long).
 CANCEL_TIMEOUT_SECONDS = 0.5
 
-
-T = TypeVar("T")
 
 # When a call on a connection to each server (host, port) was last cut at its deadline
 # (time.monotonic()): written by the watchdog, read by the callers, one atomic dict access each.
@@ -260,27 +257,3 @@ def shut_down_socket(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any
         pass
     finally:
         dup.close()
-
-
-def call_within(seconds: float, call: Callable[[], T]) -> T:
-    """`call()` in a thread of its own: what it returns or raises, or DatabaseUnavailable once
-    `seconds` pass (the thread goes on, bounded by its own deadlines). For a probe, which must
-    answer before its own timeout, whatever connecting takes."""
-    outcome: list[Any] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
-            outcome.append((False, error))
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="call-within", daemon=True).start()
-    if not done.wait(seconds):
-        raise DatabaseUnavailable(f"the database did not answer within {seconds:g} s")
-    returned, value = outcome[0]
-    if not returned:
-        raise value
-    return value

@@ -73,10 +73,6 @@ class WorkerFailed(TaskpoolError):
     """A running worker stopped on an error (it had started: this is no refusal to start)."""
 
 
-class CronMissing(TaskpoolError):
-    """pg_cron is not available on this server: run `pyworker scheduler` to tick the schedules."""
-
-
 class PermanentError(Exception):
     """Raised by a handler: fail the task now, without retrying."""
 

@@ -1,8 +1,8 @@
 """Typed payloads: the type a handler declares for its tasks' payloads, a dataclass or, where
 pydantic is installed, a pydantic model (`@handler("send_welcome", payload_type=Welcome)`).
 
-The client checks a payload against it at enqueue (`client.enqueue(send_welcome, Welcome(...))`)
-and the worker at run, before the handler gets the typed object. A payload that does not fit
+The client checks a payload against it at enqueue (`client.enqueue(send_welcome, Welcome(...))`,
+pyworker.client's dump_payload) and the worker at run, before the handler gets the typed object. A payload that does not fit
 raises PayloadMismatch, naming the field; at run that fails the attempt for good (a payload does
 not change between retries).
 
@@ -33,7 +33,7 @@ class PayloadMismatch(ValueError):
     """A payload does not fit the payload type its role's handler declares."""
 
 
-def _pydantic_model(payload_type: Any) -> bool:
+def is_pydantic_model(payload_type: Any) -> bool:
     """Whether `payload_type` is a pydantic model class (never imports pydantic: a model exists
     only where pydantic was imported already)."""
     pydantic = sys.modules.get("pydantic")
@@ -42,7 +42,7 @@ def _pydantic_model(payload_type: Any) -> bool:
 
 def check_payload_type(payload_type: Any, role: str) -> None:
     """ConfigurationError unless `payload_type` is a dataclass or a pydantic model class."""
-    if not (isinstance(payload_type, type) and (dataclasses.is_dataclass(payload_type) or _pydantic_model(payload_type))):
+    if not (isinstance(payload_type, type) and (dataclasses.is_dataclass(payload_type) or is_pydantic_model(payload_type))):
         raise ConfigurationError(
             f"@handler({role!r}): payload_type must be a dataclass or a pydantic model class, not {payload_type!r}"
         )
@@ -54,7 +54,7 @@ def load(payload_type: type, payload: Any) -> Any:
     name = payload_type.__name__
     if not isinstance(payload, Mapping):
         raise PayloadMismatch(f"the payload does not fit {name}: a JSON object is needed, not {type(payload).__name__}")
-    if _pydantic_model(payload_type):
+    if is_pydantic_model(payload_type):
         pydantic = sys.modules["pydantic"]
         try:
             return payload_type.model_validate(dict(payload))
@@ -68,23 +68,3 @@ def load(payload_type: type, payload: Any) -> Any:
         return dacite.from_dict(payload_type, dict(payload), config=_DACITE_CONFIG)
     except dacite.DaciteError as error:
         raise PayloadMismatch(f"the payload does not fit {name}: {error}") from error
-
-
-def dump(payload_type: type | None, payload: Any) -> Any:
-    """The payload to enqueue: a dataclass instance or a pydantic model as its JSON object, checked
-    against `payload_type` when one is declared (an instance of another type, or a mapping that
-    does not fit, raises PayloadMismatch); anything else as given."""
-    if payload_type is not None and payload is not None and not isinstance(payload, (Mapping, payload_type)):
-        raise PayloadMismatch(
-            f"the payload must be a {payload_type.__name__} (or a mapping that fits it), not {type(payload).__name__}"
-        )
-    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
-        data = dataclasses.asdict(payload)
-    elif _pydantic_model(type(payload)):
-        data = payload.model_dump(mode="json")
-    else:
-        data = payload
-    if payload_type is not None:
-        # A dataclass instance is checked too: its constructor checks no type.
-        load(payload_type, {} if data is None else data)
-    return data

@@ -110,29 +110,14 @@ class Task:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Task:
-        task = cls(**{name: row[name] for name in _TASK_COLUMNS if name not in _OPTIONAL_COLUMNS})
+        task = cls(**{name: row[name] for name in TASK_COLUMNS if name not in _OPTIONAL_COLUMNS})
         # A schema before headers and parent_id returns neither.
         task.headers = dict(row.get("headers") or {})
         task.parent_id = row.get("parent_id")
         return task
 
-    def as_json(self) -> dict[str, Any]:
-        """The task as JSON-ready data (what a subprocess handler reads on stdin)."""
-        # Not dataclasses.asdict: it deep-copies every field, and the abort signal holds a lock.
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_COLUMNS}
-        return {k: _json_ready(v) for k, v in data.items()}
 
-
-def _json_ready(value: Any) -> Any:
-    """A task field as JSON holds it: times in ISO 8601, the claim_token as its text."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-# The attempt's own: its abort signal and its connection.
-_NOT_COLUMNS = frozenset({"abort", "lease"})
-_TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name not in _NOT_COLUMNS)
+# The columns of worker_tasks a Task holds: all its fields but the attempt's own, its abort
+# signal and its connection.
+TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name not in ("abort", "lease"))
 _OPTIONAL_COLUMNS = frozenset({"headers", "parent_id"})

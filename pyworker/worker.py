@@ -43,7 +43,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -54,12 +54,10 @@ from pyworker.config import (
     POOLED_ENVVAR,
     WORKER_ID_ENVVAR,
     WorkerConfig,
-    default_worker_id,
     hosts_without_session_attrs,
     read_write_by_default,
 )
 from pyworker.connections import HandlerConnections
-from pyworker.environment import RENAMED
 from pyworker.db import (
     WORKER_WAKE_CHANNEL,
     Database,
@@ -98,7 +96,7 @@ from pyworker.attempts import (
     run_attempt,
     run_attempt_async,
 )
-from pyworker.metrics import LISTENER_STATES, ProbeServer, WorkerMetrics
+from pyworker.metrics import LISTENER_STATES, WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.task import Task
 from pyworker.runtime import (
@@ -144,6 +142,10 @@ LISTENER_CHECK_SECONDS = 10.0
 # after a failover: a backoff pause (at most 10 s) then a connect that may wait out a dead first
 # host of a multi-host URL (its connect_timeout, 10 s).
 LISTENER_UNREADY_AFTER_SECONDS = 30.0
+
+# What serves a worker's /metrics, /healthz and /readyz while it runs (pyworker.admin.probes.serve):
+# the core serves none itself, so that a worker without --metrics-port loads no HTTP server.
+ProbeServing = Callable[["Worker"], contextlib.AbstractContextManager[object]]
 
 
 @dataclass(eq=False)
@@ -237,10 +239,19 @@ class Worker:
         registry: handlers.Registry = handlers.registry,
         *,
         until_empty: bool = False,
+        serve_probes: ProbeServing | None = None,
     ) -> None:
-        """`until_empty`: drain mode (see drain()): return from run() once a claim made with
-        nothing in flight finds nothing, instead of sleeping until a signal; no signal handlers
-        and no listener, so it runs in any thread (a test's)."""
+        """`until_empty`: drain mode (pyworker.testing.drain): return from run() once a claim
+        made with nothing in flight finds nothing, instead of sleeping until a signal; no signal
+        handlers and no listener, so it runs in any thread (a test's). `serve_probes`: what
+        serves the probes of config.metrics_port (pyworker.admin.probes.serve), from before the
+        worker registers until it has stopped."""
+        if config.metrics_port is not None and serve_probes is None:
+            raise ConfigurationError(
+                f"metrics port {config.metrics_port}: nothing serves the probes"
+                " (pass serve_probes=pyworker.admin.probes.serve, as `pyworker --metrics-port` does)"
+            )
+        self._serve_probes = serve_probes
         # A multi-host URL without target_session_attrs may land on a standby: the worker's own
         # connections ask for the primary (warned about at start).
         self._hosts_without_session_attrs = hosts_without_session_attrs(config.database_url)
@@ -353,76 +364,52 @@ class Worker:
             return self._run()
 
     def _run(self) -> int:
-        probes = None
-        try:
-            probes = self._serve_probes()
-            started = self._start()
-        except BaseException:
-            # Refused to start (an unknown role, no handler): nothing left open behind it, for
-            # a drain in a test process as for a worker process.
-            self.db.close()
-            self._doorbell.close()
-            if probes is not None:
-                probes.stop()
-            raise
-        self.started = started
-        if not started:
-            self.db.close()
-            self._doorbell.close()
-            if probes is not None:
-                probes.stop()
-            log.info("Worker %s stopped before it registered", self.config.worker_id, extra=event("worker_stopped"))
-            return 0
-        threads = [
-            threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
-            threading.Thread(target=self._listen_loop, name="listener", daemon=True),
-        ]
-        if self.until_empty:
-            threads.pop()
-        elif self.config.listen_url is None:
-            threads.pop()
-            log.info(
-                "No LISTEN: the database URL is pooled (--pooled) and no --listen-database-url is given;"
-                " polling for tasks every %g s",
-                self.config.poll_interval,
-                extra=event("listener_disabled"),
-            )
-        self._recorder.start()
-        for thread in threads:
-            thread.start()
-        try:
-            self._loop()
-        finally:
-            # Every completion handed over is recorded before the worker deregisters.
-            self._recorder.stop()
-            self._exiting.set()
-            self._beat_now.set()
-            if self._event_loop is not None:
-                # Its thread and its watchdog's end with it (a drain in a test process leaves none behind).
-                self._event_loop.retire()
+        # Whatever happens (a refusal to start, a stop before registering, a run to its end),
+        # nothing is left open behind it: for a drain in a test process as for a worker process.
+        with contextlib.ExitStack() as opened:
+            opened.callback(self._doorbell.close)
+            opened.callback(self.db.close)
+            if self._serve_probes is not None:
+                opened.enter_context(self._serve_probes(self))
+            self.started = self._start()
+            if not self.started:
+                log.info("Worker %s stopped before it registered", self.config.worker_id, extra=event("worker_stopped"))
+                return 0
+            threads = [
+                threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True),
+                threading.Thread(target=self._listen_loop, name="listener", daemon=True),
+            ]
+            if self.until_empty:
+                threads.pop()
+            elif self.config.listen_url is None:
+                threads.pop()
+                log.info(
+                    "No LISTEN: the database URL is pooled (--pooled) and no --listen-database-url is given;"
+                    " polling for tasks every %g s",
+                    self.config.poll_interval,
+                    extra=event("listener_disabled"),
+                )
+            self._recorder.start()
             for thread in threads:
-                thread.join(timeout=5)
-            self._deregister()
-            self._connections.close()
-            self.db.close()
-            self._doorbell.close()
-            if probes is not None:
-                probes.stop()
+                thread.start()
+            try:
+                self._loop()
+            finally:
+                # Every completion handed over is recorded before the worker deregisters.
+                self._recorder.stop()
+                self._exiting.set()
+                self._beat_now.set()
+                if self._event_loop is not None:
+                    # Its thread and its watchdog's end with it (a drain in a test process leaves none behind).
+                    self._event_loop.retire()
+                for thread in threads:
+                    thread.join(timeout=5)
+                self._deregister()
+                self._connections.close()
         log.info("Worker %s stopped", self.config.worker_id, extra=event("worker_stopped"))
         return 0
 
-    def _serve_probes(self) -> ProbeServer | None:
-        """With a metrics port: serve /metrics, /healthz and /readyz from now until run() ends."""
-        if self.config.metrics_port is None:
-            return None
-        try:
-            probes = ProbeServer(self.config.metrics_port, self.metrics.registry, self._liveness, self._readiness)
-        except OSError as error:
-            raise ConfigurationError(f"cannot serve metrics on port {self.config.metrics_port}: {error.strerror}") from error
-        probes.start()
-        return probes
-
-    def _liveness(self) -> str | None:
+    def liveness(self) -> str | None:
         """/healthz: None while the dispatcher turns, no event loop is blocked past the limit,
         and the worker may claim, else why not (read from the probe's thread)."""
         now = time.monotonic()
@@ -463,7 +450,7 @@ class Worker:
         and the threads of replaced event loops."""
         return len(self._left_behind) + sum(loop.alive for loop in self._retired_loops)
 
-    def _readiness(self) -> str | None:
+    def readiness(self) -> str | None:
         """/readyz: None when the database answers with a schema this worker can use (on a
         connection of its own, each probe) and the listener has not been down longer than
         LISTENER_UNREADY_AFTER_SECONDS, else why not."""
@@ -649,6 +636,11 @@ class Worker:
     @property
     def stopping(self) -> bool:
         return self._stop_requested_at is not None
+
+    @property
+    def roles_with_work(self) -> list[str]:
+        """The roles whose last claim found tasks (a drain stopped at its timeout names them)."""
+        return [role for role, state in self._role_states.items() if not state.idle]
 
     # The loop
 
@@ -1324,7 +1316,7 @@ class Worker:
         self._doorbell.ring()
 
 
-def run_worker(config: WorkerConfig) -> int:
+def run_worker(config: WorkerConfig, serve_probes: ProbeServing | None = None) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     warn_if_pid_1()
@@ -1334,7 +1326,7 @@ def run_worker(config: WorkerConfig) -> int:
     environment.export(WORKER_ID_ENVVAR, config.worker_id)
     environment.export(POOLED_ENVVAR, "1" if config.pooled else None)
     handlers.load(config.handler_modules)
-    worker = Worker(config)
+    worker = Worker(config, serve_probes=serve_probes)
     try:
         return worker.run()
     except Exception as error:
@@ -1342,70 +1334,3 @@ def run_worker(config: WorkerConfig) -> int:
             raise
         # Not a refusal to start: the CLI logs it as the failure of a running worker.
         raise WorkerFailed(f"worker {config.worker_id} stopped on an error: {describe(error)}") from error
-
-
-class DrainTimeout(TimeoutError):
-    """drain() stopped its worker at its timeout, the queue not empty yet."""
-
-
-def drain(
-    database_url: str,
-    roles: str | Sequence[str] | None = None,
-    registry: handlers.Registry = handlers.registry,
-    *,
-    timeout: float = 60.0,
-    worker_id: str | None = None,
-    **settings: Any,
-) -> int:
-    """Run a real worker in this thread until no task of `roles` is ready; how many attempts ran.
-
-    One worker in drain mode (Worker(until_empty=True)) serving every role of `roles` (those of
-    `registry` when None), so a role's follow-ups for another role run too. The queue is empty
-    when nothing is ready *now*: tasks scheduled for later (a retry's backoff, a snooze, a
-    scheduled_for) stay pending; move the clock (set_taskpool_clock_offset) and drain again to
-    run them. `settings` are WorkerConfig's (concurrency, prefetch, heartbeat_interval: 1 s here,
-    shutdown_grace: 0 s here). While it runs, DATABASE_URL and TASKPOOL_WORKER_ID in os.environ name the
-    worker's database and id, as for a worker process. DrainTimeout after `timeout` seconds, once
-    the worker has stopped as on SIGTERM (its running task aborted and handed back).
-    """
-    if roles is None:
-        roles = registry.roles
-        if not roles:
-            raise ConfigurationError("drain: no handler is registered, so there is no role to drain")
-    elif isinstance(roles, str):
-        roles = [roles]
-    roles = list(roles)
-    if not roles:
-        raise ConfigurationError("drain: no role given")
-    settings.setdefault("heartbeat_interval", 1.0)
-    settings.setdefault("shutdown_grace", 0.0)
-    worker_id = worker_id or f"drain-{default_worker_id()}"
-    try:
-        config = WorkerConfig(database_url=database_url, roles=tuple(roles), worker_id=worker_id, **settings)
-    except ValueError as error:
-        raise ConfigurationError(f"drain: {error}") from error
-    saved = {name: os.environ.get(name) for name in ("DATABASE_URL", WORKER_ID_ENVVAR, RENAMED[WORKER_ID_ENVVAR])}
-    os.environ["DATABASE_URL"] = database_url
-    environment.export(WORKER_ID_ENVVAR, worker_id)
-    try:
-        worker = Worker(config, registry, until_empty=True)
-        timer = threading.Timer(timeout, worker.request_stop)
-        timer.daemon = True
-        timer.start()
-        try:
-            worker.run()
-        finally:
-            timer.cancel()
-        if worker.stopping:
-            busy = ", ".join(repr(role) for role, state in worker._role_states.items() if not state.idle)
-            raise DrainTimeout(
-                f"drain: the queue was not empty after {timeout:g} s"
-                + (f" (role {busy} still had work)" if busy else "")
-            )
-        return worker.taken
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -14,8 +14,15 @@ from typing import Any
 
 import psycopg
 
-from pyworker.config import pooled_from_environment
+from pyworker.config import POOLED_ENVVAR
 from pyworker.db import pooled_connection_options
+from pyworker.environment import lookup
+
+
+def pooled_from_environment() -> bool:
+    """Whether TASKPOOL_POOLED says DATABASE_URL goes through a transaction pooler (a true value
+    as click reads one: 1, true, yes, on), as the worker tells its handlers."""
+    return (lookup(POOLED_ENVVAR) or "").strip().lower() in {"1", "true", "t", "yes", "y", "on"}
 
 
 class Recorder:

@@ -31,6 +31,7 @@ from worker_support import Run, run_json
 
 from pyworker.admin import cli, output
 from pyworker.admin.cli import tasks as task_commands
+from pyworker.admin.supervisor import worker_environment
 from pyworker.environment import RENAMED
 from pyworker.errors import ConfigurationError, SchemaMissing
 
@@ -188,7 +189,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
     module = types.ModuleType("pyworker.worker")
 
-    def run_worker(config: Any) -> int:
+    def run_worker(config: Any, serve_probes: Any = None) -> int:
         calls.run_worker.append(config)
         if calls.error:
             raise calls.error
@@ -202,6 +203,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     module.run_worker = run_worker
     supervisor = types.ModuleType("pyworker.admin.supervisor")
     supervisor.run_workers = run_workers
+    supervisor.worker_environment = worker_environment
     monkeypatch.setitem(sys.modules, "pyworker.worker", module)
     monkeypatch.setitem(sys.modules, "pyworker.admin.supervisor", supervisor)
     return calls

@@ -15,7 +15,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from pyworker.admin.cli import COMMANDS_ENTRY_POINT_GROUP
+from pyworker.admin.cli.plugins import COMMANDS_ENTRY_POINT_GROUP
 from pyworker.contrib.dashboard.plugins import DASHBOARD_ENTRY_POINT_GROUP
 from pyworker.testing.database import SCHEMAS_ENTRY_POINT_GROUP
 

@@ -98,12 +98,15 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # `python -m pyworker` (__main__) is the CLI's door, in admin.
 ROOM_DOORS = {
     "pyworker.testing": {"core", "pyworker.client", "pyworker.admin.schema"},
-    # The dashboard follows the stream of task changes as `pyworker tasks watch` does.
+    # The dashboard follows the stream of task changes as `pyworker tasks watch` does, serves the
+    # pool's metrics and answers its own /readyz within a probe's time, as a worker's probes do.
     "pyworker.contrib": {
         "core",
         "pyworker.client",
         "pyworker.admin",
+        "pyworker.admin.metrics",
         "pyworker.admin.output",
+        "pyworker.admin.probes",
         "pyworker.admin.queries",
         "pyworker.admin.task_changes",
     },

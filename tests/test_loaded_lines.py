@@ -26,11 +26,12 @@ def send_welcome(task: Task) -> Completion:
         raise PermanentError("no payload")
     return Completion({"sent": True})
 '''
-HANDLER_MODULE_MAX_LINES = 550
-WORKER_MAX_LINES = 4_200
-# The core room (pyworker/*.py but the client and __main__), all of it: 3,571 lines when this was
-# written, against the 3,000 that issue 27 asks for.
-CORE_MAX_LINES = 3_600
+# Each bound is the figure when it was last set, with a little headroom: 492 lines for a handler
+# module (issue 27 asks for about 500), 3,784 for a worker (about 3,500) and 3,347 for the core
+# room, pyworker/*.py but the client and __main__ (at most 3,000).
+HANDLER_MODULE_MAX_LINES = 510
+WORKER_MAX_LINES = 3_800
+CORE_MAX_LINES = 3_375
 PACKAGE = Path(__file__).resolve().parent.parent / "pyworker"
 
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}

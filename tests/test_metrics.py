@@ -1,4 +1,4 @@
-"""The pool's metrics for Prometheus (issue 16, item 2): `pyworker.metrics.database_metrics`
+"""The pool's metrics for Prometheus (issue 16, item 2): `pyworker.admin.metrics.database_metrics`
 renders taskpool_metrics() in the text format, parsed back here with prometheus_client's own
 parser; the counters stay where they were across a tick's fold and a prune, each in a
 transaction of its own as pg_cron and an operator run them."""
@@ -12,7 +12,7 @@ import pytest
 from core_fixtures import REPO_ROOT
 from prometheus_client.parser import text_string_to_metric_families
 from pyworker.db import Database
-from pyworker.metrics import database_metrics
+from pyworker.admin.metrics import database_metrics
 
 METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"
 

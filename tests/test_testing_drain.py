@@ -1,4 +1,4 @@
-"""The drain mode (Worker(until_empty=True), pyworker.worker.drain) and the `taskpool` fixture of
+"""The drain mode (Worker(until_empty=True), pyworker.testing.drain) and the `taskpool` fixture of
 the taskpool pytest plugin: a real worker, in the test's thread, on a throwaway database."""
 
 from __future__ import annotations

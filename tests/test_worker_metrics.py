@@ -4,9 +4,11 @@ prometheus_client's text parser."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 import time
+import types
 import urllib.error
 import urllib.request
 
@@ -16,7 +18,10 @@ from core_fixtures import REPO_ROOT
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
-from pyworker.metrics import ProbeServer
+from pyworker.admin.probes import ProbeServer, serve
+from pyworker.config import WorkerConfig
+from pyworker.errors import ConfigurationError
+from pyworker.worker import Worker
 from testkit.relay import Relay
 from worker_support import Workers, enqueue, report_schema_version, wait_for, wait_for_status
 
@@ -188,6 +193,18 @@ def test_a_metrics_port_out_of_range_is_bad_usage(
     code, stderr = workers.run_to_exit("test_work", "metrics-f", args=args)
     assert code == 2, stderr
     assert message in stderr
+
+
+def test_a_metrics_port_needs_something_to_serve_it() -> None:
+    """The core serves no probes itself (`pyworker --metrics-port` hands the worker
+    pyworker.admin.probes.serve): a Worker given a port and no server refuses at once, naming
+    what to pass, before it opens anything."""
+    config = WorkerConfig(database_url="postgresql://db.invalid/tp", roles=("test_work",), metrics_port=0)
+    with pytest.raises(ConfigurationError, match=r"metrics port 0: nothing serves the probes \(pass serve_probes="):
+        Worker(config)
+    without_port = types.SimpleNamespace(config=dataclasses.replace(config, metrics_port=None))
+    with pytest.raises(ConfigurationError, match="no metrics port"), serve(without_port):  # type: ignore[arg-type]
+        pass
 
 
 def test_liveness_fails_with_the_reason_the_loop_gives() -> None:

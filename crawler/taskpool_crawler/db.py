@@ -1,7 +1,8 @@
 """The crawler's SQL, one call per method, on the core's connection handling.
 
 `CrawlerDatabase` is a pyworker `Database` (one autocommit connection, errors translated, the
-core's methods: transactions, stores, platform governance) with the crawler's calls added
+core's methods: transactions) with the crawler's calls added (platform governance among them:
+the core schema's rate limit and circuit breaker, which only the crawler's handlers ask)
 through its public `query` and `query_one`. The handlers, the `payloads` and `resync` commands
 and the demo use it; the queue core knows nothing of it.
 """
@@ -174,9 +175,29 @@ GENERATE_RESYNC_TASKS = (
     " %(priority)s::integer) r"
 )
 
+# Platform governance: the per-platform rate limit and circuit breaker (the core schema's)
+ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
+RECORD_PLATFORM_RESULT = (
+    "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
+    " %(error_message)s::text) AS circuit"
+)
 
 class CrawlerDatabase(Database):
     """One connection to the taskpool database, with the crawler's calls."""
+
+    def acquire_platform_request(self, platform: str) -> float:
+        """Seconds to wait before asking again (0: send the request now); Refused while the
+        platform's circuit is open."""
+        return self.query_one(ACQUIRE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
+
+    def record_platform_result(
+        self, platform: str, succeeded: bool, error_message: str | None = None
+    ) -> str:
+        """Report a platform request's outcome to the circuit breaker; 'closed' or 'open'."""
+        return self.query_one(
+            RECORD_PLATFORM_RESULT,
+            {"platform": platform, "succeeded": succeeded, "error_message": error_message},
+        )["circuit"]
 
     def get_dispensary(self, dispensary_id: int) -> dict[str, Any]:
         """The store's dispensaries row; NotFound when there is none."""

@@ -37,7 +37,7 @@ from faults.ha import checker
 from faults.ha.handlers import RECORDS_ENVVAR
 from faults.harness import Context, Fleet, Producer, ScenarioError, wait_until
 from faults.report import Result, format_value
-from pyworker.deadlines import call_within
+from pyworker.admin.probes import call_within
 from pyworker.errors import DatabaseUnavailable
 from testkit import databases
 from testkit.patroni import HAPair, Ports

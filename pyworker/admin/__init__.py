@@ -18,8 +18,8 @@ _EXPORTS = {
         "CAPACITY_COLUMNS",
     ),
     "pyworker.admin.queries": ("AdminDatabase",),
+    "pyworker.admin.cron": ("CronMissing",),
     "pyworker.config": ("default_database_url",),
-    "pyworker.errors": ("CronMissing",),
 }
 # Exported under another name than the module's: exported name -> (module, name there).
 _RENAMED = {
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyworker.admin.cli import pass_db as pass_db
     from pyworker.admin.cli import pass_settings as pass_settings
     from pyworker.admin.queries import AdminDatabase as AdminDatabase
+    from pyworker.admin.cron import CronMissing as CronMissing
     from pyworker.admin.cron import install as install_cron
     from pyworker.admin.cron import uninstall as uninstall_cron
     from pyworker.admin.output import CAPACITY_COLUMNS as CAPACITY_COLUMNS
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from pyworker.admin.output import prints as prints
     from pyworker.admin.output import render_table as render_table
     from pyworker.config import default_database_url as default_database_url
-    from pyworker.errors import CronMissing as CronMissing
 
 
 def __getattr__(name: str) -> object:

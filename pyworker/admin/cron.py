@@ -21,7 +21,12 @@ from typing import Any
 
 from pyworker.config import database_url_for
 from pyworker.db import Database
-from pyworker.errors import CronMissing, DatabaseUnavailable
+from pyworker.errors import DatabaseUnavailable, TaskpoolError
+
+
+class CronMissing(TaskpoolError):
+    """pg_cron is not available on this server: run `pyworker scheduler` to tick the schedules."""
+
 
 JOB_PREFIX = "taskpool_tick:"
 JOB_SCHEDULE = "* * * * *"

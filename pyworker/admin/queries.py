@@ -12,10 +12,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pyworker.db import ROLE_FIELDS, Database, call_with_fields, dump_json
+from pyworker.db import ROLE_FIELDS, Database, dump_json
+from pyworker.errors import NotFound
 
+# Stores (the mutual-exclusion keys tasks name)
+STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
 # Tasks
 ENQUEUE_TASKS = "SELECT * FROM enqueue_tasks(%(tasks)s::jsonb)"
 # `list`'s filters, each left out when NULL: the page and its count read the same tasks. The
@@ -149,6 +153,16 @@ PLATFORM_EVENTS = (
 
 class AdminDatabase(Database):
     """A Database with the operator's calls."""
+
+    def where(self) -> str:
+        """Which database this is, as `dbname on host:port` (never the password a URL may hold)."""
+        info = self.connect().info
+        return f"{info.dbname} on {info.host}:{info.port}"
+
+    def check_store(self, store_id: int) -> None:
+        """NotFound unless the store exists (a row of dispensaries, the stores tasks name)."""
+        if not self._one(STORE_EXISTS, {"store_id": store_id})["found"]:
+            raise NotFound(f"dispensary {store_id} does not exist")
 
     def enqueue_tasks(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._rows(ENQUEUE_TASKS, {"tasks": Jsonb(specs, dumps=dump_json)})
@@ -395,3 +409,28 @@ class AdminDatabase(Database):
     def enable_platform(self, platform: str) -> dict[str, Any]:
         """enable_platform(platform): the platform's governance row, enabled."""
         return self._one(ENABLE_PLATFORM, {"platform": platform})
+
+
+def call_with_fields(
+    function: str, keys: dict[str, str], fields: dict[str, Any], types: dict[str, str]
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """A call of `function` with the keys (text), then each field given (not None) by name, cast
+    to its SQL type in `types`."""
+    given = {key: value for key, value in fields.items() if value is not None}
+    unknown = set(given) - set(types)
+    if unknown:
+        raise TypeError(f"{function} takes no {', '.join(sorted(unknown))}")
+    arguments = [sql.SQL("{}::text").format(sql.Placeholder(key)) for key in keys] + [
+        sql.SQL("{} => {}::{}").format(
+            sql.Identifier(key), sql.Placeholder(key), sql.SQL(types[key])
+        )
+        for key in given
+    ]
+    query = sql.SQL("SELECT * FROM {}({})").format(
+        sql.Identifier(function), sql.SQL(", ").join(arguments)
+    )
+    params = {
+        **keys,
+        **{key: Jsonb(value) if types[key] == "jsonb" else value for key, value in given.items()},
+    }
+    return query, params

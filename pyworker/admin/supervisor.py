@@ -12,16 +12,34 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from pyworker import logs
-from pyworker.config import WORKER_ID_ENVVAR, WorkerConfig
+from pyworker.config import POOLED_ENVVAR, WORKER_ID_ENVVAR, WorkerConfig
 from pyworker.environment import lookup
 from pyworker.errors import ConfigurationError
 from pyworker.logs import event
 from pyworker.runtime import Doorbell, stop_signals, warn_if_pid_1
 
+if TYPE_CHECKING:
+    from pyworker.admin.cli import Settings
+
 log = logging.getLogger("pyworker")
+
+
+def worker_environment(settings: Settings, ctx: click.Context) -> dict[str, str]:
+    """This process's environment with every worker option of the command line (`settings`)
+    set in its variable, as the worker processes read them."""
+    environment = {**os.environ, "DATABASE_URL": settings.database_url}
+    if settings.pooled:
+        environment[POOLED_ENVVAR] = "1"
+    for param in ctx.command.params:
+        value = settings.worker.get(param.name or "")
+        if isinstance(param, click.Option) and param.envvar and value is not None:
+            environment[str(param.envvar)] = " ".join(value) if param.multiple else str(value)
+    return environment
 
 
 def run_workers(config: WorkerConfig, processes: int, environment: dict[str, str]) -> int:

@@ -16,12 +16,14 @@ import selectors
 import signal
 import subprocess
 import threading
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pyworker.db import storable_text
-from pyworker.task import Task
+from pyworker.task import TASK_COLUMNS, Task
 from pyworker.errors import ConfigurationError, Snooze
 from pyworker.handlers import Aborted, Completion, current_task, on_exit_now
 
@@ -140,6 +142,20 @@ class CommandRun:
         return self.stderr.decode(errors="replace")[-STDERR_TAIL_CHARS:].strip()
 
 
+def task_as_json(task: Task) -> dict[str, Any]:
+    """The task as JSON-ready data, what the command reads on stdin: its columns, times in
+    ISO 8601, the claim_token as its text."""
+    # Not dataclasses.asdict: it deep-copies every field, and the abort signal holds a lock.
+    data = {}
+    for name in TASK_COLUMNS:
+        value = getattr(task, name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, uuid.UUID):
+            value = str(value)
+        data[name] = value
+    return data
+
 class CommandHandler:
     """Runs a task through an external command: task JSON on stdin; its last stdout line may be an
     envelope ({"result": ...}, {"error": ..., "retryable": false}, {"snooze": seconds}), else its
@@ -154,7 +170,7 @@ class CommandHandler:
         return f"CommandHandler({self.argv!r})"
 
     def __call__(self, task: Task) -> Any:
-        stdin = json.dumps(task.as_json()).encode()
+        stdin = json.dumps(task_as_json(task)).encode()
         # Its own session and process group: the whole tree can be killed, and a signal sent to
         # the worker's terminal group does not reach it before the worker decides.
         process = subprocess.Popen(

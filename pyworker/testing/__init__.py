@@ -16,7 +16,7 @@ snoozed, or aborted.
 
 With a database: the `taskpool` pytest fixture (pyworker.testing.pytest_plugin, installed as a
 pytest plugin) deploys the schema into a throwaway database and drains the queue with a real
-worker in the test's thread (pyworker.worker.drain). See docs/testing.md.
+worker in the test's thread (pyworker.testing.draining.drain). See docs/testing.md.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pyworker.db import NotJson
 from pyworker.db import dump_json as _dump_json
 from pyworker.errors import ConfigurationError
 from pyworker.attempts import (
+    ABORT_WIND_DOWN_SECONDS,
     Outcome,
     async_outcome,
     decide,
@@ -44,7 +45,7 @@ from pyworker.attempts import (
     run_attempt,
     run_attempt_async,
 )
-from pyworker.worker import ABORT_WIND_DOWN_SECONDS, DrainTimeout, drain
+from pyworker.testing.draining import DrainTimeout, drain
 
 __all__ = [
     "HandlerOutcome",

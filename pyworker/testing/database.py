@@ -40,7 +40,7 @@ from pyworker.config import database_url_for, default_database_url
 from pyworker.db import dump_json
 from pyworker.errors import ConfigurationError, TaskpoolError, translate
 from pyworker.admin.schema import Deployer, Plan, packaged_project
-from pyworker.worker import drain
+from pyworker.testing.draining import drain
 
 SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"
 SQITCH_DIR_ENV = "TASKPOOL_SQITCH_DIR"
@@ -349,7 +349,7 @@ class TaskpoolDatabase:
         timeout: float = 60.0,
         **settings: Any,
     ) -> DrainResult:
-        """Run a real worker (pyworker.worker.drain) in this thread until no task of `roles`
+        """Run a real worker (pyworker.testing.drain) in this thread until no task of `roles`
         (default: the registry's) is ready, then report every task. Tasks scheduled for later
         (a retry's backoff, a snooze) stay pending: advance() the clock and drain again."""
         ran = drain(self.url, roles, registry, timeout=timeout, **settings)

@@ -26,8 +26,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -43,7 +42,7 @@ from pyworker.config import (
     parse_roles,
 )
 from pyworker.db import NotJson
-from pyworker.deadlines import CALL_TIMEOUT_ENVVAR, DEFAULT_CALL_TIMEOUT
+from pyworker.deadlines import DEFAULT_CALL_TIMEOUT
 from pyworker.errors import (
     ConfigurationError,
     InvalidInput,
@@ -55,6 +54,9 @@ from pyworker.logs import LEVELS as LOG_LEVELS
 
 if TYPE_CHECKING:
     from pyworker.admin.queries import AdminDatabase
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class InputRefused(click.ClickException):
     """The database refused a value (or the set-up is unusable): bad input, exit 2."""
@@ -71,6 +73,13 @@ class RenamedVariableOption(click.Option):
         if value is None and isinstance(self.envvar, str):
             return environment.lookup(self.envvar)
         return value
+
+
+def worker_option(flag: str, **attributes: Any) -> Callable[[F], F]:
+    """A worker's option, read from its variable too when not given: TASKPOOL_ and its name
+    (`--poll-interval-ms`: TASKPOOL_POLL_INTERVAL_MS), or the name that had before."""
+    envvar = "TASKPOOL_" + flag.removeprefix("--").upper().replace("-", "_")
+    return click.option(flag, envvar=envvar, cls=RenamedVariableOption, show_envvar=True, **attributes)
 
 
 # The options of the main group that every command takes too, after its name (`pyworker list
@@ -138,24 +147,6 @@ class SharedOptionsGroup(click.Group):
         _take_global_options(cmd)
 
 
-# Commands from other packages: each entry point of this group names a click command (or group),
-# added to the main group under the entry point's name. The crawler's `payloads`, `resync` and
-# `simulator` come this way (crawler/pyproject.toml).
-COMMANDS_ENTRY_POINT_GROUP = "pyworker.commands"
-
-
-def broken_plugin(entry_point: EntryPoint, error: Exception) -> str:
-    """Why a command plug-in could not be added, naming it, its package and what to do."""
-    dist = getattr(entry_point, "dist", None)
-    package = f"{dist.name} {dist.version}" if dist is not None else "its package"
-    cause = f"{type(error).__name__}: {error}" if not isinstance(error, ConfigurationError) else str(error)
-    return (
-        f"the command plug-in {entry_point.name!r} ({entry_point.value}, from {package}, entry point"
-        f" group {COMMANDS_ENTRY_POINT_GROUP}) cannot be loaded: {cause}; reinstall or uninstall"
-        f" {dist.name if dist is not None else 'that package'}"
-    )
-
-
 # The operator commands, by noun, each module imported the first time one of its commands is
 # looked up (the help lists them all): `pyworker --role R` runs none and imports none of them.
 OPERATOR_COMMANDS = {
@@ -185,29 +176,17 @@ class TaskpoolGroup(SharedOptionsGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.plugins_loaded = False
-        # The plug-ins that could not be added, by name: why (see broken_plugin).
+        # The plug-ins that could not be added, by name: why (pyworker.admin.cli.plugins).
         self.broken_plugins: dict[str, str] = {}
 
     def load_plugins(self) -> None:
-        """Add the commands of the `pyworker.commands` entry points, once. One that fails to
-        import, is not a click command or would replace a core command is left out and noted in
-        broken_plugins: the core commands work whatever an installed package does."""
+        """Add the commands of the `pyworker.commands` entry points, once (pyworker.admin.cli.plugins:
+        loaded then, so that a worker, which lists and looks up no command, loads none of it)."""
         if self.plugins_loaded:
             return
         self.plugins_loaded = True
-        for entry_point in entry_points(group=COMMANDS_ENTRY_POINT_GROUP):
-            try:
-                if entry_point.name in self.commands or entry_point.name in OPERATOR_COMMANDS:
-                    raise ConfigurationError(f"pyworker has a command {entry_point.name!r} already")
-                command = entry_point.load()
-                if not isinstance(command, click.Command):
-                    raise ConfigurationError(
-                        f"it names an object of type {type(command).__name__}, not a click command"
-                    )
-            except Exception as error:
-                self.broken_plugins[entry_point.name] = broken_plugin(entry_point, error)
-                continue
-            self.add_command(command, entry_point.name)
+        plugins = importlib.import_module("pyworker.admin.cli.plugins")
+        self.broken_plugins.update(plugins.add_commands(self, reserved=OPERATOR_COMMANDS))
 
     def load_operator_command(self, name: str) -> None:
         if name in OPERATOR_COMMANDS and name not in self.commands:
@@ -366,18 +345,6 @@ class Settings:
         except ValueError as error:
             raise click.UsageError(str(error))
 
-    def worker_environment(self, ctx: click.Context) -> dict[str, str]:
-        """This process's environment with every worker option set in its variable, as the
-        worker processes of --processes read them."""
-        environment = {**os.environ, "DATABASE_URL": self.database_url}
-        if self.pooled:
-            environment[POOLED_ENVVAR] = "1"
-        for param in ctx.command.params:
-            value = self.worker.get(param.name or "")
-            if isinstance(param, click.Option) and param.envvar and value is not None:
-                environment[str(param.envvar)] = " ".join(value) if param.multiple else str(value)
-        return environment
-
 
 pass_settings = click.make_pass_decorator(Settings)
 
@@ -400,97 +367,67 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="pyworker", message="%(prog)s %(version)s")
-@click.option(
+@worker_option(
     "--role",
-    envvar="TASKPOOL_ROLE",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     multiple=True,
     metavar="ROLE[=N]",
     help="Run a worker for this role (with no command). Repeat it for a worker that serves several"
     " roles from one process (the variable: space-separated); ROLE=N runs at most N of the role's"
     " tasks at once.",
 )
-@click.option(
+@worker_option(
     "--worker-id",
-    envvar="TASKPOOL_WORKER_ID",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     show_default="host-pid-random",
     metavar="ID",
     help="The worker's name in the registry and on its tasks.",
 )
-@click.option(
+@worker_option(
     "--poll-interval-ms",
-    envvar="TASKPOOL_POLL_INTERVAL_MS",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.IntRange(min=1),
     default=5000,
     show_default=True,
     help="Look for tasks at least this often when no notification comes.",
 )
-@click.option(
+@worker_option(
     "--heartbeat-interval-ms",
-    envvar="TASKPOOL_HEARTBEAT_INTERVAL_MS",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.IntRange(min=1),
     default=30000,
     show_default=True,
     help="Heartbeat a running task this often.",
 )
-@click.option(
+@worker_option(
     "--handlers",
-    envvar="TASKPOOL_HANDLERS",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     multiple=True,
     metavar="MODULE",
     help="Import this module to register handlers (repeatable; the variable: space-separated).",
 )
-@click.option(
+@worker_option(
     "--command",
-    envvar="TASKPOOL_COMMAND",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     metavar="COMMAND",
     help="Run each task with this external command (split like a shell line).",
 )
-@click.option(
+@worker_option(
     "--log-format",
-    envvar="TASKPOOL_LOG_FORMAT",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
     help="Worker log lines as text or JSON.",
 )
-@click.option(
+@worker_option(
     "--log-level",
-    envvar="TASKPOOL_LOG_LEVEL",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     show_default="info; debug with -v",
     help="Log the lines of this level and above: pyworker's, the handlers', their libraries'.",
 )
-@click.option(
+@worker_option(
     "--shutdown-grace-seconds",
-    envvar="TASKPOOL_SHUTDOWN_GRACE_SECONDS",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.FloatRange(min=0),
     default=30.0,
     show_default=True,
     help="On SIGTERM, let running tasks finish this long before handing them back.",
 )
-@click.option(
+@worker_option(
     "--concurrency",
-    envvar="TASKPOOL_CONCURRENCY",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.IntRange(min=1, max=1000),
     show_default="1 a role; with ROLE=N shares, their sum",
     help="Run up to N tasks at the same time in one worker process, all its roles together"
@@ -503,64 +440,46 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     show_default=True,
     help="Run this many worker processes of the role under this command (ids <worker-id>-1..M).",
 )
-@click.option(
+@worker_option(
     "--prefetch",
-    envvar="TASKPOOL_PREFETCH",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.IntRange(min=1, max=1000),
     default=1,
     show_default=True,
     help="Hold up to N tasks (claimed ahead of the free slots when N is over --concurrency);"
     " completions are recorded in batches (a crash re-runs the unrecorded ones).",
 )
-@click.option(
+@worker_option(
     "--listen-database-url",
-    envvar="TASKPOOL_LISTEN_DATABASE_URL",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     metavar="URL",
     show_default="--database-url, unless --pooled: then the worker polls",
     help="LISTEN for wake-ups on this database URL, a session of its own: the server's own address"
     " when --database-url goes through a transaction pooler.",
 )
-@click.option(
+@worker_option(
     "--metrics-port",
-    envvar="TASKPOOL_METRICS_PORT",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.IntRange(min=0, max=65535),
     metavar="PORT",
     help="Serve /metrics, /healthz and /readyz over HTTP on this port (0: any free port, logged)."
     " With --processes M, worker i of M serves PORT+i-1.",
 )
-@click.option(
+@worker_option(
     "--loop-block-limit-seconds",
-    envvar="TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_LOOP_BLOCK_LIMIT,
     show_default=True,
     help="An async handler that blocks the event loop this long fails its attempt; the other"
     " async tasks go on on a new loop (handed back and run again, no retry spent).",
 )
-@click.option(
+@worker_option(
     "--max-abandoned-threads",
-    envvar="TASKPOOL_MAX_ABANDONED_THREADS",
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_ABANDONED_THREADS,
     show_default=True,
     help="With this many handler threads left behind past their run timeout, stop claiming (and"
     " fail /healthz) until one returns; the tasks not begun are handed back.",
 )
-@click.option(
+@worker_option(
     "--call-timeout-seconds",
-    envvar=CALL_TIMEOUT_ENVVAR,
-    cls=RenamedVariableOption,
-    show_envvar=True,
     type=click.FloatRange(min=0),
     default=DEFAULT_CALL_TIMEOUT,
     show_default=True,
@@ -598,9 +517,10 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
-        code = importlib.import_module("pyworker.worker").run_worker(config)
+        # The probes' HTTP server only when asked for: a worker without it loads none.
+        serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
+        code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes)
     else:
-        code = importlib.import_module("pyworker.admin.supervisor").run_workers(
-            config, worker["processes"], settings.worker_environment(ctx)
-        )
+        supervisor = importlib.import_module("pyworker.admin.supervisor")
+        code = supervisor.run_workers(config, worker["processes"], supervisor.worker_environment(settings, ctx))
     ctx.exit(code)

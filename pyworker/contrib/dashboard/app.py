@@ -53,8 +53,9 @@ from pyworker.contrib.dashboard.sessions import (
 )
 from pyworker.admin.queries import BULK_ACTION_STATUSES, SCHEDULE_FIELDS, AdminDatabase
 from pyworker.db import Database
-from pyworker.deadlines import PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS, call_within
-from pyworker.metrics import database_metrics
+from pyworker.admin.metrics import database_metrics
+from pyworker.admin.probes import call_within
+from pyworker.deadlines import PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS
 from pyworker.errors import (
     DatabaseUnavailable,
     InvalidInput,

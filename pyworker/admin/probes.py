@@ -1,0 +1,150 @@
+"""A worker's probes over HTTP, served only when `pyworker --metrics-port N` asks: `/metrics`
+(the worker's own counters, on its registry, not prometheus_client's global one), `/healthz`
+(the dispatcher loop turns: Worker.liveness) and `/readyz` (the database answers with the schema
+version the worker needs, and its listener is not down for long: Worker.readiness).
+
+The worker reaches this module only through its hook (`run_worker(config, serve_probes=serve)`,
+which the CLI passes when the option is given): a worker that serves no probes loads no HTTP
+server. docs/metrics.md lists every metric, its labels and what to alert on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from pyworker.deadlines import PROBE_TIMEOUT_SECONDS
+from pyworker.errors import ConfigurationError, DatabaseUnavailable
+from pyworker.logs import event
+
+if TYPE_CHECKING:
+    from pyworker.worker import Worker
+
+log = logging.getLogger("pyworker")
+
+T = TypeVar("T")
+
+
+@contextmanager
+def serve(worker: Worker) -> Iterator[ProbeServer]:
+    """Serve the worker's probes on its --metrics-port while the block runs (the worker's run)."""
+    port = worker.config.metrics_port
+    if port is None:
+        raise ConfigurationError("the worker has no metrics port to serve its probes on")
+    try:
+        probes = ProbeServer(port, worker.metrics.registry, worker.liveness, worker.readiness)
+    except OSError as error:
+        raise ConfigurationError(f"cannot serve metrics on port {port}: {error.strerror}") from error
+    probes.start()
+    try:
+        yield probes
+    finally:
+        probes.stop()
+
+
+class ProbeServer:
+    """`/metrics`, `/healthz` and `/readyz` on a small threaded HTTP server of the standard
+    library, in a daemon thread. `alive()` and `ready()` answer None when all is well, else the
+    reason, which the 503 answer carries. `ready()` runs in a thread of its own and answers within
+    `ready_timeout` seconds, or /readyz says 503 then, whatever the database does."""
+
+    def __init__(
+        self,
+        port: int,
+        registry: CollectorRegistry,
+        alive: Callable[[], str | None],
+        ready: Callable[[], str | None],
+        host: str = "0.0.0.0",
+        ready_timeout: float = PROBE_TIMEOUT_SECONDS,
+    ) -> None:
+        self.registry = registry
+        self.alive = alive
+        self.ready = ready
+        self.ready_timeout = ready_timeout
+        self._server = ThreadingHTTPServer((host, port), _ProbeHandler)
+        self._server.daemon_threads = True
+        self._server.probes = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The bound port: the one asked for, or the one the system chose for port 0."""
+        return self._server.server_address[1]
+
+    def start(self) -> None:
+        self._thread.start()
+        log.info(
+            "Serving /metrics, /healthz and /readyz on port %d", self.port, extra=event("metrics_serving")
+        )
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def ready_in_time(self) -> str | None:
+        """ready()'s answer, or once `ready_timeout` passes, why not: a probe that times out
+        tells Kubernetes nothing, a 503 says the pod is not ready."""
+        try:
+            return call_within(self.ready_timeout, self.ready)
+        except DatabaseUnavailable as error:
+            return str(error)
+
+
+class _ProbeHandler(BaseHTTPRequestHandler):
+    server: ThreadingHTTPServer
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        probes: ProbeServer = self.server.probes  # type: ignore[attr-defined]
+        path = urlsplit(self.path).path
+        if path == "/metrics":
+            encoder, content_type = choose_encoder(self.headers.get("Accept"))
+            self._answer(200, encoder(probes.registry), content_type)
+        elif path in ("/healthz", "/readyz"):
+            problem = probes.alive() if path == "/healthz" else probes.ready_in_time()
+            text = "ok\n" if problem is None else f"{problem}\n"
+            self._answer(200 if problem is None else 503, text.encode(), "text/plain; charset=utf-8")
+        else:
+            self._answer(404, b"not found: /metrics, /healthz and /readyz are served here\n", "text/plain; charset=utf-8")
+
+    def _answer(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+        # A probe every few seconds is no news: the worker's log keeps to its tasks.
+        pass
+
+
+def call_within(seconds: float, call: Callable[[], T]) -> T:
+    """`call()` in a thread of its own: what it returns or raises, or DatabaseUnavailable once
+    `seconds` pass (the thread goes on, bounded by its own deadlines). For a probe, which must
+    answer before its own timeout, whatever connecting takes."""
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="call-within", daemon=True).start()
+    if not done.wait(seconds):
+        raise DatabaseUnavailable(f"the database did not answer within {seconds:g} s")
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value
