@@ -3,9 +3,10 @@
 `Replica(url)`: `pg_basebackup -R` copies `url`'s server (its default wal_level = replica and
 initdb's `host replication all 127.0.0.1/32 trust` entry are all it needs: scripts/cluster keeps
 both) into a directory of its own, which then runs as a hot standby on its own port until
-`promote()` makes it a primary. `Replica(url, standby=False)` is the same copy started as a
-primary of its own (no standby.signal): a failover test's primary, apart from the shared test
-server, whose own replica is then `Replica(primary.url_for(url))`.
+`promote()` makes it a primary (`catch_up()` waits until it has replayed what its primary wrote).
+`Replica(url, standby=False)` is the same copy started as a primary of its own (no
+standby.signal): a failover test's primary, apart from the shared test server, whose own replica
+is then `Replica(primary.url_for(url))`.
 
 As root, everything runs as the `postgres` OS user, as scripts/cluster does, in a directory under
 the system's temporary directory that user can reach. The faults a failover test needs:
@@ -112,6 +113,17 @@ class Replica:
         the other tests' DROP DATABASEs, each waiting on its restartpoint, which a busy machine
         has stretched past 60 s: `timeout` bounds a hang only."""
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", str(int(timeout)), "-s", "promote")
+
+    def catch_up(self, timeout: float = 60.0) -> None:
+        """Wait until this standby has replayed all that its primary had written when called."""
+        with psycopg.connect(self.primary_url, autocommit=True) as primary:
+            written = primary.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+        with psycopg.connect(self.url_for(self.primary_url), autocommit=True) as standby:
+            wait_until(
+                lambda: standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (written,)).fetchone()[0],
+                timeout, f"the standby on port {self.port} to replay its primary's WAL up to {written}",
+                also=self.log_tail, error=ReplicaError,
+            )
 
     def restart(self, timeout: float = 120.0) -> None:
         """pg_ctl -m immediate restart (a crash, then recovery), waiting until it accepts connections."""

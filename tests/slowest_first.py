@@ -7,6 +7,9 @@ as collected. Without it a test of two minutes collected last runs alone at the 
 other workers idle. The order changes no test's outcome; tests/test_slowest_first.py checks that
 every entry still names a test, so that the list cannot silently rot.
 
+Before them all come the tests marked `waits_for_the_clock` (the one that waits for pg_cron's
+next minute): they sleep through their wait while the other tests run beside them.
+
 Each entry is a node id prefix: a file (every test in it) or a file::test, with or without
 parameters. Seconds are one run's (setup plus call) on this 2-core machine under a full suite,
 to rank them; refresh them from a run's `--durations` when they drift.
@@ -16,15 +19,23 @@ from __future__ import annotations
 
 import pytest
 
+WAITS_FOR_THE_CLOCK = "waits_for_the_clock"
+
 SLOWEST = [
-    "tests/test_package.py",  # an xdist_group: 600 s together (wheel, venv, Sqitch deploys, mypy)
+    # Sqitch deploys: the wheel and its venv first (tests/package_fixtures.py, once per run).
+    "tests/test_package.py::test_sqitch_deploys_and_reverts_what_apply_installed",
+    # An xdist_group: its two deployed databases, then the upgrade from Sqitch.
+    "tests/test_package.py::test_the_registry_is_the_one_sqitch_writes",
+    "tests/test_package.py::test_upgrade_takes_over_from_sqitch_at_a_tag",
+    "tests/test_package.py::test_the_installed_wheel_applies_the_schema_and_runs_a_task",
+    "tests/test_package.py::test_upgrade_moves_a_database_of_the_combined_plan_in_place",
     "tests/test_make_psql.py",  # 170 s: a cluster of its own, Sqitch's full deploy
     "tests/test_readme_tour.py",  # 45-430 s: a wheel-only install, the tour
     "tests/test_docs.py::test_a_pages_examples_run[cli.md]",  # 30-320 s
     "tests/test_dashboard_security.py::test_hostile_action_fields_and_names_get_a_4xx_never_a_500",
     "tests/test_dashboard_security.py::test_hostile_query_parameters_get_a_400_naming_them_never_a_500",
     "tests/test_dashboard_layout.py",  # a browser each: 60-330 s
-    "tests/test_read_only.py",  # a server of its own each: 30-240 s
+    "tests/test_read_only.py",  # an xdist_group: a server of its own and its standbys
     "tests/test_faults.py::test_scenario_holds_its_invariants[17]",
     "tests/test_faults.py::test_scenario_holds_its_invariants[4]",
     "tests/test_faults.py::test_scenario_holds_its_invariants[13]",
@@ -41,8 +52,6 @@ SLOWEST = [
     "crawler/tests/test_simulator.py::test_menus_drift_at_each_4_hour_step",
     # Waits out the 30 s after which a lost listener fails readiness.
     "tests/test_worker_metrics.py::test_a_lost_listener_is_a_metric_and_past_30_s_fails_readiness_but_never_liveness",
-    # Waits for pg_cron's next minute: up to 75 s.
-    "tests/test_cron.py::test_pg_cron_fires_the_tick",
     "crawler/tests/test_crawler_object_storage.py",  # a moto S3 server each: 20-55 s
     "tests/test_failover.py",
     "tests/test_dashboard.py",  # an xdist_group: a browser for the module
@@ -53,6 +62,7 @@ SLOWEST = [
     "tests/test_worker_prefetch.py::test_two_prefetching_workers_drain_600_tasks_each_completed_once",
     "tests/test_deadlines.py",
     "tests/test_faults.py",
+    "tests/test_package.py",
 ]
 
 
@@ -66,7 +76,17 @@ def _rank(nodeid: str) -> int:
     return next((rank for rank, entry in enumerate(SLOWEST) if _matches(nodeid, entry)), len(SLOWEST))
 
 
+def _sort_key(item: pytest.Item) -> tuple[bool, int]:
+    return item.get_closest_marker(WAITS_FOR_THE_CLOCK) is None, _rank(item.nodeid)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{WAITS_FOR_THE_CLOCK}: waits on the wall clock (pg_cron's minute); starts first"
+    )
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # trylast: after xdist has appended "@group" to the node ids of an xdist_group's tests.
-    items.sort(key=lambda item: _rank(item.nodeid))
+    items.sort(key=_sort_key)

@@ -2,9 +2,9 @@
 `pyworker schema apply | upgrade | status` keep Sqitch's registry exactly as `sqitch deploy` does.
 
 The wheel is built from a copy of the checkout and installed into an empty venv in a temporary
-directory; the installed `pyworker` runs there with only the venv on the PATH (no Sqitch, no psql,
-no checkout on sys.path). Sqitch itself, from the checkout, is the reference the registry rows and
-the upgrade paths are checked against.
+directory, once per run (tests/package_fixtures.py); the installed `pyworker` runs there with
+only the venv on the PATH (no Sqitch, no psql, no checkout on sys.path). Sqitch itself, from the
+checkout, is the reference the registry rows and the upgrade paths are checked against.
 """
 
 from __future__ import annotations
@@ -35,16 +35,14 @@ from core_fixtures import (
     sqitch_target,
     url_for_database,
 )
+from package_fixtures import build_wheel
 from psycopg import sql
 from pyworker.admin.schema import Deployer, Plan, SchemaRefused
 
-# One pytest-xdist worker runs the whole module (make test-py: --dist loadgroup), so that the
-# wheel is built and installed once (module fixtures).
-pytestmark = pytest.mark.xdist_group("package")
-
-# What a source distribution holds (MANIFEST.in), enough to build the wheel.
-SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "sqitch.plan", "sqitch.conf"]
-SOURCE_DIRS = ["pyworker", "deploy", "revert", "verify", "registry"]
+# The tests that share the module's databases (applied, sqitch_deployed: a deploy each) run on one
+# pytest-xdist worker (make test-py: --dist loadgroup), so that each is made once; the others
+# spread over the workers.
+shares_the_deployed_databases = pytest.mark.xdist_group("package_registry")
 ROLE = "package_check"
 # The registry columns that must agree with Sqitch's: all but when and by whom.
 REGISTRY_ROWS = {
@@ -56,52 +54,6 @@ REGISTRY_ROWS = {
     "projects": "project, uri",
     "releases": "version",
 }
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built (pip wheel) from a copy of the checkout's sources."""
-    return build_wheel_of_checkout(tmp_path_factory.mktemp("package"))
-
-
-def build_wheel_of_checkout(root: Path) -> Path:
-    """The wheel built (pip wheel) in `root` from a copy there of the checkout's sources."""
-    source = root / "source"
-    source.mkdir()
-    for name in SOURCES:
-        shutil.copy2(REPO_ROOT / name, source / name)
-    for name in SOURCE_DIRS:
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        shutil.copytree(REPO_ROOT / name, source / name, ignore=ignore)
-    return build_wheel(source, root / "dist")
-
-
-def build_wheel(source: Path, dist: Path) -> Path:
-    """The wheel of the project in `source` (pip wheel), built into `dist`."""
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-         "--wheel-dir", str(dist), str(source)],
-        capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    (built,) = dist.glob("*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory outside the checkout with an empty venv (venv/) into which the wheel and its
-    dependencies (from the index, through pip's cache) are installed."""
-    home = tmp_path_factory.mktemp("user")
-    venv = home / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    result = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         str(wheel)],
-        capture_output=True, text=True, cwd=home,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return home
 
 
 def run_installed(home: Path, url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -164,10 +116,10 @@ def sqitch_deployed() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def applied(installed: Path) -> Iterator[str]:
+def applied(wheel_home: Path) -> Iterator[str]:
     """An empty database into which the installed `pyworker schema apply` put the schema."""
     url = new_database("applied")
-    result = run_installed(installed, url, "schema", "apply")
+    result = run_installed(wheel_home, url, "schema", "apply")
     assert "+ taskpool_worker" in result.stdout
     yield url
     drop(url)
@@ -207,9 +159,9 @@ def failed_verifies(url: str, *args: str) -> list[str]:
     )
 
 
-def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
-    names = set(zipfile.ZipFile(wheel).namelist())
-    assert wheel.name.startswith("taskpool_pg-")
+def test_the_wheel_holds_the_core_its_schema_and_py_typed(checkout_wheel: Path):
+    names = set(zipfile.ZipFile(checkout_wheel).namelist())
+    assert checkout_wheel.name.startswith("taskpool_pg-")
     assert not [n for n in names if n.startswith(("pyworker/crawler", "pyworker/simulator", "taskpool_crawler"))]
     assert {"pyworker/py.typed", "pyworker/admin/schema.py", "pyworker/admin/sqitch_registry.sql",
             "pyworker/sqitch/sqitch.plan", "pyworker/sqitch/registry/split_crawler.sql"} <= names
@@ -218,36 +170,38 @@ def test_the_wheel_holds_the_core_its_schema_and_py_typed(wheel: Path):
     for kind in ("deploy", "revert", "verify"):
         scripts = {f"pyworker/sqitch/{kind}/{p.name}" for p in (REPO_ROOT / kind).glob("*.sql")}
         assert scripts and scripts <= names, kind
-    with zipfile.ZipFile(wheel) as archive:
+    with zipfile.ZipFile(checkout_wheel) as archive:
         assert archive.read("pyworker/sqitch/sqitch.plan") == (REPO_ROOT / "sqitch.plan").read_bytes()
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Name: taskpool-pg" in metadata and "Classifier: Typing :: Typed" in metadata
 
 
-def test_the_installed_wheel_applies_the_schema_and_runs_a_task(installed: Path, applied: str):
-    status = json.loads(run_installed(installed, applied, "schema", "status", "--json").stdout)
+@shares_the_deployed_databases
+def test_the_installed_wheel_applies_the_schema_and_runs_a_task(wheel_home: Path, applied: str, tmp_path: Path):
+    status = json.loads(run_installed(wheel_home, applied, "schema", "status", "--json").stdout)
     assert status["up_to_date"] and status["pending"] == []
     # The plan the installed package read is its own copy, not the checkout's.
-    assert Path(status["plan"]).is_relative_to(installed / "venv")
-    again = run_installed(installed, applied, "schema", "apply")
+    assert Path(status["plan"]).is_relative_to(wheel_home / "venv")
+    again = run_installed(wheel_home, applied, "schema", "apply")
     assert again.stdout.strip() == "Nothing to deploy (up-to-date)"
 
     with psycopg.connect(applied) as conn:
         conn.execute("INSERT INTO task_roles (role) VALUES (%s)", [ROLE])
-    (installed / "package_handlers.py").write_text(
+    # The worker imports its handlers from its working directory: this test's own.
+    (tmp_path / "package_handlers.py").write_text(
         "import pyworker\n"
         "from pyworker.handlers import handler\n\n\n"
         f"@handler({ROLE!r})\n"
         "def double(task):\n"
         "    return {'doubled': task.payload['n'] * 2, 'pyworker': pyworker.__file__}\n"
     )
-    enqueued = run_installed(installed, applied, "enqueue", ROLE, "--payload", '{"n": 21}', "--json")
+    enqueued = run_installed(wheel_home, applied, "enqueue", ROLE, "--payload", '{"n": 21}', "--json")
     (task,) = json.loads(enqueued.stdout)
     task_id = task["id"]
     worker = subprocess.Popen(
-        [str(installed / "venv" / "bin" / "pyworker"), "--role", ROLE, "--handlers", "package_handlers",
+        [str(wheel_home / "venv" / "bin" / "pyworker"), "--role", ROLE, "--handlers", "package_handlers",
          "--poll-interval-ms", "200"],
-        cwd=installed, env=installed_env(installed, applied), stdout=subprocess.PIPE,
+        cwd=tmp_path, env=installed_env(wheel_home, applied), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -265,10 +219,11 @@ def test_the_installed_wheel_applies_the_schema_and_runs_a_task(installed: Path,
         output = worker.communicate(timeout=30)[0]
     assert status == "completed", output
     assert result["doubled"] == 42
-    assert Path(result["pyworker"]).is_relative_to(installed / "venv"), result
+    assert Path(result["pyworker"]).is_relative_to(wheel_home / "venv"), result
     assert worker.returncode == 0, output
 
 
+@shares_the_deployed_databases
 def test_the_registry_is_the_one_sqitch_writes(applied: str, sqitch_deployed: str):
     by_pyworker, by_sqitch = registry_rows(applied), registry_rows(sqitch_deployed)
     assert by_sqitch["shape"] and len(by_sqitch["changes"]) == len(Plan.load(REPO_ROOT).changes)
@@ -280,14 +235,15 @@ def test_the_registry_is_the_one_sqitch_writes(applied: str, sqitch_deployed: st
     assert {t.id for t in plan.tags} == {row[0] for row in by_sqitch["tags"]}
 
 
-def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database: str, sqitch_deployed: str):
-    refused = run_installed(installed, empty_database, "schema", "upgrade", check=False)
+@shares_the_deployed_databases
+def test_upgrade_takes_over_from_sqitch_at_a_tag(wheel_home: Path, empty_database: str, sqitch_deployed: str):
+    refused = run_installed(wheel_home, empty_database, "schema", "upgrade", check=False)
     assert refused.returncode == 1 and "pyworker schema apply" in refused.stderr, refused.stderr
 
     sqitch(empty_database, "deploy", "--no-verify", "--to", "@v0.5.0")
-    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    status = json.loads(run_installed(wheel_home, empty_database, "schema", "status", "--json").stdout)
     assert status["last_tag"] == "@v0.5.0" and status["pending"] and not status["up_to_date"]
-    upgraded = run_installed(installed, empty_database, "schema", "upgrade")
+    upgraded = run_installed(wheel_home, empty_database, "schema", "upgrade")
     assert f"+ {Plan.load(REPO_ROOT).changes[-1].name}" in upgraded.stdout
 
     assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status").stdout
@@ -304,7 +260,7 @@ def test_upgrade_takes_over_from_sqitch_at_a_tag(installed: Path, empty_database
             " planned_at, planner_name, planner_email) VALUES (repeat('f', 40), 'from_the_future',"
             " 'taskpool', 'x', 'x@x', now(), 'x', 'x@x')"
         )
-    refused = run_installed(installed, empty_database, "schema", "upgrade", check=False)
+    refused = run_installed(wheel_home, empty_database, "schema", "upgrade", check=False)
     assert refused.returncode == 1 and "does not know: from_the_future" in refused.stderr, refused.stderr
 
 
@@ -325,11 +281,11 @@ def combined_plan_checkout(into: Path) -> Path:
 
 
 def test_upgrade_moves_a_database_of_the_combined_plan_in_place(
-    installed: Path, empty_database: str, tmp_path: Path
+    wheel_home: Path, empty_database: str, tmp_path: Path
 ):
     combined = combined_plan_checkout(tmp_path)
     sqitch(empty_database, "deploy", "--no-verify", "--to", "@v0.5.0", top=combined)
-    upgraded = run_installed(installed, empty_database, "schema", "upgrade")
+    upgraded = run_installed(wheel_home, empty_database, "schema", "upgrade")
     assert f"+ {Plan.load(REPO_ROOT).changes[-1].name}" in upgraded.stdout
     # Sqitch agrees: the core is up to date, and the crawler's changes are its own project's now,
     # where `sqitch deploy` of the crawler's plan takes them on.
@@ -340,12 +296,12 @@ def test_upgrade_moves_a_database_of_the_combined_plan_in_place(
     assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status", top=crawler).stdout
 
 
-def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_database: str):
-    run_installed(installed, empty_database, "schema", "apply", "--to", "@v0.5.0")
+def test_sqitch_deploys_and_reverts_what_apply_installed(wheel_home: Path, empty_database: str):
+    run_installed(wheel_home, empty_database, "schema", "apply", "--to", "@v0.5.0")
     deployed = sqitch(empty_database, "deploy", "--verify").stdout
     assert "+ taskpool_schema_version @v0.5.0" not in deployed and "+ heartbeat_tasks" in deployed
     assert "Nothing to deploy (up-to-date)" in sqitch(empty_database, "status").stdout
-    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    status = json.loads(run_installed(wheel_home, empty_database, "schema", "status", "--json").stdout)
     assert status["up_to_date"]
 
     sqitch(empty_database, "revert", "-y")
@@ -354,7 +310,7 @@ def test_sqitch_deploys_and_reverts_what_apply_installed(installed: Path, empty_
         assert conn.execute(
             "SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = 'public'::regnamespace"
         ).fetchone()[0] == 0
-    status = json.loads(run_installed(installed, empty_database, "schema", "status", "--json").stdout)
+    status = json.loads(run_installed(wheel_home, empty_database, "schema", "status", "--json").stdout)
     assert status["deployed_changes"] == 0 and len(status["pending"]) == len(Plan.load(REPO_ROOT).changes)
 
 
@@ -455,16 +411,16 @@ def test_a_change_that_fails_is_recorded_as_failed_and_the_ones_before_it_stay(
 
 
 def test_the_wheel_carries_the_dashboard_which_names_its_extra_when_missing(
-    wheel: Path, installed: Path, empty_database: str
+    checkout_wheel: Path, wheel_home: Path, empty_database: str
 ) -> None:
-    names = zipfile.ZipFile(wheel).namelist()
+    names = zipfile.ZipFile(checkout_wheel).namelist()
     assert "pyworker/contrib/dashboard/templates/overview.html" in names
     assert "pyworker/contrib/dashboard/static/dashboard.css" in names
     # The live refresh: the vendored htmx with its license, and its guard.
     assert {"pyworker/contrib/dashboard/static/vendor/htmx-2.0.11.min.js", "pyworker/contrib/dashboard/static/vendor/htmx-LICENSE.txt",
             "pyworker/contrib/dashboard/static/live.js", "pyworker/contrib/dashboard/templates/confirm.html"} <= set(names)
     # Installed without the extra: the command says how to get it, and serves nothing.
-    result = run_installed(installed, empty_database, "dashboard", check=False)
+    result = run_installed(wheel_home, empty_database, "dashboard", check=False)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "pip install 'taskpool-pg[dashboard]'" in result.stderr
 
@@ -483,8 +439,8 @@ def assert_carries_the_license(wheel: Path) -> None:
         assert archive.read(license_path) == (REPO_ROOT / "LICENSE").read_bytes()
 
 
-def test_the_wheel_carries_the_license_file_and_names_the_license_in_its_metadata(wheel: Path) -> None:
-    assert_carries_the_license(wheel)
+def test_the_wheel_carries_the_license_file_and_names_the_license_in_its_metadata(checkout_wheel: Path) -> None:
+    assert_carries_the_license(checkout_wheel)
 
 
 def test_the_crawler_wheel_carries_the_same_license(tmp_path: Path) -> None:
@@ -533,28 +489,28 @@ WRONG_USES = {
 }
 
 
-def run_mypy(installed: Path, module: Path) -> subprocess.CompletedProcess[str]:
+def run_mypy(wheel_home: Path, module: Path) -> subprocess.CompletedProcess[str]:
     """mypy --strict on `module`, against the packages of the installed wheel's venv."""
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(module.parent / ".mypy"),
-         "--python-executable", str(installed / "venv" / "bin" / "python"), str(module)],
+         "--python-executable", str(wheel_home / "venv" / "bin" / "python"), str(module)],
         cwd=module.parent, capture_output=True, text=True, timeout=300,
     )
 
 
-def test_a_user_module_on_the_public_names_passes_mypy_strict(installed: Path, tmp_path: Path) -> None:
+def test_a_user_module_on_the_public_names_passes_mypy_strict(wheel_home: Path, tmp_path: Path) -> None:
     module = tmp_path / "myapp_tasks.py"
     module.write_text(textwrap.dedent(TYPED_USE))
-    result = run_mypy(installed, module)
+    result = run_mypy(wheel_home, module)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_catches_each_wrong_use_of_the_public_names(installed: Path, tmp_path: Path) -> None:
+def test_mypy_catches_each_wrong_use_of_the_public_names(wheel_home: Path, tmp_path: Path) -> None:
     module = tmp_path / "myapp_wrong.py"
     lines = textwrap.dedent(TYPED_USE).splitlines()
     first = len(lines) + 1
     module.write_text("\n".join([*lines, *WRONG_USES.values()]) + "\n")
-    result = run_mypy(installed, module)
+    result = run_mypy(wheel_home, module)
     assert result.returncode == 1, result.stdout + result.stderr
     flagged = {int(line.split(":")[1]) for line in result.stdout.splitlines() if ": error:" in line}
     missed = [name for line, name in enumerate(WRONG_USES, first) if line not in flagged]

@@ -1,16 +1,22 @@
 """A read-only server is "unavailable", never fatal (issue 30, item 1; item 4's multi-host URL).
 
-The short form of a failover, on loopback: a streaming replica of the test server made with
-`pg_basebackup -R` (testkit/replica.py), promoted with `pg_ctl promote`; and the test server
-made read-only (ALTER SYSTEM SET default_transaction_read_only = on, reloaded), which sessions
-already open meet as SQLSTATE 25006 on their next write: a promoted copy of the test server, so
-that the tests running beside it (pytest-xdist) never meet that setting.
+The short form of a failover, on loopback: a streaming replica made with `pg_basebackup -R`
+(testkit/replica.py), promoted with `pg_ctl promote`; and a server made read-only (ALTER SYSTEM
+SET default_transaction_read_only = on, reloaded), which sessions already open meet as SQLSTATE
+25006 on their next write.
+
+The module's tests run on one pytest-xdist worker and share a server of their own (own_server:
+the test server copied once and started as a primary, so that the tests running beside them
+never meet its read-only setting) and one hot standby of it; each test has a database of its own
+there (db_url, in place of the core fixture's). A test that promotes its standby gets one of its
+own (own_replica), copied from that small server in seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,13 +25,42 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from core_fixtures import COPY_PREFIX, database_url
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from pyworker import AsyncClient, Client, DatabaseReadOnly, DatabaseUnavailable
+from testkit import databases
 from testkit.databases import insert_role
 from testkit.replica import Replica, free_port, server_of_its_own
 from worker_support import Workers, enqueue, task_row, wait_for, wait_for_status
 
 READ_ONLY_WARNING = "The database is read-only"
+
+pytestmark = pytest.mark.xdist_group("read_only")
+
+
+@pytest.fixture(scope="module")
+def own_server(template_database: str) -> Iterator[Replica]:
+    """The test server copied and started as a primary of its own, keeping of the taskpool
+    databases only the worker's template (db_url copies it): a standby of it copies and replays
+    little."""
+    with server_of_its_own(database_url()) as server:
+        with psycopg.connect(server.url_for(database_url()), autocommit=True) as admin:
+            others = admin.execute(
+                r"SELECT datname FROM pg_database WHERE datname LIKE 'taskpool\_%%' AND datname <> %s",
+                (template_database,),
+            ).fetchall()
+            for (name,) in others:
+                admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        yield server
+
+
+@pytest.fixture
+def db_url(own_server: Replica, template_database: str) -> Iterator[str]:
+    """A fresh copy of the deployed template on the module's own server, dropped after the test."""
+    name = COPY_PREFIX + secrets.token_hex(4)
+    with databases.copy(own_server.url_for(database_url()), template_database, name) as url:
+        yield url
 
 
 @pytest.fixture
@@ -35,18 +70,33 @@ def gate_pool(conn: psycopg.Connection) -> psycopg.Connection:
     return conn
 
 
+@pytest.fixture(scope="module")
+def standby(own_server: Replica) -> Iterator[Replica]:
+    """A hot standby of the module's own server, for the tests that do not promote it."""
+    with Replica(own_server.url_for(database_url())) as made:
+        yield made
+
+
 @pytest.fixture
-def replica(gate_pool: psycopg.Connection, db_url: str) -> Iterator[Replica]:
-    """A hot standby of the test server, copied once the test database has its role."""
+def replica(gate_pool: psycopg.Connection, standby: Replica) -> Replica:
+    """The module's hot standby, once it has replayed the test database and its role."""
+    standby.catch_up()
+    return standby
+
+
+@pytest.fixture
+def own_replica(gate_pool: psycopg.Connection, db_url: str) -> Iterator[Replica]:
+    """A hot standby of the module's own server for a test that promotes it, copied once the
+    test database has its role."""
     with Replica(db_url) as made:
         yield made
 
 
 @dataclass
 class ReadOnlyServer:
-    """The test database on a server of its own (testkit.replica.server_of_its_own), which
-    set_read_only(True) makes read-only for every session, open or new (their next transaction):
-    a server-wide setting, kept off the server the other tests share."""
+    """The test database on the module's own server, which set_read_only(True) makes read-only
+    for every session, open or new (their next transaction): a server-wide setting, kept off the
+    server the other tests share."""
 
     url: str
     conn: psycopg.Connection
@@ -71,12 +121,14 @@ class ReadOnlyServer:
 
 @pytest.fixture
 def read_only_server(gate_pool: psycopg.Connection, db_url: str) -> Iterator[ReadOnlyServer]:
-    """The test database, its test_gate role in, on a server of its own that the test may make
-    read-only."""
-    with server_of_its_own(db_url) as server:
-        url = server.url_for(db_url)
-        with psycopg.connect(url, autocommit=True) as conn:
-            yield ReadOnlyServer(url, conn)
+    """The test database, its test_gate role in, on the module's own server, which the test may
+    make read-only: writable again after the test, whatever its outcome."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        server = ReadOnlyServer(db_url, conn)
+        try:
+            yield server
+        finally:
+            server.set_read_only(False)
 
 
 def start_gate_worker(workers: Workers, worker_id: str, url: str, **settings: object):
@@ -91,12 +143,12 @@ def gate_payload(tmp_path: Path, n: int = 0) -> dict[str, object]:
 
 
 def test_a_worker_on_a_standby_waits_without_working_and_works_once_it_is_promoted(
-    gate_pool: psycopg.Connection, replica: Replica, db_url: str, workers: Workers, tmp_path: Path
+    gate_pool: psycopg.Connection, own_replica: Replica, db_url: str, workers: Workers, tmp_path: Path
 ) -> None:
     # Enqueued on the primary and streamed to the standby before the worker starts.
     (tmp_path / "gate").touch()
     task_id = enqueue(gate_pool, "test_gate", gate_payload(tmp_path))
-    standby_url = replica.url_for(db_url)
+    standby_url = own_replica.url_for(db_url)
     standby = psycopg.connect(standby_url, autocommit=True)
     wait_for(lambda: standby.execute("SELECT 1 FROM worker_tasks WHERE id = %s", (task_id,)).fetchone(), 10,
              "the task to reach the standby")
@@ -114,7 +166,7 @@ def test_a_worker_on_a_standby_waits_without_working_and_works_once_it_is_promot
     assert "it is a standby (in recovery)" in log and "target_session_attrs=read-write" in log, worker.describe()
     assert "refused" not in log.lower() and "Starting worker" not in log, worker.describe()
 
-    replica.promote()
+    own_replica.promote()
     wait_for_status(standby, task_id, "completed", 30, also=worker.describe)
     assert task_row(standby, task_id)["result"] == {"ok": True, "n": 0}
     worker.wait_for_log("The database takes writes again")
@@ -211,14 +263,14 @@ def test_the_client_says_unavailable_on_a_read_only_server(
 
 
 def test_the_scheduler_waits_out_a_standby_and_its_tick_once_says_unavailable(
-    gate_pool: psycopg.Connection, replica: Replica, db_url: str, workers: Workers
+    gate_pool: psycopg.Connection, own_replica: Replica, db_url: str, workers: Workers
 ) -> None:
-    standby_url = replica.url_for(db_url)
+    standby_url = own_replica.url_for(db_url)
     once = workers.start(
         "unused", "tick-once", ready=False, args=("scheduler", "--once"), handlers=None, database_url=standby_url
     )
     assert once.wait(20) == 1, once.describe()
-    assert f"the server at 127.0.0.1:{replica.port} is read-only: it is a standby" in once.log(), once.describe()
+    assert f"the server at 127.0.0.1:{own_replica.port} is read-only: it is a standby" in once.log(), once.describe()
 
     looping = workers.start(
         "unused", "tick-loop", ready=False, args=("scheduler", "--interval-seconds", "1"), handlers=None,
@@ -226,7 +278,7 @@ def test_the_scheduler_waits_out_a_standby_and_its_tick_once_says_unavailable(
     )
     looping.wait_for_log(READ_ONLY_WARNING)
     assert looping.alive, looping.describe()
-    replica.promote()
+    own_replica.promote()
     looping.wait_for_log("Starting scheduler tick-loop", timeout=30)
     assert looping.log().count(READ_ONLY_WARNING) == 1, looping.describe()
     assert looping.alive, looping.describe()

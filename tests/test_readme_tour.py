@@ -1,6 +1,6 @@
 """The README's tour from Python, run verbatim on a wheel-only install: the wheel built from a
-copy of the checkout (test_package.build_wheel_of_checkout) into this test's own directory, then the tour's
-blocks as the README has them, in order, in that directory, with nothing of the checkout on the
+copy of the checkout (tests/package_fixtures.py: once per run) copied into this test's own
+directory, then the tour's blocks as the README has them, in order, in that directory, with nothing of the checkout on the
 import path: its shell blocks (making a venv, `pip install` of the wheel, `pyworker schema
 apply`, `pyworker roles sync`, a worker, the application) as one bash script, and each Python
 block that names its file in its first line (`# myapp/tasks.py`) written to that file. The one
@@ -16,7 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_package import build_wheel_of_checkout
 from test_readme import README, Example, a_newcomers_environment, examples_in
 
 TOUR = "A five-minute tour from Python"
@@ -41,12 +40,10 @@ def test_the_tour_names_its_blocks_and_its_database() -> None:
     assert "psql" not in script, "the tour types no SQL"
 
 
-def test_the_tour_runs_on_a_wheel_only_install(tmp_path: Path, empty_db_url: str) -> None:
-    (tmp_path / "build").mkdir()
-    wheel = build_wheel_of_checkout(tmp_path / "build")
+def test_the_tour_runs_on_a_wheel_only_install(checkout_wheel: Path, tmp_path: Path, empty_db_url: str) -> None:
     home = tmp_path / "tour"
     home.mkdir()
-    shutil.copy2(wheel, home / wheel.name)
+    shutil.copy2(checkout_wheel, home / checkout_wheel.name)
     shell, files = tour_blocks()
     for example in files:
         path = home / FILE_LINE.match(example.text)["path"]
