@@ -206,12 +206,13 @@ def test_pg_cron_fires_the_tick(
 @contextmanager
 def login_whose_tick_cannot_run(cron_db: str) -> Iterator[tuple[str, str]]:
     """A login of its own on pg_cron's database and its name: it may use pg_cron (the `cron`
-    schema, and cron.database_name to read) and its sessions find no taskpool function
+    schema; not pg_read_all_settings, which a login installing in pg_cron's own database does
+    not need) and its sessions find no taskpool function
     (search_path = pg_catalog). pg_cron runs a job as the user who scheduled it, so a tick job
     this login schedules fails should a minute start while it exists: tick_schedules() does not
     exist for it. Its jobs, their runs and its grant are removed afterwards."""
     cron_url = url_for_database(database_url(), cron_db)
-    with login_in_role(cron_url, "pg_read_all_settings") as url:
+    with login_in_role(cron_url, "pg_read_all_stats") as url:
         login = conninfo_to_dict(url)["user"]
         with psycopg.connect(cron_url, autocommit=True) as admin:
             admin.execute(sql.SQL("ALTER ROLE {} SET search_path = pg_catalog").format(sql.Identifier(login)))
@@ -269,8 +270,9 @@ def fake_placement(
         database = db.connect().execute("SELECT current_database() AS name").fetchone()["name"]
         if database == cron_database:
             return {"database": database, "has_cron": cron_has_extension,
-                    "cron_database": cron_database}
-        return {"database": database, "has_cron": False, "cron_database": cron_database}
+                    "cron_database": cron_database, "reads_all_settings": True}
+        return {"database": database, "has_cron": False, "cron_database": cron_database,
+                "reads_all_settings": True}
 
     monkeypatch.setattr(cron, "placement", placement)
 
@@ -288,6 +290,18 @@ def test_without_pg_cron_install_and_status_exit_1_pointing_to_the_scheduler(
     assert removed.exit_code == 0, removed.output
     assert "nothing" not in removed.stdout and "pg_cron is not loaded" in removed.stdout
     assert run_json(run, "cron", "uninstall")["removed"] is None
+
+
+def test_a_login_that_cannot_see_pg_cron_s_database_is_told_what_to_grant(db_url: str) -> None:
+    """cron.database_name is shown only to superusers and pg_read_all_settings: a login without
+    either, in a database with no cron schema, learns that, not that pg_cron is missing."""
+    with login_in_role(db_url, "pg_read_all_stats") as url:
+        run = cli_runner_for(url)
+        for command in ("install", "status"):
+            result = run("cron", command)
+            assert result.exit_code == 1, result.output
+            assert "GRANT pg_read_all_settings TO the login" in result.stderr, result.stderr
+            assert "not loaded" not in result.stderr
 
 
 def test_a_cron_database_without_the_extension_exits_1(

@@ -33,9 +33,12 @@ JOB_SCHEDULE = "* * * * *"
 JOB_COMMAND = "SELECT tick_schedules()"
 
 # pg_cron (1.4: jobs are upserted by name; cron.job and cron.job_run_details are per user)
+# cron.database_name is a superuser-only setting: current_setting() raises for a login without
+# pg_read_all_settings even with missing_ok, and pg_settings hides its row instead.
 CRON_PLACEMENT = (
     "SELECT current_database() AS database, to_regnamespace('cron') IS NOT NULL AS has_cron,"
-    " nullif(current_setting('cron.database_name', true), '') AS cron_database"
+    " (SELECT nullif(s.setting, '') FROM pg_settings s WHERE s.name = 'cron.database_name') AS cron_database,"
+    " pg_has_role('pg_read_all_settings', 'USAGE') AS reads_all_settings"
 )
 CRON_SCHEDULE = (
     "SELECT cron.schedule(job_name => %(job_name)s::text, schedule => %(schedule)s::text,"
@@ -136,6 +139,12 @@ def cron_site(db: Database) -> Iterator[CronSite]:
         yield CronSite(database, database, db)
         return
     cron_database = where["cron_database"]
+    if cron_database is None and not where["reads_all_settings"]:
+        raise CronMissing(
+            f"this login cannot see which database pg_cron keeps its jobs in (cron.database_name is"
+            f" shown only to superusers and members of pg_read_all_settings), and {database!r} has no"
+            f" cron schema: GRANT pg_read_all_settings TO the login, or install as a superuser"
+        )
     if cron_database is None:
         raise CronMissing(
             "pg_cron is not loaded on this server (cron.database_name is not set; pg_cron must be"
