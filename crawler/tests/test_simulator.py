@@ -436,10 +436,9 @@ def test_cli_serves_until_a_stop_signal(tmp_path: Path, stop_signal: signal.Sign
         )
         status, state = get_json(f"http://127.0.0.1:{port}/admin/state")
         assert state["seed"] == 9 and state["faults"]["jane"]["latency_ms"] == 1
-        started = time.monotonic()
         process.send_signal(stop_signal)
-        assert process.wait(timeout=2) == 0
-        assert time.monotonic() - started < 2
+        # A bound against a hang, not a speed figure: under load a clean exit can take seconds.
+        assert process.wait(timeout=30) == 0
     finally:
         if process.poll() is None:
             process.kill()
