@@ -40,17 +40,6 @@ BEGIN
 END;
 $$;
 
--- pg_temp.error_of: the SQLSTATE and message a statement raises.
-CREATE FUNCTION pg_temp.error_of(sql text) RETURNS text LANGUAGE plpgsql
-AS $$
-BEGIN
-    EXECUTE sql;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
 -- pg_temp.refused_alike: enqueue_specs and enqueue_tasks refuse a batch with the same error, and
 -- write nothing.
 CREATE FUNCTION pg_temp.refused_alike(typed text, json text, description text) RETURNS SETOF text
@@ -58,10 +47,10 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_before bigint := (SELECT count(*) FROM worker_tasks);
-    v_typed  text := pg_temp.error_of(typed);
+    v_typed  text := tests.error_of(typed);
 BEGIN
     RETURN NEXT isnt(v_typed, 'no error', 'enqueue_specs should refuse ' || description);
-    RETURN NEXT is(v_typed, pg_temp.error_of(json), 'enqueue_specs should refuse ' || description || ' as enqueue_tasks does');
+    RETURN NEXT is(v_typed, tests.error_of(json), 'enqueue_specs should refuse ' || description || ' as enqueue_tasks does');
     RETURN NEXT is((SELECT count(*) FROM worker_tasks), v_before, 'Should write no task for ' || description);
 END;
 $$;
