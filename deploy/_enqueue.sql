@@ -19,11 +19,13 @@ SET client_min_messages = 'warning';
 -- period, finished tasks included (worker_tasks.dedupe_window). dedupe_by_content makes the key
 -- task_spec_hash(role, dispensary_id, payload).
 CREATE FUNCTION _enqueue(specs task_spec[], label text, parent_id bigint, given jsonb DEFAULT NULL)
-RETURNS SETOF worker_tasks
+-- An array, not a set: enqueue_task's call of one spec is then a plain expression, which costs
+-- no statement of its own.
+RETURNS worker_tasks[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_now       timestamptz := taskpool_now();
+    v_now       timestamptz;
     v_count     integer := cardinality(_enqueue.specs);
     v_uses      record;
     v_spec      task_spec;
@@ -34,8 +36,9 @@ DECLARE
     v_max_bytes integer;
     v_todo      task_spec[];
     v_task      worker_tasks;
+    v_tasks     worker_tasks[];
     v_new_ids   bigint[];
-    v_ids       bigint[] := '{}';
+    v_ids       bigint[];
     v_inserted  bigint[];
     v_done_keys text[];
 BEGIN
@@ -63,17 +66,17 @@ BEGIN
             INSERT INTO worker_tasks (role, dispensary_id, platform, priority, scheduled_for, payload,
                                       max_retries, headers, parent_id, backoff_base, backoff_cap)
             VALUES (v_spec.role, v_spec.dispensary_id, coalesce(v_spec.platform, v_store.platform),
-                    coalesce(v_spec.priority, 0), coalesce(v_spec.scheduled_for, v_now),
+                    coalesce(v_spec.priority, 0), coalesce(v_spec.scheduled_for, taskpool_now()),
                     coalesce(nullif(v_spec.payload, 'null'), '{}'), coalesce(v_spec.max_retries, v_role.max_retries),
                     nullif(nullif(v_spec.headers, 'null'), '{}'), _enqueue.parent_id,
                     v_spec.backoff_base, v_spec.backoff_cap)
             RETURNING * INTO v_task;
-            RETURN NEXT v_task;
-            RETURN;
+            RETURN ARRAY[v_task];
         END IF;
         v_bad_idx := 1;
         v_max_bytes := v_role.max_payload_bytes;
     ELSE
+        v_now := taskpool_now();
         -- What the batch needs: a plain pass, cheaper than the joins of the checks, so that a task
         -- without a store or a dedupe key skips the statements made for them.
         SELECT coalesce(bool_or(s.dispensary_id IS NOT NULL), false) AS stores,
@@ -122,7 +125,7 @@ BEGIN
 
     IF NOT v_uses.keyed THEN
         -- Without dedupe keys every spec is a new task: one insert, its rows returned as made.
-        RETURN QUERY
+        WITH made AS (
         INSERT INTO worker_tasks (role, dispensary_id, platform, priority, scheduled_for, payload,
                                   max_retries, headers, parent_id, backoff_base, backoff_cap)
         SELECT s.role, s.dispensary_id, coalesce(s.platform, d.platform), coalesce(s.priority, 0),
@@ -135,12 +138,15 @@ BEGIN
         JOIN task_roles r ON r.role = s.role
         LEFT JOIN dispensaries d ON d.id = s.dispensary_id
         ORDER BY s.ordinality
-        RETURNING *;
-        RETURN;
+        RETURNING *
+        )
+        SELECT array_agg(made::worker_tasks ORDER BY made.id) INTO v_tasks FROM made;
+        RETURN coalesce(v_tasks, '{}');
     END IF;
 
     -- From here on a spec's key is its dedupe_key, whether given or made of its content.
     v_todo := _enqueue.specs;
+    v_ids := '{}';
     IF v_uses.by_content THEN
         SELECT array_agg(ROW(s.role, s.payload, s.dispensary_id, s.priority, s.scheduled_for,
                              CASE WHEN s.dedupe_by_content
@@ -246,7 +252,8 @@ BEGIN
         EXIT WHEN v_todo IS NULL;
     END LOOP;
 
-    RETURN QUERY SELECT t.* FROM worker_tasks t WHERE t.id = ANY (v_ids) ORDER BY t.id;
+    SELECT array_agg(t ORDER BY t.id) INTO v_tasks FROM worker_tasks t WHERE t.id = ANY (v_ids);
+    RETURN coalesce(v_tasks, '{}');
 END;
 $$;
 

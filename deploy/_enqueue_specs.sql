@@ -84,8 +84,8 @@ BEGIN
                                          _enqueue_specs.label, v_read.bad_idx);
     END IF;
 
-    RETURN QUERY SELECT * FROM _enqueue(coalesce(v_read.specs, '{}'), _enqueue_specs.label, _enqueue_specs.parent_id,
-                                        _enqueue_specs.specs);
+    RETURN QUERY SELECT * FROM unnest(_enqueue(coalesce(v_read.specs, '{}'), _enqueue_specs.label,
+                                               _enqueue_specs.parent_id, _enqueue_specs.specs));
 END;
 $$;
 

@@ -19,7 +19,7 @@ AS $$
     -- The typed form of enqueue_tasks, for clients that bind arrays (pyworker's Client, River-
     -- and graphile-style batches); the same checks and errors (tasks[3]: ...). Returns the
     -- created tasks and, for specs whose dedupe key matched a task, that task.
-    SELECT * FROM _enqueue(enqueue_specs.specs, 'tasks', NULL);
+    SELECT * FROM unnest(_enqueue(enqueue_specs.specs, 'tasks', NULL));
 $$;
 
 REVOKE ALL ON FUNCTION enqueue_specs(task_spec[]) FROM PUBLIC;

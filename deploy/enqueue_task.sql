@@ -22,7 +22,7 @@ CREATE OR REPLACE FUNCTION enqueue_task(
     dedupe_window interval    DEFAULT NULL,
     dedupe_by_content boolean DEFAULT false)
 RETURNS worker_tasks
--- plpgsql, not sql: its call of _enqueue is planned once a session, not once a call.
+-- plpgsql, not sql: its call of _enqueue is a plain expression, prepared once a session.
 LANGUAGE plpgsql
 AS $$
 -- Example:
@@ -38,16 +38,13 @@ AS $$
 -- window's period, finished tasks included (worker_tasks.dedupe_window). dedupe_by_content makes
 -- the key task_spec_hash(role, dispensary_id, payload).
 -- One spec of _enqueue, which holds every check: an error has no tasks[N] prefix.
-DECLARE
-    v_task worker_tasks;
 BEGIN
-    SELECT * INTO v_task FROM _enqueue(ARRAY[ROW(enqueue_task.role, enqueue_task.payload, enqueue_task.dispensary_id,
-                                     enqueue_task.priority, enqueue_task.scheduled_for, enqueue_task.dedupe_key,
-                                     enqueue_task.max_retries, enqueue_task.platform, enqueue_task.headers,
-                                     enqueue_task.backoff_base, enqueue_task.backoff_cap, enqueue_task.dedupe_window,
-                                     enqueue_task.dedupe_by_content)::task_spec],
-                           NULL, NULL);
-    RETURN v_task;
+    RETURN (_enqueue(ARRAY[ROW(enqueue_task.role, enqueue_task.payload, enqueue_task.dispensary_id,
+                               enqueue_task.priority, enqueue_task.scheduled_for, enqueue_task.dedupe_key,
+                               enqueue_task.max_retries, enqueue_task.platform, enqueue_task.headers,
+                               enqueue_task.backoff_base, enqueue_task.backoff_cap, enqueue_task.dedupe_window,
+                               enqueue_task.dedupe_by_content)::task_spec],
+                     NULL, NULL))[1];
 END;
 $$;
 

@@ -3,6 +3,6 @@
 BEGIN;
 
 SELECT 1 / count(*) FROM pg_catalog.pg_proc
-WHERE oid = '_enqueue_specs(jsonb,text,bigint)'::regprocedure AND prosrc LIKE '%RETURN QUERY SELECT * FROM _enqueue(%';
+WHERE oid = '_enqueue_specs(jsonb,text,bigint)'::regprocedure AND prosrc LIKE '%RETURN QUERY SELECT * FROM unnest(_enqueue(%';
 
 ROLLBACK;
