@@ -8,7 +8,7 @@ opens an autocommit connection of its own, for scripts. A database away or read-
 a demoted primary: SQLSTATE 25006) raises DatabaseUnavailable (DatabaseReadOnly), from psycopg's
 error; other errors are psycopg's own.
 
-Everything goes through the SQL functions (enqueue_task, enqueue_tasks, cancel_task, retry_task,
+Everything goes through the SQL functions (enqueue_task, enqueue_specs, cancel_task, retry_task,
 register_task_waits, task_chain, ...); the client never writes a task row itself.
 
 Waiting (`wait`, `wait_chain`) LISTENs on the session's channel (task_wait_channel()) and
@@ -233,13 +233,25 @@ ENQUEUE_TASK = sql.SQL(
     " make_interval(secs => %(backoff_cap)s::double precision),"
     " make_interval(secs => %(dedupe_window)s::double precision), coalesce(%(dedupe_by_content)s::boolean, false))"
 ).format(columns=_TASK_COLUMNS)
-# A spec's "delay" (seconds) becomes its scheduled_for on the database's clock, in the statement.
-ENQUEUE_TASKS = sql.SQL(
-    "SELECT {columns} FROM enqueue_tasks((SELECT coalesce(jsonb_agg("
-    " CASE WHEN s.spec ? 'delay' THEN (s.spec - 'delay') || jsonb_build_object('scheduled_for',"
-    " taskpool_now() + make_interval(secs => (s.spec ->> 'delay')::double precision))"
-    " ELSE s.spec END ORDER BY s.n), '[]')"
-    " FROM jsonb_array_elements(%(specs)s::jsonb) WITH ORDINALITY AS s(spec, n)))"
+# A batch crosses as typed arrays, one a field (River's typed batch parameters), and becomes
+# enqueue_specs' task_spec[] in the statement; a "delay" (seconds) becomes its spec's
+# scheduled_for on the database's clock. Measured against an array of task_spec rows
+# (register_composite): the same work in the database, half the client's CPU, as psycopg dumps
+# arrays of plain types in C and composites field by field in Python.
+ENQUEUE_SPECS = sql.SQL(
+    "SELECT {columns} FROM enqueue_specs(ARRAY("
+    "SELECT ROW(s.role, s.payload, s.dispensary_id, s.priority,"
+    " coalesce(s.scheduled_for, taskpool_now() + make_interval(secs => s.delay)),"
+    " s.dedupe_key, s.max_retries, s.platform, s.headers, make_interval(secs => s.backoff_base),"
+    " make_interval(secs => s.backoff_cap), make_interval(secs => s.dedupe_window), s.dedupe_by_content)::task_spec"
+    " FROM unnest(%(role)s::text[], %(payload)s::jsonb[], %(dispensary_id)s::integer[], %(priority)s::integer[],"
+    " %(scheduled_for)s::timestamptz[], %(delay)s::double precision[], %(dedupe_key)s::text[],"
+    " %(max_retries)s::integer[], %(platform)s::text[], %(headers)s::jsonb[],"
+    " %(backoff_base)s::double precision[], %(backoff_cap)s::double precision[],"
+    " %(dedupe_window)s::double precision[], %(dedupe_by_content)s::boolean[])"
+    " WITH ORDINALITY AS s(role, payload, dispensary_id, priority, scheduled_for, delay, dedupe_key, max_retries,"
+    " platform, headers, backoff_base, backoff_cap, dedupe_window, dedupe_by_content, n)"
+    " ORDER BY s.n))"
 ).format(columns=_TASK_COLUMNS)
 GET_TASKS = sql.SQL("SELECT {columns} FROM worker_tasks WHERE id = ANY (%(ids)s::bigint[]) ORDER BY id").format(
     columns=_TASK_COLUMNS
@@ -367,6 +379,52 @@ def _enqueue_params(spec: Mapping[str, Any]) -> dict[str, Any]:
         "backoff_base": spec.get("backoff_base"),
         "backoff_cap": spec.get("backoff_cap"),
     }
+
+
+# A batch's fields, an array each, as ENQUEUE_SPECS binds them. A value must be of its array's
+# type (or None), else the batch is refused here, naming the spec as the database would (tasks[N]).
+_BATCH_FIELDS = (
+    "role", "payload", "dispensary_id", "priority", "scheduled_for", "delay", "dedupe_key", "max_retries",
+    "platform", "headers", "backoff_base", "backoff_cap", "dedupe_window", "dedupe_by_content",
+)
+_INTEGER_FIELDS = frozenset({"dispensary_id", "priority", "max_retries"})
+_INT4 = range(-(2**31), 2**31)
+
+
+def _batch_value(key: str, value: Any, n: int) -> Any:
+    if key in ("payload", "headers"):
+        # no headers: NULL, as the database stores an empty object
+        return Jsonb(value, dumps=dump_json) if value or key == "payload" else None
+    if key in _INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int) or value not in _INT4):
+        raise ValueError(f"tasks[{n}]: {key} must be an integer, not {value!r}")
+    if key in ("dedupe_key", "platform") and not isinstance(value, str):
+        raise ValueError(f"tasks[{n}]: {key} must be a string, not {value!r}")
+    if key == "scheduled_for" and not isinstance(value, datetime):
+        try:
+            return datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"tasks[{n}]: scheduled_for must be a datetime or an ISO 8601 string, not {value!r}"
+            ) from None
+    return value
+
+
+def _enqueue_many_params(specs: Iterable[Mapping[str, Any]], hooks: Iterable[EnqueueHook]) -> dict[str, list[Any]]:
+    """enqueue_many's specs, built (_spec, the hooks applied), as ENQUEUE_SPECS binds them: an
+    array a field, in spec order."""
+    built = []
+    for spec in specs:
+        options = dict(spec)
+        built.append(_spec(options.pop("role", None), options.pop("payload", None), options, hooks))
+    columns: dict[str, list[Any]] = {key: [None] * len(built) for key in _BATCH_FIELDS}
+    for n, spec in enumerate(built):
+        for key, value in spec.items():
+            column = columns.get(key)
+            if column is None:  # a hook's addition: a batch has no place for it
+                raise ValueError(f"tasks[{n}]: unknown field {key!r}")
+            if value is not None:
+                column[n] = _batch_value(key, value, n)
+    return columns
 
 
 def _check_wait_args(timeout: float | None, poll_interval: float) -> float | None:
@@ -580,14 +638,10 @@ class Client:
         return TaskInfo.from_row(self._rows(ENQUEUE_TASK, _enqueue_params(spec))[0])
 
     def enqueue_many(self, specs: Iterable[Mapping[str, Any]]) -> list[TaskInfo]:
-        """Enqueue several tasks in one statement (enqueue_tasks), all or nothing, in the
+        """Enqueue several tasks in one statement (enqueue_specs), all or nothing, in the
         connection's current transaction. Each spec is a dict of enqueue's arguments ("role",
         "payload", "store", "delay", "headers", ...)."""
-        built = []
-        for spec in specs:
-            spec = dict(spec)
-            built.append(_spec(spec.pop("role", None), spec.pop("payload", None), spec, self.hooks))
-        rows = self._rows(ENQUEUE_TASKS, {"specs": Jsonb(built, dumps=dump_json)})
+        rows = self._rows(ENQUEUE_SPECS, _enqueue_many_params(specs, self.hooks))
         return [TaskInfo.from_row(row) for row in rows]
 
     # Inspect and act
@@ -782,11 +836,7 @@ class AsyncClient:
 
     async def enqueue_many(self, specs: Iterable[Mapping[str, Any]]) -> list[TaskInfo]:
         """As Client.enqueue_many."""
-        built = []
-        for spec in specs:
-            spec = dict(spec)
-            built.append(_spec(spec.pop("role", None), spec.pop("payload", None), spec, self.hooks))
-        rows = await self._rows(ENQUEUE_TASKS, {"specs": Jsonb(built, dumps=dump_json)})
+        rows = await self._rows(ENQUEUE_SPECS, _enqueue_many_params(specs, self.hooks))
         return [TaskInfo.from_row(row) for row in rows]
 
     async def get(self, task_id: int | TaskInfo) -> TaskInfo | None:

@@ -226,7 +226,7 @@ SELECT tests.rejects($$SELECT enqueue_tasks('[null]')$$,
 SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "prio": 1}]')$$,
     '22023', 'tasks[0]: unknown field ''prio''', 'an unknown field');
 SELECT is(tests.error_hint($$SELECT enqueue_tasks('[{"role": "store_discovery", "prio": 1}]')$$),
-          'Allowed fields: role, payload, dispensary_id, platform, priority, scheduled_for, dedupe_key, max_retries, headers,'
+          'Allowed fields: role, payload, dispensary_id, priority, scheduled_for, dedupe_key, max_retries, platform, headers,'
           ' backoff_base, backoff_cap, dedupe_window, dedupe_by_content.',
           'Should list the allowed fields in the hint for an unknown field');
 SELECT tests.rejects($$SELECT enqueue_tasks('[{"role": "store_discovery", "zeta": 1, "alpha": 2}]')$$,

@@ -1,8 +1,9 @@
--- enqueue_fast_path: enqueue_task inserts a task itself when its arguments pass plain checks, and
--- leaves anything else to _enqueue_specs. Both paths must make the same task from the same
--- arguments and refuse the same input with the same error; the values at the edges of what the
--- lean path takes are the ones most likely to differ. The wake-ups: an enqueue, or an operator's
--- INSERT, still wakes a waiting worker, and one with no worker waiting leaves nothing behind.
+-- enqueue_fast_path: _enqueue takes one spec without a dedupe key (enqueue_task's usual call) on a
+-- lean path of its own, and anything else on its set-wide path, which JSON specs (_enqueue_specs)
+-- take whatever their number. Both paths must make the same task from the same arguments and
+-- refuse the same input with the same error; the values at the edges of what a check takes are
+-- the ones most likely to differ. The wake-ups: an enqueue, or an operator's INSERT, still wakes a
+-- waiting worker, and one with no worker waiting leaves nothing behind.
 -- SET CONSTRAINTS ALL IMMEDIATE runs the commit-time wake-ups at the end of each statement.
 BEGIN;
 SELECT plan(47);
@@ -16,9 +17,10 @@ INSERT INTO task_roles (role, requires_store, max_retries, max_payload_bytes, de
 SELECT tests.make_store(name := 'T38 Store', platform := 'dutchie') AS store_id \gset
 SELECT tests.make_store(name := 'T38 Bare Store', platform := NULL) AS bare_store_id \gset
 
--- pg_temp.paths: the task enqueue_task makes from these arguments and the one _enqueue_specs
--- makes from the same spec (built as the v0.5.0 enqueue_task built it), as jsonb without what
--- differs by nature (id, timestamps), so that a test compares the two.
+-- pg_temp.paths: the task enqueue_task makes from these arguments (the lean path) and the one
+-- _enqueue_specs makes from the same spec (built as the v0.5.0 enqueue_task built it) in a batch
+-- of two (the set-wide path), as jsonb without what differs by nature (id, timestamps), so that a
+-- test compares the two.
 CREATE FUNCTION pg_temp.paths(role text, payload jsonb DEFAULT '{}', dispensary_id integer DEFAULT NULL,
                              priority integer DEFAULT 0, scheduled_for timestamptz DEFAULT NULL,
                              dedupe_key text DEFAULT NULL, max_retries integer DEFAULT NULL,
@@ -37,7 +39,8 @@ BEGIN
     -- A dedupe key is active once: the spec's copy gets its own key, of the same length.
     SELECT to_jsonb(t) - c_ignored || jsonb_build_object('dedupe_key', paths.dedupe_key) INTO v_specs
     FROM _enqueue_specs(
-        (SELECT jsonb_build_array(jsonb_object_agg(f.name, f.value))
+        -- a second spec, so that the first takes the set-wide path
+        (SELECT jsonb_build_array(jsonb_object_agg(f.name, f.value), '{"role": "t38_free"}'::jsonb)
          FROM (VALUES ('role',          to_jsonb(paths.role)),
                       ('payload',       paths.payload),
                       ('dispensary_id', to_jsonb(paths.dispensary_id)),
@@ -56,27 +59,16 @@ $$;
 CREATE FUNCTION pg_temp.agree(tasks jsonb[], description text) RETURNS text LANGUAGE sql
 AS $$ SELECT is(tasks[1], tasks[2], description) $$;
 
--- pg_temp.error_of: the SQLSTATE and message a statement raises.
-CREATE FUNCTION pg_temp.error_of(sql text) RETURNS text LANGUAGE plpgsql
-AS $$
-BEGIN
-    EXECUTE sql;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
 -- pg_temp.refused_alike: enqueue_task and enqueue_tasks refuse the same input with the same error.
 CREATE FUNCTION pg_temp.refused_alike(single text, batch text, description text) RETURNS SETOF text
 LANGUAGE plpgsql
 AS $$
 DECLARE
     v_before bigint := (SELECT count(*) FROM worker_tasks);
-    v_single text := pg_temp.error_of(single);
+    v_single text := tests.error_of(single);
 BEGIN
     RETURN NEXT isnt(v_single, 'no error', 'Should refuse ' || description);
-    RETURN NEXT is(v_single, regexp_replace(pg_temp.error_of(batch), ': tasks\[0\]: ', ': '),
+    RETURN NEXT is(v_single, regexp_replace(tests.error_of(batch), ': tasks\[0\]: ', ': '),
                    'Should refuse ' || description || ' as a batch of one does');
     RETURN NEXT is((SELECT count(*) FROM worker_tasks), v_before, 'Should write no task for ' || description);
 END;

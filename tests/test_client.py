@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +188,73 @@ def test_bad_input_is_refused_and_changes_nothing(db_url: str, app: psycopg.Conn
     with pytest.raises(ValueError, match="timeout must not be negative"):
         client.wait(1, timeout=-1)
     app.rollback()
+    assert count(conn) == before
+
+
+def test_a_batch_makes_the_tasks_one_by_one_enqueues_make(db_url: str, conn) -> None:
+    """enqueue_many binds typed arrays (enqueue_specs); each of its tasks is the task enqueue
+    makes from the same arguments, every field given."""
+    store = conn.execute("SELECT id FROM add_store('B1', platform := 'dutchie', state_code := 'CA')").fetchone()[0]
+    at = datetime(2031, 2, 3, 4, 5, 6, 789012, tzinfo=timezone.utc)
+    specs: list[dict[str, Any]] = [
+        {"role": "analytics_refresh"},
+        {"role": "product_resync", "payload": {"a": [1, 2.5]}, "store": store, "priority": -7, "max_retries": 0,
+         "platform": "jane", "headers": {"traceparent": "00-b"}, "backoff_base": 1.5, "backoff_cap": 90},
+        {"role": "analytics_refresh", "scheduled_for": at, "dedupe_key": "batch:one"},
+        {"role": "analytics_refresh", "scheduled_for": "2031-02-03T04:05:06+00:00", "dedupe_key": "batch:day",
+         "dedupe_window": timedelta(days=1)},
+        {"role": "analytics_refresh", "payload": {"by": "content"}, "dedupe_by_content": True},
+    ]
+    compared = ("role", "payload", "dispensary_id", "platform", "priority", "scheduled_for", "dedupe_key",
+                "max_retries", "headers")
+    with Client.connect(db_url) as client:
+        with client.conn.transaction(force_rollback=True):
+            batch = client.enqueue_many(specs)
+        with client.conn.transaction(force_rollback=True):
+            alone = [client.enqueue(spec["role"], spec.get("payload"),
+                                    **{k: v for k, v in spec.items() if k not in ("role", "payload")})
+                     for spec in specs]
+
+        def fields(task: Any, spec: dict[str, Any]) -> list[Any]:
+            # scheduled_for defaults to each transaction's now: compared where a spec gives it
+            return [getattr(task, k) for k in compared if k != "scheduled_for" or "scheduled_for" in spec]
+
+        assert [fields(t, spec) for t, spec in zip(batch, specs)] == [fields(t, spec) for t, spec in zip(alone, specs)]
+        assert batch[2].scheduled_for == at and batch[1].dispensary_id == store
+
+        delayed = client.enqueue_many([{"role": "analytics_refresh", "delay": 3600}])[0]
+        ahead = conn.execute("SELECT %s::timestamptz - taskpool_now() > interval '59 min'",
+                             (delayed.scheduled_for,)).fetchone()[0]
+        assert ahead, "a batch's delay is on the database's clock"
+        assert client.enqueue_many([]) == []
+
+
+def test_a_batch_refuses_a_value_of_the_wrong_type_naming_the_spec(db_url: str, conn) -> None:
+    """What a typed array cannot bind is refused before the call, named as the database names a
+    bad spec (tasks[N]); what it can bind is checked by the database, with its messages."""
+    before = count(conn)
+    with Client.connect(db_url) as client:
+        for spec, message in [
+            ({"role": "analytics_refresh", "priority": "high"}, r"tasks\[1\]: priority must be an integer, not 'high'"),
+            ({"role": "analytics_refresh", "max_retries": True}, r"tasks\[1\]: max_retries must be an integer"),
+            ({"role": "analytics_refresh", "priority": 2**31}, r"tasks\[1\]: priority must be an integer"),
+            ({"role": "analytics_refresh", "dedupe_key": 7}, r"tasks\[1\]: dedupe_key must be a string, not 7"),
+            ({"role": "analytics_refresh", "scheduled_for": "soon"},
+             r"tasks\[1\]: scheduled_for must be a datetime or an ISO 8601 string, not 'soon'"),
+        ]:
+            with pytest.raises(ValueError, match=message):
+                client.enqueue_many([{"role": "analytics_refresh"}, spec])
+        with pytest.raises(pg_errors.NumericValueOutOfRange, match=r"tasks\[1\]: priority 101 is out of range"):
+            client.enqueue_many([{"role": "analytics_refresh"}, {"role": "analytics_refresh", "priority": 101}])
+        with pytest.raises(pg_errors.InvalidParameterValue, match=r"tasks\[0\]: unknown role 'no_such_role'"):
+            client.enqueue_many([{"role": "no_such_role"}])
+
+        def add_colour(spec: dict[str, Any]) -> None:
+            spec["colour"] = "red"
+
+        client.hooks.append(add_colour)
+        with pytest.raises(ValueError, match=r"tasks\[0\]: unknown field 'colour'"):
+            client.enqueue_many([{"role": "analytics_refresh"}])
     assert count(conn) == before
 
 

@@ -2,6 +2,7 @@
 
 BEGIN;
 
-SELECT '_enqueue_specs(jsonb,text,bigint)'::regprocedure;
+SELECT 1 / count(*) FROM pg_catalog.pg_proc
+WHERE oid = '_enqueue_specs(jsonb,text,bigint)'::regprocedure AND prosrc LIKE '%RETURN QUERY SELECT * FROM unnest(_enqueue(%';
 
 ROLLBACK;

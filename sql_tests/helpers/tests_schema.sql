@@ -304,6 +304,21 @@ BEGIN
 END;
 $$;
 
+-- tests.error_of
+-- The SQLSTATE and message of the error a statement raises ('no error' when it raises none), so
+-- that a test compares the errors of two ways to say the same thing.
+CREATE OR REPLACE FUNCTION tests.error_of(sql text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    EXECUTE error_of.sql;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
 -- tests.rejects
 -- Two tests: the statement raises errcode with message (throws_ok), and it left the tables
 -- given as they were (worker_tasks unless told).

@@ -1,0 +1,7 @@
+-- Revert taskpool:_enqueue from pg
+
+BEGIN;
+
+DROP FUNCTION _enqueue(task_spec[], text, bigint, jsonb);
+
+COMMIT;

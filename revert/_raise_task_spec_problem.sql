@@ -1,0 +1,7 @@
+-- Revert taskpool:_raise_task_spec_problem from pg
+
+BEGIN;
+
+DROP FUNCTION _raise_task_spec_problem(text, jsonb, text, bigint, integer);
+
+COMMIT;

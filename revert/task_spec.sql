@@ -1,0 +1,7 @@
+-- Revert taskpool:task_spec from pg
+
+BEGIN;
+
+DROP TYPE task_spec;
+
+COMMIT;
