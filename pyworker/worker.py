@@ -237,10 +237,13 @@ class Worker:
         registry: handlers.Registry = handlers.registry,
         *,
         until_empty: bool = False,
+        batch_runtime: Callable[[Worker], Any] | None = None,
     ) -> None:
         """`until_empty`: drain mode (see drain()): return from run() once a claim made with
         nothing in flight finds nothing, instead of sleeping until a signal; no signal handlers
-        and no listener, so it runs in any thread (a test's)."""
+        and no listener, so it runs in any thread (a test's). `batch_runtime`: what runs the
+        async roles once the worker has registered (`--batch-runtime`: pyworker.admin.batches),
+        its shares of the concurrency taken from the dispatcher's."""
         # A multi-host URL without target_session_attrs may land on a standby: the worker's own
         # connections ask for the primary (warned about at start).
         self._hosts_without_session_attrs = hosts_without_session_attrs(config.database_url)
@@ -271,6 +274,10 @@ class Worker:
         # How many tasks the worker holds at most: --concurrency running, and with a larger
         # --prefetch the rest claimed ahead, waiting their turn.
         self.capacity = max(config.concurrency, config.prefetch)
+        self._concurrency = config.concurrency
+        self._batch_runtime = batch_runtime
+        self._batch: Any = None
+        self._dispatched_roles = self.roles
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
         # Set to heartbeat now rather than at the next interval (a notification that a held task
@@ -395,6 +402,8 @@ class Worker:
         finally:
             # Every completion handed over is recorded before the worker deregisters.
             self._recorder.stop()
+            if self._batch is not None:
+                self._batch.close()
             self._exiting.set()
             self._beat_now.set()
             if self._event_loop is not None:
@@ -451,8 +460,8 @@ class Worker:
 
     def _event_loops(self) -> list[EventLoopThread]:
         """The current event loop, if any, and the replaced ones whose thread still lives."""
-        current = self._event_loop
-        return [loop for loop in (current, *self._retired_loops) if loop is not None and loop.alive]
+        current, batch = self._event_loop, self._batch and self._batch.event_loop
+        return [loop for loop in (current, batch, *self._retired_loops) if loop is not None and loop.alive]
 
     def _event_loop_lag(self) -> float:
         """The metric: the longest lag of the worker's event loops, 0 with none."""
@@ -523,17 +532,23 @@ class Worker:
             raise ConfigurationError(str(error)) from error
         if registrations is None:
             return False
-        try:
-            for registration in registrations:
-                self._check_settings(registration)
-        except ConfigurationError:
-            self._deregister()
-            raise
         for registration in registrations:
             state = self._role_states[registration["role"]]
             state.run_timeout = registration["run_timeout"].total_seconds()
             state.stale_threshold = registration["stale_threshold"].total_seconds()
         self._one_run_timeout = len({state.run_timeout for state in self._role_states.values()}) == 1
+        try:
+            for registration in registrations:
+                self._check_settings(registration)
+            # Its claims begin at once: the roles' run timeouts are known by now.
+            self._batch = self._batch_runtime and self._batch_runtime(self)
+        except ConfigurationError:
+            self._deregister()
+            raise
+        if self._batch is not None:
+            self._dispatched_roles = tuple(role for role in self.roles if role not in self._batch.roles)
+            self._concurrency -= sum(map(config.share, self._batch.roles))
+            self.capacity = max(self._concurrency, config.prefetch)
         if len(self.roles) == 1:
             log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
         else:
@@ -658,6 +673,8 @@ class Worker:
             # Drained before looking, so that whatever rings after the look wakes the wait below.
             self._doorbell.drain()
             now = self._last_turn = time.monotonic()
+            if self._batch is not None and self._batch.failed is not None:
+                raise self._batch.failed
             self._collect(now)
             self._watch(now)
             if self._recorder.flush_due(now):
@@ -665,7 +682,9 @@ class Worker:
             if self.stopping:
                 if self._waiting:
                     self._hand_back_waiting("the worker is stopping")
-                if not self._running:
+                if self._batch is not None:
+                    self._batch.stop()
+                if not self._running and (self._batch is None or self._batch.quiet):
                     break
             else:
                 self._check_threads(now)
@@ -687,10 +706,11 @@ class Worker:
                 # Drained: nothing in flight, and a claim made with nothing in flight found
                 # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
                 # snooze due now) may have made tasks ready: claim again at once.
-                if all(state.idle and not state.held_at_claim for state in self._role_states.values()):
+                if (self._batch is None or self._batch.quiet) and all(state.idle and not state.held_at_claim for state in self._role_states.values()):
                     break
-                self._notify(self.roles)
-                continue
+                if self._batch is None or not self._batch.claiming:
+                    self._notify(self.roles)
+                    continue
             self._doorbell.wait(min(self._sleep_time(time.monotonic()), LOOP_TURN_MAX_SECONDS))
         self._recorder.flush()
 
@@ -746,7 +766,7 @@ class Worker:
         state = self._role_states[role]
         return min(
             state.share - state.held,
-            self.config.concurrency - len(self._running) - len(self._waiting),
+            self._concurrency - len(self._running) - len(self._waiting),
             self._unrecorded_room(),
         )
 
@@ -779,7 +799,9 @@ class Worker:
     def _claim_roles(self, now: float) -> bool:
         """Claim for each role that has room and may have tasks, each role first in turn; True
         when tasks came."""
-        roles = self.roles
+        roles = self._dispatched_roles
+        if not roles:
+            return False
         self._claim_turn = (self._claim_turn + 1) % len(roles)
         claimed = False
         for role in roles[self._claim_turn :] + roles[: self._claim_turn]:
@@ -847,36 +869,15 @@ class Worker:
             self._waiting.append(task)
             self._waiting_ids.add(task.id)
             self._role_states[task.role].waiting += 1
-        if len(tasks) == 1:
-            self._log_claimed(tasks[0])
-        else:
-            log.info(
-                "Claimed %d tasks (%s)",
-                len(tasks),
-                ", ".join(str(task.id) for task in tasks),
-                extra=event("tasks_claimed"),
-            )
+        log_claimed(tasks)
         self._begin_waiting(now)
-
-    @staticmethod
-    def _log_claimed(task: Task) -> None:
-        if task.dispensary_id is None:
-            log.info("Claimed task %s (%s)", task.id, task.role, extra=event("task_claimed", task_id=task.id))
-        else:
-            log.info(
-                "Claimed task %s (%s) for dispensary %s",
-                task.id,
-                task.role,
-                task.dispensary_id,
-                extra=event("task_claimed", task_id=task.id),
-            )
 
     def _begin_waiting(self, now: float) -> None:
         """Begin the tasks waiting their turn, in the order claimed, as their roles' shares allow."""
-        if not self._waiting or len(self._running) >= self.config.concurrency:
+        if not self._waiting or len(self._running) >= self._concurrency:
             return
         blocked: list[Task] = []
-        while self._waiting and len(self._running) < self.config.concurrency and not self._claiming_paused:
+        while self._waiting and len(self._running) < self._concurrency and not self._claiming_paused:
             task = self._waiting.popleft()
             state = self._role_states[task.role]
             if state.running >= state.share:
@@ -1072,6 +1073,8 @@ class Worker:
             self._wind_down(attempt, now)
         if self.stopping and not self._grace_over and now >= self._stop_requested_at + self.config.shutdown_grace:
             self._grace_over = True
+            if self._batch is not None:
+                self._batch.shutdown()
             for attempt in list(self._running.values()):
                 # Handed back only when the shutdown is why the attempt stops: one that timed out
                 # (or was cancelled, or lost) meanwhile ends as that says.
@@ -1210,6 +1213,9 @@ class Worker:
                     extra=event("task_aborted", task_id=task.id),
                 )
                 task.abort.fire(reason)
+                if self._batch is not None and task.id in self._batch.running:
+                    self._batch.abort(task)
+                    continue
                 self._aborted.put(task.id)
                 self._doorbell.ring()
 
@@ -1237,7 +1243,7 @@ class Worker:
 
     def _undecided(self, task: Task) -> bool:
         """The task waits its turn or its handler runs (read from another thread: lookups only)."""
-        if task.id in self._waiting_ids:
+        if task.id in self._waiting_ids or (self._batch is not None and task.id in self._batch.running):
             return True
         attempt = self._running.get(task.id)
         return attempt is not None and attempt.task is task
@@ -1321,10 +1327,12 @@ class Worker:
         """Claim the roles' tasks again at once (called from the listener thread)."""
         for role in roles:
             self._role_states[role].notified = True
+        if self._batch is not None:
+            self._batch.wake(roles)
         self._doorbell.ring()
 
 
-def run_worker(config: WorkerConfig) -> int:
+def run_worker(config: WorkerConfig, batch_runtime: Callable[[Worker], Any] | None = None) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     warn_if_pid_1()
@@ -1334,7 +1342,7 @@ def run_worker(config: WorkerConfig) -> int:
     environment.export(WORKER_ID_ENVVAR, config.worker_id)
     environment.export(POOLED_ENVVAR, "1" if config.pooled else None)
     handlers.load(config.handler_modules)
-    worker = Worker(config)
+    worker = Worker(config, batch_runtime=batch_runtime)
     try:
         return worker.run()
     except Exception as error:
@@ -1342,6 +1350,17 @@ def run_worker(config: WorkerConfig) -> int:
             raise
         # Not a refusal to start: the CLI logs it as the failure of a running worker.
         raise WorkerFailed(f"worker {config.worker_id} stopped on an error: {describe(error)}") from error
+
+
+def log_claimed(tasks: list[Task]) -> None:
+    """One line a claim: a line a task costs a drain of short tasks dearly."""
+    if len(tasks) > 1:
+        ids = ", ".join(str(task.id) for task in tasks)
+        log.info("Claimed %d tasks (%s)", len(tasks), ids, extra=event("tasks_claimed"))
+        return
+    (task,) = tasks
+    where = "" if task.dispensary_id is None else f" for dispensary {task.dispensary_id}"
+    log.info("Claimed task %s (%s)%s", task.id, task.role, where, extra=event("task_claimed", task_id=task.id))
 
 
 class DrainTimeout(TimeoutError):
@@ -1355,6 +1374,7 @@ def drain(
     *,
     timeout: float = 60.0,
     worker_id: str | None = None,
+    batch_runtime: Callable[[Worker], Any] | None = None,
     **settings: Any,
 ) -> int:
     """Run a real worker in this thread until no task of `roles` is ready; how many attempts ran.
@@ -1364,7 +1384,7 @@ def drain(
     when nothing is ready *now*: tasks scheduled for later (a retry's backoff, a snooze, a
     scheduled_for) stay pending; move the clock (set_taskpool_clock_offset) and drain again to
     run them. `settings` are WorkerConfig's (concurrency, prefetch, heartbeat_interval: 1 s here,
-    shutdown_grace: 0 s here). While it runs, DATABASE_URL and TASKPOOL_WORKER_ID in os.environ name the
+    shutdown_grace: 0 s here); `batch_runtime`: Worker's. While it runs, DATABASE_URL and TASKPOOL_WORKER_ID in os.environ name the
     worker's database and id, as for a worker process. DrainTimeout after `timeout` seconds, once
     the worker has stopped as on SIGTERM (its running task aborted and handed back).
     """
@@ -1388,7 +1408,7 @@ def drain(
     os.environ["DATABASE_URL"] = database_url
     environment.export(WORKER_ID_ENVVAR, worker_id)
     try:
-        worker = Worker(config, registry, until_empty=True)
+        worker = Worker(config, registry, until_empty=True, batch_runtime=batch_runtime)
         timer = threading.Timer(timeout, worker.request_stop)
         timer.daemon = True
         timer.start()
@@ -1402,7 +1422,7 @@ def drain(
                 f"drain: the queue was not empty after {timeout:g} s"
                 + (f" (role {busy} still had work)" if busy else "")
             )
-        return worker.taken
+        return worker.taken + (worker._batch.taken if worker._batch is not None else 0)
     finally:
         for name, value in saved.items():
             if value is None:

@@ -535,6 +535,15 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     " With --processes M, worker i of M serves PORT+i-1.",
 )
 @click.option(
+    "--batch-runtime",
+    envvar="TASKPOOL_BATCH_RUNTIME",
+    show_envvar=True,
+    is_flag=True,
+    default=False,
+    help="Run the roles whose handlers are async on one event loop that claims up to a role's share"
+    " a call and records outcomes once per turn (docs/worker.md); sync roles keep their threads.",
+)
+@click.option(
     "--loop-block-limit-seconds",
     envvar="TASKPOOL_LOOP_BLOCK_LIMIT_SECONDS",
     cls=RenamedVariableOption,
@@ -598,7 +607,10 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
-        code = importlib.import_module("pyworker.worker").run_worker(config)
+        batch_runtime = (
+            importlib.import_module("pyworker.admin.batches").start_batch_runtime if worker["batch_runtime"] else None
+        )
+        code = importlib.import_module("pyworker.worker").run_worker(config, batch_runtime)
     else:
         code = importlib.import_module("pyworker.admin.supervisor").run_workers(
             config, worker["processes"], settings.worker_environment(ctx)
