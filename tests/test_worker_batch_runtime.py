@@ -169,3 +169,13 @@ def test_the_batch_runtime_refuses_what_it_cannot_run(
     assert code != 0, log
     assert message in log
     assert fetch_one(batch_role, "SELECT count(*) FROM task_workers WHERE worker_id LIKE 'batch-refused%'")[0] == 0
+
+
+def test_an_idle_batch_role_wakes_on_the_enqueue_s_notification(batch_role: psycopg.Connection, workers: Workers) -> None:
+    pool = batch_role
+    # Polling every two minutes: only the notification can wake it in time.
+    worker = workers.start("test_batch", "batch-wake", poll_ms=120_000, concurrency=10, handlers=HANDLERS, args=BATCH)
+    wait_for(lambda: fetch_one(pool, "SELECT count(*) FROM task_worker_waits WHERE worker_id = 'batch-wake'")[0], 10,
+             "the idle worker to ask for a wake-up", also=worker.describe)
+    task_id = enqueue(pool, "test_batch")
+    wait_for_status(pool, task_id, "completed", 10, also=worker.describe)
