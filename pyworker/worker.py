@@ -1045,13 +1045,7 @@ class Worker:
                     continue
                 # The attempt ends here, as the abort says, whatever the handler does later: it
                 # keeps its thread, and the pool starts another for the next task.
-                log.warning(
-                    "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
-                    task.id,
-                    ABORT_WIND_DOWN_SECONDS,
-                    task.abort.reason,
-                    extra=event("handler_left_behind", task_id=task.id),
-                )
+                log_left_behind(task)
                 self._end(attempt, Outcome(), now)
         timed_out = []
         for attempt in self._running.values():
@@ -1361,6 +1355,14 @@ def log_claimed(tasks: list[Task]) -> None:
     (task,) = tasks
     where = "" if task.dispensary_id is None else f" for dispensary {task.dispensary_id}"
     log.info("Claimed task %s (%s)%s", task.id, task.role, where, extra=event("task_claimed", task_id=task.id))
+
+
+def log_left_behind(task: Task) -> None:
+    """The aborted attempt ends without its handler, which runs on."""
+    log.warning(
+        "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
+        task.id, ABORT_WIND_DOWN_SECONDS, task.abort.reason, extra=event("handler_left_behind", task_id=task.id),
+    )
 
 
 class DrainTimeout(TimeoutError):

@@ -11,8 +11,9 @@ heartbeat thread beats their tasks (held with the others' until recorded) and ab
 through abort(); its listener wakes them through wake(); its dispatcher stops them (stop(), at
 the end of the grace shutdown()), and waits for quiet before it deregisters.
 
-Each role runs up to its share (`--role R=N`, else --concurrency) and holds at most twice that
-from claim to recorded outcome; --prefetch does not apply. One timer a batch watches the run
+Each role runs up to its share (`--role R=N`, else --concurrency) and holds at most that plus two
+recording batches (2 x COMPLETION_BATCH_MAX) from claim to recorded outcome, as the threaded
+runtime does; --prefetch does not apply. One timer a batch watches the run
 timeout of all its tasks. A handler that blocks this loop holds up every task on it: /healthz
 fails naming it, but no new loop replaces this one as the threaded runtime's does: run handlers
 that may block without --batch-runtime.
@@ -39,11 +40,11 @@ from pyworker.db import Database, UnreadableJson
 from pyworker import handlers
 from pyworker.errors import ConfigurationError, DatabaseUnavailable, NotFound
 from pyworker.logs import event
-from pyworker.outcomes import OutcomeRecorder
+from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.runtime import Unavailability
 from pyworker.task import Task
 
-from pyworker.worker import Worker, log_claimed
+from pyworker.worker import Worker, log_claimed, log_left_behind
 
 log = logging.getLogger("pyworker")
 T = TypeVar("T")
@@ -78,6 +79,9 @@ class BatchRuntime:
         # of this turn of the loop; each role's tasks from claim to recorded outcome.
         self.running: dict[int, Running] = {}
         self._ended: list[tuple[Task, Outcome]] = []
+        # Outcomes ended while a recording was under way, recorded together when it is done.
+        self._unrecorded: list[tuple[Task, Outcome]] = []
+        self._recording = False
         self._in_hand = dict.fromkeys(roles, 0)
         # Claims under way (the dispatcher waits for none before it leaves); an error that ended
         # the runtime (the dispatcher raises it).
@@ -167,7 +171,7 @@ class BatchRuntime:
         share = config.share(role)
         unavailable = Unavailability("claim")
         while True:
-            want = min(share - state.running, 2 * share - self._in_hand[role])
+            want = min(share - state.running, share + 2 * COMPLETION_BATCH_MAX - self._in_hand[role])
             if want <= 0 and not self._stopping:
                 self._room.clear()
                 await self._room.wait()
@@ -259,7 +263,15 @@ class BatchRuntime:
         self._room.set()
 
     def _flush(self) -> None:
-        ended, self._ended = self._ended, []
+        """The turn is over: record its outcomes, or when a recording is under way, keep them
+        for the next, which takes all that ended meanwhile (fewer, larger complete_tasks calls
+        when the database is slower than the handlers)."""
+        self._unrecorded += self._ended
+        self._ended = []
+        if self._recording or not self._unrecorded:
+            return
+        ended, self._unrecorded = self._unrecorded, []
+        self._recording = True
         recorded = self.loop.run_in_executor(self._records, self._record, ended)
         recorded.add_done_callback(lambda recorded: self._recorded(ended, recorded))
 
@@ -281,6 +293,8 @@ class BatchRuntime:
             log.error("Recording outcomes failed: %s", recorded.exception(), extra=event("outcome_not_stored"))
         for task, _outcome in ended:
             self._in_hand[task.role] -= 1
+        self._recording = False
+        self._flush()
         self._room.set()
         self.worker._doorbell.ring()
 
@@ -304,13 +318,7 @@ class BatchRuntime:
     def _give_up(self, attempt: Running) -> None:
         task = attempt.task
         if self.running.get(task.id) is attempt:
-            log.warning(
-                "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
-                task.id,
-                ABORT_WIND_DOWN_SECONDS,
-                task.abort.reason,
-                extra=event("handler_left_behind", task_id=task.id),
-            )
+            log_left_behind(task)
             task.lease.abandon()
             self._end(attempt, Outcome())
 
