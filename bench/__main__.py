@@ -29,16 +29,16 @@ from testkit.env import server_url
 from testkit.pgbouncer import version as pgbouncer_version
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-GROUPS = ("ceilings", "cycle", "drain", "drain-batched", "wakeup", "enqueue", "depth", "history", "io-bound",
+GROUPS = ("ceilings", "cycle", "drain", "drain-batched", "drain-batch-runtime", "wakeup", "enqueue", "depth", "history", "io-bound",
           "retention")
 GROUP_LABELS = {
     "ceilings": "1 ceilings", "cycle": "9 SQL cycle", "drain": "2 drain, --concurrency 8",
-    "drain-batched": "3 drain, --prefetch",
+    "drain-batched": "3 drain, --prefetch", "drain-batch-runtime": "3b drain, --batch-runtime",
     "wakeup": "4 wake-up latency", "enqueue": "5 enqueue", "depth": "6 depth", "history": "7 history",
     "io-bound": "10 I/O-bound drain", "retention": "11 drain while pruning",
 }
 # The ceilings each group compares with: asking for the group measures them too.
-NEEDS_CEILINGS = {"cycle", "drain", "drain-batched", "enqueue"}
+NEEDS_CEILINGS = {"cycle", "drain", "drain-batched", "drain-batch-runtime", "enqueue"}
 
 
 @dataclasses.dataclass
@@ -103,6 +103,18 @@ def drain_rows(run: Run, batched: bool) -> list[Row]:
                      "first claimed_at to last completed_at")]
     rows.append(_rss_row(f"rss_{key}", f"8 worker peak RSS, drain {label}", samples, 60))
     return rows
+
+
+def drain_batch_runtime_rows(run: Run) -> list[Row]:
+    label = f"--batch-runtime --concurrency {figures.BATCH_RUNTIME_CONCURRENCY}"
+    samples = [figures.drain_batch_runtime(run.server, run.plan, run.log_dir) for _ in _reps(run, f"drain, {label}")]
+    return [
+        Row("drain_batch_runtime", f"3b drain, {label}", "tasks/s", Stat([s.rate for s in samples]),
+            ceiling_name="(c)", ceiling=run.ceilings.get("c"), target=Target(">=", 0.6, "ratio"),
+            note=f"{run.plan.drain_tasks:,} tasks, ONE pyworker process, no-op async handler; "
+                 "first claimed_at to last completed_at"),
+        _rss_row("rss_drain_batch_runtime", f"8 worker peak RSS, drain {label}", samples, 60),
+    ]
 
 
 def _rss_row(key: str, figure: str, samples: list[figures.DrainSample], bound: float) -> Row:
@@ -254,6 +266,8 @@ def run_group(name: str, run: Run) -> list[Row]:
             return ceiling_rows(run)
         if name in ("drain", "drain-batched"):
             return drain_rows(run, batched=name == "drain-batched")
+        if name == "drain-batch-runtime":
+            return drain_batch_runtime_rows(run)
         return {"cycle": cycle_rows, "wakeup": wakeup_rows, "enqueue": enqueue_rows, "depth": depth_rows,
                 "history": history_rows, "io-bound": io_bound_rows, "retention": retention_rows}[name](run)
     except Exception as error:  # noqa: BLE001 - reported in the table, with the traceback on stderr

@@ -174,6 +174,16 @@ def drain(server: Server, plan: Plan, log_dir: Path, prefetch: int | None) -> Dr
     return _drain_one_process(server, log_dir, "bench_noop", plan.drain_tasks, plan.workers, extra)
 
 
+# The batch runtime's drain: its share claimed a call (docs/worker.md#the-batch-runtime).
+BATCH_RUNTIME_CONCURRENCY = 500
+
+
+def drain_batch_runtime(server: Server, plan: Plan, log_dir: Path) -> DrainSample:
+    """One `pyworker --batch-runtime --concurrency 500` process drains drain_tasks no-op async tasks."""
+    return _drain_one_process(server, log_dir, "bench_noop_async", plan.drain_tasks, BATCH_RUNTIME_CONCURRENCY,
+                              ["--batch-runtime", *plan.worker_args])
+
+
 def drain_io_bound(server: Server, plan: Plan, log_dir: Path, roles: Sequence[str] = ("bench_sleep",)) -> DrainSample:
     """One `pyworker --concurrency 200` process drains io_tasks tasks whose handler sleeps; with
     several roles, one process serves them all (`--role a --role b`), the tasks split evenly."""

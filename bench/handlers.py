@@ -1,6 +1,7 @@
 """The benchmark's handlers, loaded by the worker processes it starts (--handlers bench.handlers).
 
-- bench_noop: does nothing; the drain figures measure the queue, not the work.
+- bench_noop: does nothing; the drain figures measure the queue, not the work. bench_noop_async
+  too, an `async def`, for the batch runtime's drain.
 - bench_sleep: sleeps BENCH_SLEEP_MS (100 ms by default), as an I/O-bound handler waits on the
   network; the I/O-bound figure measures how many a process keeps in flight. bench_sleep_other
   too: a worker serving both roles keeps both in flight.
@@ -20,6 +21,11 @@ from pyworker.handlers import handler
 
 @handler("bench_noop")
 def noop(task: Task) -> None:
+    return None
+
+
+@handler("bench_noop_async")
+async def noop_async(task: Task) -> None:
     return None
 
 

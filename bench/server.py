@@ -30,7 +30,7 @@ OTHER_DB = "taskpool_bench_other"  # the second database of the depth and histor
 PGBENCH_DB = "taskpool_bench_pgbench"
 
 # The roles the bench's handlers serve (bench/handlers.py), added to the template.
-BENCH_ROLES = ("bench_noop", "bench_sleep", "bench_sleep_other", "bench_wakeup")
+BENCH_ROLES = ("bench_noop", "bench_noop_async", "bench_sleep", "bench_sleep_other", "bench_wakeup")
 
 class BenchError(Exception):
     """A step of the bench failed; the message says which and why."""

@@ -214,15 +214,18 @@ class OutcomeRecorder:
                     batch += more
                 if batch is None:
                     break
-                for first in range(0, len(batch), COMPLETION_BATCH_MAX):
-                    try:
-                        self._record_completions(batch[first : first + COMPLETION_BATCH_MAX], db)
-                    except Exception as error:  # noqa: BLE001 - the next batches must still be recorded
-                        log.error("Recording completions failed: %s", describe(error), extra=event("outcome_not_stored"))
+                self._record_batches(batch, db)
                 # Room to claim again, if the unrecorded outcomes had filled it.
                 self._doorbell.ring()
         finally:
             db.close()
+
+    def _record_batches(self, completions: list[Completed], db: Database) -> None:
+        for first in range(0, len(completions), COMPLETION_BATCH_MAX):
+            try:
+                self._record_completions(completions[first : first + COMPLETION_BATCH_MAX], db)
+            except Exception as error:  # noqa: BLE001 - the next batches must still be recorded
+                log.error("Recording completions failed: %s", describe(error), extra=event("outcome_not_stored"))
 
     def _record_completions(self, completions: list[Completed], db: Database) -> None:
         """Record completions in one call; one by one if the database refuses it."""

@@ -240,12 +240,15 @@ class Worker:
         *,
         until_empty: bool = False,
         serve_probes: ProbeServing | None = None,
+        batch_runtime: Callable[[Worker], Any] | None = None,
     ) -> None:
         """`until_empty`: drain mode (pyworker.testing.drain): return from run() once a claim
         made with nothing in flight finds nothing, instead of sleeping until a signal; no signal
         handlers and no listener, so it runs in any thread (a test's). `serve_probes`: what
         serves the probes of config.metrics_port (pyworker.admin.probes.serve), from before the
-        worker registers until it has stopped."""
+        worker registers until it has stopped. `batch_runtime`: what runs the async roles once
+        the worker has registered (`--batch-runtime`: pyworker.admin.batches), its shares of the
+        concurrency taken from the dispatcher's."""
         if config.metrics_port is not None and serve_probes is None:
             raise ConfigurationError(
                 f"metrics port {config.metrics_port}: nothing serves the probes"
@@ -282,6 +285,10 @@ class Worker:
         # How many tasks the worker holds at most: --concurrency running, and with a larger
         # --prefetch the rest claimed ahead, waiting their turn.
         self.capacity = max(config.concurrency, config.prefetch)
+        self._concurrency = config.concurrency
+        self._batch_runtime = batch_runtime
+        self._batch: Any = None
+        self._dispatched_roles = self.roles
         self._doorbell = Doorbell()
         self._exiting = threading.Event()
         # Set to heartbeat now rather than at the next interval (a notification that a held task
@@ -438,8 +445,8 @@ class Worker:
 
     def _event_loops(self) -> list[EventLoopThread]:
         """The current event loop, if any, and the replaced ones whose thread still lives."""
-        current = self._event_loop
-        return [loop for loop in (current, *self._retired_loops) if loop is not None and loop.alive]
+        current, batch = self._event_loop, self._batch and self._batch.event_loop
+        return [loop for loop in (current, batch, *self._retired_loops) if loop is not None and loop.alive]
 
     def _event_loop_lag(self) -> float:
         """The metric: the longest lag of the worker's event loops, 0 with none."""
@@ -510,17 +517,23 @@ class Worker:
             raise ConfigurationError(str(error)) from error
         if registrations is None:
             return False
-        try:
-            for registration in registrations:
-                self._check_settings(registration)
-        except ConfigurationError:
-            self._deregister()
-            raise
         for registration in registrations:
             state = self._role_states[registration["role"]]
             state.run_timeout = registration["run_timeout"].total_seconds()
             state.stale_threshold = registration["stale_threshold"].total_seconds()
         self._one_run_timeout = len({state.run_timeout for state in self._role_states.values()}) == 1
+        try:
+            for registration in registrations:
+                self._check_settings(registration)
+            # Its claims begin at once: the roles' run timeouts are known by now.
+            self._batch = self._batch_runtime and self._batch_runtime(self)
+        except ConfigurationError:
+            self._deregister()
+            raise
+        if self._batch is not None:
+            self._dispatched_roles = tuple(role for role in self.roles if role not in self._batch.roles)
+            self._concurrency -= sum(map(config.share, self._batch.roles))
+            self.capacity = max(self._concurrency, config.prefetch)
         if len(self.roles) == 1:
             log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
         else:
@@ -650,6 +663,8 @@ class Worker:
             # Drained before looking, so that whatever rings after the look wakes the wait below.
             self._doorbell.drain()
             now = self._last_turn = time.monotonic()
+            if self._batch is not None and self._batch.failed is not None:
+                raise self._batch.failed
             self._collect(now)
             self._watch(now)
             if self._recorder.flush_due(now):
@@ -657,7 +672,9 @@ class Worker:
             if self.stopping:
                 if self._waiting:
                     self._hand_back_waiting("the worker is stopping")
-                if not self._running:
+                if self._batch is not None:
+                    self._batch.stop()
+                if not self._running and (self._batch is None or self._batch.quiet):
                     break
             else:
                 self._check_threads(now)
@@ -679,10 +696,11 @@ class Worker:
                 # Drained: nothing in flight, and a claim made with nothing in flight found
                 # nothing. Else outcomes recorded since the last claim (follow-ups, a retry or a
                 # snooze due now) may have made tasks ready: claim again at once.
-                if all(state.idle and not state.held_at_claim for state in self._role_states.values()):
+                if (self._batch is None or self._batch.quiet) and all(state.idle and not state.held_at_claim for state in self._role_states.values()):
                     break
-                self._notify(self.roles)
-                continue
+                if self._batch is None or not self._batch.claiming:
+                    self._notify(self.roles)
+                    continue
             self._doorbell.wait(min(self._sleep_time(time.monotonic()), LOOP_TURN_MAX_SECONDS))
         self._recorder.flush()
 
@@ -738,7 +756,7 @@ class Worker:
         state = self._role_states[role]
         return min(
             state.share - state.held,
-            self.config.concurrency - len(self._running) - len(self._waiting),
+            self._concurrency - len(self._running) - len(self._waiting),
             self._unrecorded_room(),
         )
 
@@ -771,7 +789,9 @@ class Worker:
     def _claim_roles(self, now: float) -> bool:
         """Claim for each role that has room and may have tasks, each role first in turn; True
         when tasks came."""
-        roles = self.roles
+        roles = self._dispatched_roles
+        if not roles:
+            return False
         self._claim_turn = (self._claim_turn + 1) % len(roles)
         claimed = False
         for role in roles[self._claim_turn :] + roles[: self._claim_turn]:
@@ -839,36 +859,15 @@ class Worker:
             self._waiting.append(task)
             self._waiting_ids.add(task.id)
             self._role_states[task.role].waiting += 1
-        if len(tasks) == 1:
-            self._log_claimed(tasks[0])
-        else:
-            log.info(
-                "Claimed %d tasks (%s)",
-                len(tasks),
-                ", ".join(str(task.id) for task in tasks),
-                extra=event("tasks_claimed"),
-            )
+        log_claimed(tasks)
         self._begin_waiting(now)
-
-    @staticmethod
-    def _log_claimed(task: Task) -> None:
-        if task.dispensary_id is None:
-            log.info("Claimed task %s (%s)", task.id, task.role, extra=event("task_claimed", task_id=task.id))
-        else:
-            log.info(
-                "Claimed task %s (%s) for dispensary %s",
-                task.id,
-                task.role,
-                task.dispensary_id,
-                extra=event("task_claimed", task_id=task.id),
-            )
 
     def _begin_waiting(self, now: float) -> None:
         """Begin the tasks waiting their turn, in the order claimed, as their roles' shares allow."""
-        if not self._waiting or len(self._running) >= self.config.concurrency:
+        if not self._waiting or len(self._running) >= self._concurrency:
             return
         blocked: list[Task] = []
-        while self._waiting and len(self._running) < self.config.concurrency and not self._claiming_paused:
+        while self._waiting and len(self._running) < self._concurrency and not self._claiming_paused:
             task = self._waiting.popleft()
             state = self._role_states[task.role]
             if state.running >= state.share:
@@ -1036,13 +1035,7 @@ class Worker:
                     continue
                 # The attempt ends here, as the abort says, whatever the handler does later: it
                 # keeps its thread, and the pool starts another for the next task.
-                log.warning(
-                    "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
-                    task.id,
-                    ABORT_WIND_DOWN_SECONDS,
-                    task.abort.reason,
-                    extra=event("handler_left_behind", task_id=task.id),
-                )
+                log_left_behind(task)
                 self._end(attempt, Outcome(), now)
         timed_out = []
         for attempt in self._running.values():
@@ -1064,6 +1057,8 @@ class Worker:
             self._wind_down(attempt, now)
         if self.stopping and not self._grace_over and now >= self._stop_requested_at + self.config.shutdown_grace:
             self._grace_over = True
+            if self._batch is not None:
+                self._batch.shutdown()
             for attempt in list(self._running.values()):
                 # Handed back only when the shutdown is why the attempt stops: one that timed out
                 # (or was cancelled, or lost) meanwhile ends as that says.
@@ -1202,6 +1197,9 @@ class Worker:
                     extra=event("task_aborted", task_id=task.id),
                 )
                 task.abort.fire(reason)
+                if self._batch is not None and task.id in self._batch.running:
+                    self._batch.abort(task)
+                    continue
                 self._aborted.put(task.id)
                 self._doorbell.ring()
 
@@ -1229,7 +1227,7 @@ class Worker:
 
     def _undecided(self, task: Task) -> bool:
         """The task waits its turn or its handler runs (read from another thread: lookups only)."""
-        if task.id in self._waiting_ids:
+        if task.id in self._waiting_ids or (self._batch is not None and task.id in self._batch.running):
             return True
         attempt = self._running.get(task.id)
         return attempt is not None and attempt.task is task
@@ -1313,10 +1311,14 @@ class Worker:
         """Claim the roles' tasks again at once (called from the listener thread)."""
         for role in roles:
             self._role_states[role].notified = True
+        if self._batch is not None:
+            self._batch.wake(roles)
         self._doorbell.ring()
 
 
-def run_worker(config: WorkerConfig, serve_probes: ProbeServing | None = None) -> int:
+def run_worker(
+    config: WorkerConfig, serve_probes: ProbeServing | None = None, batch_runtime: Callable[[Worker], Any] | None = None
+) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     warn_if_pid_1()
@@ -1326,7 +1328,7 @@ def run_worker(config: WorkerConfig, serve_probes: ProbeServing | None = None) -
     environment.export(WORKER_ID_ENVVAR, config.worker_id)
     environment.export(POOLED_ENVVAR, "1" if config.pooled else None)
     handlers.load(config.handler_modules)
-    worker = Worker(config, serve_probes=serve_probes)
+    worker = Worker(config, serve_probes=serve_probes, batch_runtime=batch_runtime)
     try:
         return worker.run()
     except Exception as error:
@@ -1334,3 +1336,22 @@ def run_worker(config: WorkerConfig, serve_probes: ProbeServing | None = None) -
             raise
         # Not a refusal to start: the CLI logs it as the failure of a running worker.
         raise WorkerFailed(f"worker {config.worker_id} stopped on an error: {describe(error)}") from error
+
+
+def log_claimed(tasks: list[Task]) -> None:
+    """One line a claim: a line a task costs a drain of short tasks dearly."""
+    if len(tasks) > 1:
+        ids = ", ".join(str(task.id) for task in tasks)
+        log.info("Claimed %d tasks (%s)", len(tasks), ids, extra=event("tasks_claimed"))
+        return
+    (task,) = tasks
+    where = "" if task.dispensary_id is None else f" for dispensary {task.dispensary_id}"
+    log.info("Claimed task %s (%s)%s", task.id, task.role, where, extra=event("task_claimed", task_id=task.id))
+
+
+def log_left_behind(task: Task) -> None:
+    """The aborted attempt ends without its handler, which runs on."""
+    log.warning(
+        "Task %s: its handler did not stop within %.0f s of the abort (%s): leaving it behind",
+        task.id, ABORT_WIND_DOWN_SECONDS, task.abort.reason, extra=event("handler_left_behind", task_id=task.id),
+    )

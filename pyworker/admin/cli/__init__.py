@@ -463,6 +463,13 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     " With --processes M, worker i of M serves PORT+i-1.",
 )
 @worker_option(
+    "--batch-runtime",
+    is_flag=True,
+    default=False,
+    help="Run the roles whose handlers are async on one event loop that claims up to a role's share"
+    " a call and records outcomes once per turn (docs/worker.md); sync roles keep their threads.",
+)
+@worker_option(
     "--loop-block-limit-seconds",
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_LOOP_BLOCK_LIMIT,
@@ -519,7 +526,10 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
     if worker["processes"] == 1:
         # The probes' HTTP server only when asked for: a worker without it loads none.
         serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
-        code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes)
+        batch_runtime = (
+            importlib.import_module("pyworker.admin.batches").start_batch_runtime if worker["batch_runtime"] else None
+        )
+        code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes, batch_runtime)
     else:
         supervisor = importlib.import_module("pyworker.admin.supervisor")
         code = supervisor.run_workers(config, worker["processes"], supervisor.worker_environment(settings, ctx))

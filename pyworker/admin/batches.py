@@ -1,0 +1,372 @@
+"""The batch runtime (`pyworker --role R --batch-runtime`): a worker's async roles on one event
+loop that claims up to a role's share of tasks a call, runs their handlers as asyncio tasks and
+records their outcomes once per turn of the loop, with no thread hand-off per task.
+
+The loop hands its database calls to two threads of its own, one call a batch: claims (and the
+marks that ask for a wake-up) to one, outcomes to the other (an OutcomeRecorder of its own: the
+completions in one complete_tasks call, failures and snoozes one by one as the threaded runtime
+records them). A claim and a recording overlap, and the loop runs handlers while either waits.
+The worker (pyworker/worker.py) keeps its contract for these roles as for its others: its
+heartbeat thread beats their tasks (held with the others' until recorded) and aborts them
+through abort(); its listener wakes them through wake(); its dispatcher stops them (stop(), at
+the end of the grace shutdown()), and waits for quiet before it deregisters.
+
+Each role runs up to its share (`--role R=N`, else --concurrency) and holds at most that plus two
+recording batches (2 x COMPLETION_BATCH_MAX) from claim to recorded outcome, as the threaded
+runtime does; --prefetch does not apply. One timer a batch watches the run
+timeout of all its tasks. A handler that blocks this loop holds up every task on it: /healthz
+fails naming it, but no new loop replaces this one as the threaded runtime's does: run handlers
+that may block without --batch-runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pyworker.attempts import (
+    ABORT_WIND_DOWN_SECONDS,
+    EventLoopThread,
+    Outcome,
+    async_outcome,
+    run_attempt_async,
+)
+from pyworker.db import Database, UnreadableJson
+from pyworker import handlers
+from pyworker.errors import ConfigurationError, DatabaseUnavailable, NotFound
+from pyworker.logs import event
+from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
+from pyworker.runtime import Unavailability
+from pyworker.task import Task
+
+from pyworker.worker import Worker, log_claimed, log_left_behind
+
+log = logging.getLogger("pyworker")
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Batch:
+    """The tasks of one claim that still run, and the timer of their common run timeout."""
+
+    left: int
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(eq=False)
+class Running:
+    task: Task
+    started: float
+    batch: Batch
+    future: asyncio.Task = field(init=False)
+    winding_down: bool = False
+
+
+class BatchRuntime:
+    """The runtime of the roles `roles` (async handlers) of `worker`."""
+
+    def __init__(self, worker: Worker, roles: tuple[str, ...]) -> None:
+        self.worker = worker
+        self.roles = frozenset(roles)
+        config = worker.config
+        self.taken = 0
+        # The attempts that run, by task id (the heartbeat thread looks them up); the outcomes
+        # of this turn of the loop; each role's tasks from claim to recorded outcome.
+        self.running: dict[int, Running] = {}
+        self._ended: list[tuple[Task, Outcome]] = []
+        # Outcomes ended while a recording was under way, recorded together when it is done.
+        self._unrecorded: list[tuple[Task, Outcome]] = []
+        self._recording = False
+        self._in_hand = dict.fromkeys(roles, 0)
+        # Claims under way (the dispatcher waits for none before it leaves); an error that ended
+        # the runtime (the dispatcher raises it).
+        self.claiming = 0
+        self.failed: BaseException | None = None
+        self._stopped = False
+
+        def database(purpose: str) -> Database:
+            return Database(
+                config.database_url,
+                application_name=f"pyworker {config.worker_id} {purpose}",
+                pooled=config.pooled,
+                on_reconnect=worker.metrics.reconnected(purpose),
+                call_timeout=config.call_timeout,
+            )
+
+        self._claims_db = database("batch claims")
+        self._recorder = OutcomeRecorder(
+            config, database("batch recorder"), worker._held, worker._run_timeout_of, worker._doorbell, worker.metrics
+        )
+        self._claims = ThreadPoolExecutor(1, thread_name_prefix="batch-claims")
+        self._records = ThreadPoolExecutor(1, thread_name_prefix="batch-recorder")
+        self.event_loop = EventLoopThread(config.loop_block_limit, self._on_blocked)
+        self.loop = self.event_loop.loop
+        self._main = self.event_loop.submit(self._serve_all())
+        self._main.add_done_callback(self._ended_on_error)
+
+    @property
+    def _stopping(self) -> bool:
+        return self._stopped or self.worker.stopping
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing claimed, running or unrecorded, and no claim under way (read by the dispatcher)."""
+        return not self.claiming and not any(self._in_hand.values())
+
+    # Called from the worker's threads
+
+    def wake(self, roles: tuple[str, ...]) -> None:
+        if not self.roles.isdisjoint(roles):
+            self.loop.call_soon_threadsafe(self._wake_roles, roles)
+
+    def abort(self, task: Task) -> None:
+        """The task's abort signal fired (the heartbeat's answer): cancel its handler."""
+        self.loop.call_soon_threadsafe(self._abort, task.id)
+
+    def stop(self) -> None:
+        """Claim no more; what runs goes on until shutdown()."""
+        if not self._stopped:
+            self._stopped = True
+            self.loop.call_soon_threadsafe(self._wake_roles, tuple(self.roles))
+
+    def shutdown(self) -> None:
+        """The grace is over: abort what still runs, to be handed back."""
+        self.loop.call_soon_threadsafe(self._shut_down)
+
+    def close(self) -> None:
+        """After the dispatcher's loop: end the runtime, its threads and its connections."""
+        self.stop()
+        try:
+            self._main.result(timeout=self.worker.config.call_timeout + ABORT_WIND_DOWN_SECONDS)
+        except Exception:  # noqa: BLE001 - the dispatcher raised it already (self.failed)
+            pass
+        self._claims.shutdown()
+        self._records.shutdown()
+        self.event_loop.retire()
+        self._claims_db.close()
+        self._recorder.db.close()
+
+    # On the loop
+
+    async def _serve_all(self) -> None:
+        self._wakes = {role: asyncio.Event() for role in self.roles}
+        self._room = asyncio.Event()
+        await asyncio.gather(*(self._serve(role) for role in self.roles))
+
+    def _ended_on_error(self, main: Any) -> None:
+        if not main.cancelled() and main.exception() is not None:
+            self.failed = main.exception()
+            self.worker._doorbell.ring()
+
+    async def _serve(self, role: str) -> None:
+        """Claim the role's tasks while it has room, and begin them; when none is ready, wait
+        for a wake-up or the poll interval."""
+        worker, config = self.worker, self.worker.config
+        state = worker._role_states[role]
+        share = config.share(role)
+        unavailable = Unavailability("claim")
+        while True:
+            want = min(share - state.running, share + 2 * COMPLETION_BATCH_MAX - self._in_hand[role])
+            if want <= 0 and not self._stopping:
+                self._room.clear()
+                await self._room.wait()
+                continue
+            # Counted before the look at stopping: a dispatcher that saw no claim under way after
+            # it began to stop is sure none begins.
+            self.claiming += 1
+            try:
+                if self._stopping:
+                    return
+                state.idle = state.notified = False
+                self._wakes[role].clear()
+                state.held_at_claim = bool(worker._held)
+                try:
+                    tasks = await self._call(self._claims, self._claims_db.claim_and_start_tasks, role, config.worker_id, want)
+                    if not tasks and worker._wakeable and await self._call(self._claims, self._mark_waiting, role):
+                        # A task committed just before the mark found no one waiting: look once more.
+                        tasks = await self._call(self._claims, self._claims_db.claim_and_start_tasks, role, config.worker_id, want)
+                except DatabaseUnavailable as error:
+                    pause = unavailable.met(error)
+                else:
+                    unavailable.answered()
+                    pause = None if tasks else config.poll_interval
+                    state.idle = not tasks
+                    worker.metrics.claimed_tasks(role, len(tasks))
+                    if tasks:
+                        self._begin(role, tasks)
+            finally:
+                self.claiming -= 1
+            worker._doorbell.ring()
+            if pause is not None:
+                try:
+                    await asyncio.wait_for(self._wakes[role].wait(), pause)
+                except TimeoutError:
+                    pass
+
+    async def _call(self, executor: ThreadPoolExecutor, call: Callable[..., T], *args: Any) -> T:
+        return await self.loop.run_in_executor(executor, call, *args)
+
+    def _mark_waiting(self, role: str) -> bool:
+        """Ask to be woken for the role's next task; True when newly asked (in the claims' thread)."""
+        try:
+            return bool(self._claims_db.mark_worker_waiting(self.worker.config.worker_id, role))
+        except NotFound:
+            return False  # unregistered meanwhile (the heartbeat registers again): poll until then
+
+    def _begin(self, role: str, tasks: list[Task]) -> None:
+        worker = self.worker
+        now = time.monotonic()
+        self.taken += len(tasks)
+        self._in_hand[role] += len(tasks)
+        log_claimed(tasks)
+        batch = Batch(len(tasks))
+        for task in tasks:
+            worker._held[task.id] = task
+            attempt = Running(task, now, batch)
+            if isinstance(task.payload, UnreadableJson):
+                refused = f"the payload cannot be read: {task.payload.reason}"
+                self._end(attempt, Outcome(refused=refused, duration=0.0), ran=False)
+                continue
+            task.lease = worker._connections.lease()
+            attempt.future = self.loop.create_task(run_attempt_async(worker.registry, task))
+            attempt.future.add_done_callback(lambda future, attempt=attempt: self._done(attempt, future))
+            self.running[task.id] = attempt
+        worker._role_states[role].running += batch.left
+        if batch.left:
+            batch.timer = self.loop.call_later(worker._run_timeout_of(role), self._time_out, batch)
+
+    def _done(self, attempt: Running, future: asyncio.Task) -> None:
+        if self.running.get(attempt.task.id) is attempt:
+            self._end(attempt, async_outcome(attempt.task, future))
+
+    def _end(self, attempt: Running, outcome: Outcome, ran: bool = True) -> None:
+        """The attempt is over: its outcome goes with this turn's to the recorder."""
+        task = attempt.task
+        if ran:
+            del self.running[task.id]
+            self.worker._role_states[task.role].running -= 1
+            outcome.duration = time.monotonic() - attempt.started
+            self.worker.metrics.ran(task.role, outcome.duration)
+        if task.abort.reason == "shutdown":
+            outcome.handed_back = True
+        attempt.batch.left -= 1
+        if not attempt.batch.left and attempt.batch.timer is not None:
+            attempt.batch.timer.cancel()
+        if not self._ended:
+            self.loop.call_soon(self._flush)
+        self._ended.append((task, outcome))
+        self._room.set()
+
+    def _flush(self) -> None:
+        """The turn is over: record its outcomes, or when a recording is under way, keep them
+        for the next, which takes all that ended meanwhile (fewer, larger complete_tasks calls
+        when the database is slower than the handlers)."""
+        self._unrecorded += self._ended
+        self._ended = []
+        if self._recording or not self._unrecorded:
+            return
+        ended, self._unrecorded = self._unrecorded, []
+        self._recording = True
+        recorded = self.loop.run_in_executor(self._records, self._record, ended)
+        recorded.add_done_callback(lambda recorded: self._recorded(ended, recorded))
+
+    def _record(self, ended: list[tuple[Task, Outcome]]) -> None:
+        """Record the outcomes of a turn (in the recorder's thread): failures, snoozes and
+        hand-backs one by one, the completions together."""
+        recorder = self._recorder
+        for task, outcome in ended:
+            token = handlers.current_task.set(task)
+            try:
+                recorder.record(task, outcome)
+            finally:
+                handlers.current_task.reset(token)
+        completions, recorder.buffered = recorder.buffered, []
+        recorder._record_batches(completions, recorder.db)
+
+    def _recorded(self, ended: list[tuple[Task, Outcome]], recorded: asyncio.Future) -> None:
+        if recorded.exception() is not None:
+            log.error("Recording outcomes failed: %s", recorded.exception(), extra=event("outcome_not_stored"))
+        for task, _outcome in ended:
+            self._in_hand[task.role] -= 1
+        self._recording = False
+        self._flush()
+        self._room.set()
+        self.worker._doorbell.ring()
+
+    def _wake_roles(self, roles: tuple[str, ...]) -> None:
+        for role in self.roles.intersection(roles):
+            self._wakes[role].set()
+        self._room.set()
+
+    def _abort(self, task_id: int) -> None:
+        attempt = self.running.get(task_id)
+        if attempt is not None:
+            self._wind_down(attempt)
+
+    def _wind_down(self, attempt: Running) -> None:
+        """Cancel the handler; its attempt ends as its abort says, with it or ABORT_WIND_DOWN_SECONDS later."""
+        if not attempt.winding_down:
+            attempt.winding_down = True
+            attempt.future.cancel()
+            self.loop.call_later(ABORT_WIND_DOWN_SECONDS, self._give_up, attempt)
+
+    def _give_up(self, attempt: Running) -> None:
+        task = attempt.task
+        if self.running.get(task.id) is attempt:
+            log_left_behind(task)
+            task.lease.abandon()
+            self._end(attempt, Outcome())
+
+    def _time_out(self, batch: Batch) -> None:
+        for attempt in [attempt for attempt in self.running.values() if attempt.batch is batch]:
+            if not attempt.task.abort.fired:
+                log.warning(
+                    "Task %s passed its run timeout of %.0f s: aborting it",
+                    attempt.task.id,
+                    self.worker._run_timeout_of(attempt.task.role),
+                    extra=event("task_timed_out", task_id=attempt.task.id),
+                )
+                attempt.task.abort.fire("timeout")
+                self._wind_down(attempt)
+
+    def _shut_down(self) -> None:
+        for attempt in list(self.running.values()):
+            attempt.task.abort.fire("shutdown")
+            self._wind_down(attempt)
+
+    def _on_blocked(self, loop: EventLoopThread) -> None:
+        culprit = loop.blocked_by
+        log.error(
+            "The batch runtime's event loop has been blocked for more than %g s%s: every task on it waits"
+            " and /healthz fails until it turns again. Where it is blocked:\n%s",
+            self.worker.config.loop_block_limit,
+            f" by the handler of task {culprit.id}" if culprit is not None else "",
+            loop.blocked_at,
+            extra=event("event_loop_blocked"),
+        )
+
+
+def start_batch_runtime(worker: Worker) -> BatchRuntime:
+    """The batch runtime of the worker's async roles (Worker's `batch_runtime`); ConfigurationError
+    when none is async, or when their shares leave no room in --concurrency for the others."""
+    config = worker.config
+    roles = tuple(role for role in worker.roles if worker._is_async(role))
+    if not roles:
+        raise ConfigurationError(
+            f"--batch-runtime runs async handlers, and no role of the worker ({', '.join(worker.roles)})"
+            " has one: leave --batch-runtime out"
+        )
+    others = [role for role in worker.roles if role not in roles]
+    shares = sum(map(config.share, roles))
+    if others and shares >= config.concurrency:
+        raise ConfigurationError(
+            f"--batch-runtime: the async roles ({', '.join(roles)}) take {shares} of the --concurrency"
+            f" {config.concurrency}, leaving none for {', '.join(others)} (sync handlers): give the"
+            " async roles shares (--role ROLE=N) that add up to less"
+        )
+    return BatchRuntime(worker, roles)
