@@ -462,8 +462,10 @@ def pass_db(command: Callable[..., Any]) -> Callable[..., Any]:
     help="Serve /metrics, /healthz and /readyz over HTTP on this port (0: any free port, logged)."
     " With --processes M, worker i of M serves PORT+i-1.",
 )
-@worker_option(
+@click.option(
     "--batch-runtime",
+    envvar="TASKPOOL_BATCH_RUNTIME",
+    show_envvar=True,
     is_flag=True,
     default=False,
     help="Run the roles whose handlers are async on one event loop that claims up to a role's share"
