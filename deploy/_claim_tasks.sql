@@ -1,8 +1,10 @@
 -- Deploy taskpool:_claim_tasks to pg
--- requires: _claim_tasks@v0.5.0
--- requires: task_roles_paused
--- requires: platform_governance_enabled
--- requires: claim_token
+-- requires: _claim_tasks@v0.8.0
+-- requires: _platform_tokens
+-- requires: _platform_clock
+-- requires: task_claim_turns
+-- requires: task_roles_claims_platform_token
+-- requires: worker_tasks_claim_order_by_platform
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -28,7 +30,10 @@ AS $$
 -- Not for callers: claim_tasks and claim_and_start_tasks (SECURITY DEFINER) call it. A paused
 -- role (task_roles.paused_at) hands out nothing. Tasks of a platform whose circuit is open
 -- (platform_governance.open_until in the future) or that an operator disabled
--- (platform_governance.enabled false) are skipped.
+-- (platform_governance.enabled false) are skipped, and so are, for a role with
+-- claims_platform_token, those of a platform whose token bucket holds no whole token: the claim
+-- takes one token for each task it hands out (the request the task makes), counted in
+-- requests_total. At equal priority the claim rotates between platforms (task_claim_turns).
 -- A task whose attempt counter is spent (attempt at the largest integer) fails here, alone,
 -- rather than making the claim overflow for the whole role.
 DECLARE
@@ -36,8 +41,13 @@ DECLARE
     c_last_attempt constant integer := 2147483647;
     v_now          timestamptz := taskpool_now();
     v_paused       boolean;
+    v_claims_token boolean;
     v_chosen       bigint[];
     v_spent        bigint[];
+    v_platforms_met bigint;
+    v_token_platforms text[];
+    v_clock        timestamptz;
+    v_walk_clock   timestamptz;
     v_claimed      bigint := 0;
 BEGIN
     IF _claim_tasks.role IS NULL OR _claim_tasks.worker_id IS NULL OR _claim_tasks.max_tasks IS NULL THEN
@@ -55,7 +65,7 @@ BEGIN
 
     -- One primary-key probe: an unknown role is an error, a paused one has nothing to hand out.
     -- A pause that commits while this claim runs does not stop it: the claim after it sees it.
-    SELECT r.paused_at IS NOT NULL INTO v_paused FROM task_roles r WHERE r.role = _claim_tasks.role;
+    SELECT r.paused_at IS NOT NULL, r.claims_platform_token INTO v_paused, v_claims_token FROM task_roles r WHERE r.role = _claim_tasks.role;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
@@ -80,42 +90,109 @@ BEGIN
     -- A try that claimed nothing because of such a race, or that met only spent tasks, runs
     -- again (its snapshot now sees the rival) so that it costs the worker no poll interval;
     -- after a few tries the claim reports no task, which a worker treats like an empty queue.
+    --
+    -- Platforms: the candidates come from one walk of worker_tasks_claim_order_idx per platform
+    -- that the role's pending tasks name (found on the same index, one descent each), and one for
+    -- the tasks without a platform; a role without platforms pays one descent more than a single
+    -- walk. A walk takes at most max_tasks, and for a role with claims_platform_token at most the
+    -- platform's whole tokens now (none: its tasks wait, and its walk reads nothing), so a batch
+    -- never holds more than the limit allows. Open circuits and disabled platforms are not walked.
+    -- Fairness: the candidates are ranked by priority, then by their turn within their platform
+    -- at that priority (its first, its second, ...), then by when the platform was last served
+    -- (task_claim_turns), so at equal priority a batch takes one task of each platform in turn
+    -- and single claims alternate between platforms; a higher priority still goes first.
     FOR v_try IN 1..5 LOOP
-        WITH
+        -- the buckets' clock is the one of this moment, as the requests' (the transaction's
+        -- start, v_now, is older than a tokens_at a request wrote since)
+        v_walk_clock := _platform_clock();
+        WITH RECURSIVE
+        platforms AS (
+            SELECT (SELECT t.platform FROM worker_tasks t
+                    WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND t.platform IS NOT NULL
+                    ORDER BY t.platform LIMIT 1) AS platform
+            UNION ALL
+            SELECT (SELECT t.platform FROM worker_tasks t
+                    WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND t.platform > p.platform
+                    ORDER BY t.platform LIMIT 1)
+            FROM platforms p
+            WHERE p.platform IS NOT NULL
+        ),
+        walks AS (
+            SELECT p.platform,
+                   CASE WHEN g.open_until > v_now OR NOT g.enabled THEN 0
+                        -- a platform without a governance row yet has the defaults' full bucket
+                        WHEN v_claims_token THEN greatest(0, least(_claim_tasks.max_tasks,
+                            floor(coalesce(_platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                                            greatest(v_walk_clock, g.tokens_at)),
+                                           _claim_tasks.max_tasks))))::integer
+                        ELSE _claim_tasks.max_tasks END AS quota
+            FROM platforms p
+            LEFT JOIN platform_governance g ON g.platform = p.platform
+            WHERE p.platform IS NOT NULL
+        ),
         candidates AS (
-            SELECT t.id, t.dispensary_id, t.priority, t.created_at, t.attempt
-            FROM worker_tasks t
-            WHERE t.role = _claim_tasks.role
-              AND t.status = 'pending'
-              AND t.scheduled_for <= v_now
-              AND (t.platform IS NULL
-                   OR NOT EXISTS (SELECT FROM platform_governance g
-                                  WHERE g.platform = t.platform
-                                    AND (g.open_until > v_now OR NOT g.enabled)))
-              AND (t.dispensary_id IS NULL
-                   -- OFFSET 0 keeps this a probe of the store's entry in
-                   -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
-                   -- hashes every active task of every store at each claim.
-                   OR (NOT EXISTS (SELECT FROM worker_tasks busy
-                                   WHERE busy.dispensary_id = t.dispensary_id
-                                     AND busy.status IN ('claimed', 'running')
-                                   OFFSET 0)
-                       -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
-                       AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
-            ORDER BY t.priority DESC, t.created_at, t.id
-            LIMIT _claim_tasks.max_tasks
-            FOR UPDATE OF t SKIP LOCKED
+            SELECT c.*
+            FROM walks w
+            CROSS JOIN LATERAL (
+                SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
+                FROM worker_tasks t
+                WHERE t.role = _claim_tasks.role
+                  AND t.status = 'pending'
+                  AND t.platform = w.platform
+                  AND t.scheduled_for <= v_now
+                  AND (t.dispensary_id IS NULL
+                       OR (NOT EXISTS (SELECT FROM worker_tasks busy
+                                       WHERE busy.dispensary_id = t.dispensary_id
+                                         AND busy.status IN ('claimed', 'running')
+                                       OFFSET 0)
+                           AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
+                ORDER BY t.priority DESC, t.created_at, t.id
+                LIMIT w.quota
+                FOR UPDATE OF t SKIP LOCKED
+            ) AS c
+            WHERE w.quota > 0
+            UNION ALL
+            -- the tasks without a platform (a subquery: UNION takes no FOR UPDATE of its own)
+            SELECT * FROM (SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
+             FROM worker_tasks t
+             WHERE t.role = _claim_tasks.role
+               AND t.status = 'pending'
+               AND t.platform IS NULL
+               AND t.scheduled_for <= v_now
+               AND (t.dispensary_id IS NULL
+                    -- OFFSET 0 keeps this a probe of the store's entry in
+                    -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
+                    -- hashes every active task of every store at each claim.
+                    OR (NOT EXISTS (SELECT FROM worker_tasks busy
+                                    WHERE busy.dispensary_id = t.dispensary_id
+                                      AND busy.status IN ('claimed', 'running')
+                                    OFFSET 0)
+                        -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
+                        AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
+             ORDER BY t.priority DESC, t.created_at, t.id
+             LIMIT _claim_tasks.max_tasks
+             FOR UPDATE OF t SKIP LOCKED) AS unplatformed
         ),
         -- one task per store, so a batch obeys the store rule too
-        chosen AS (
-            SELECT DISTINCT ON (coalesce(c.dispensary_id::bigint, -c.id)) c.id
+        one_per_store AS (
+            SELECT DISTINCT ON (coalesce(c.dispensary_id::bigint, -c.id)) c.*
             FROM candidates c
             WHERE c.attempt < c_last_attempt
             ORDER BY coalesce(c.dispensary_id::bigint, -c.id), c.priority DESC, c.created_at, c.id
+        ),
+        ranked AS (
+            SELECT s.id, s.priority, s.created_at, turns.claimed_at AS platform_served_at,
+                   row_number() OVER (PARTITION BY s.platform, s.priority ORDER BY s.created_at, s.id) AS turn
+            FROM one_per_store s
+            LEFT JOIN task_claim_turns turns
+                   ON turns.role = _claim_tasks.role AND turns.platform = coalesce(s.platform, '')
         )
-        SELECT (SELECT array_agg(chosen.id) FROM chosen),
-               (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt)
-        INTO v_chosen, v_spent;
+        SELECT (SELECT (array_agg(r.id ORDER BY r.priority DESC, r.turn, r.platform_served_at NULLS FIRST,
+                                              r.created_at, r.id))[1:_claim_tasks.max_tasks]
+                FROM ranked r),
+               (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt),
+               (SELECT count(DISTINCT coalesce(c.platform, '')) FROM candidates c)
+        INTO v_chosen, v_spent, v_platforms_met;
 
         -- A spent task has no next attempt: it fails for good, saying why. A statement of its
         -- own, run only when there is one: as a data-modifying CTE of the claim it was set up
@@ -126,6 +203,35 @@ BEGIN
                 error_message = format('attempt %s is the last the attempt counter holds: '
                                        'the task cannot be claimed again', t.attempt)
             WHERE t.id = ANY (v_spent);
+        END IF;
+
+        -- The tokens, exactly: the walks read the buckets without a lock, so a rival claim or
+        -- request may have taken some since. Lock the chosen platforms' rows (in name order,
+        -- as every claim does), read the clock once they are ours, and keep of each platform's
+        -- candidates, in rank order, only as many as it has whole tokens now.
+        IF v_claims_token AND v_chosen IS NOT NULL THEN
+            SELECT array_agg(DISTINCT t.platform) INTO v_token_platforms
+            FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.platform IS NOT NULL;
+        END IF;
+        IF v_token_platforms IS NOT NULL THEN
+            INSERT INTO platform_governance (platform)
+            SELECT p FROM unnest(v_token_platforms) AS p
+            WHERE btrim(p) <> '' AND length(p) <= 100
+            ON CONFLICT DO NOTHING;
+            PERFORM FROM platform_governance g WHERE g.platform = ANY (v_token_platforms)
+            ORDER BY g.platform FOR UPDATE;
+            v_clock := _platform_clock();
+            SELECT array_agg(r.id ORDER BY r.rank) INTO v_chosen
+            FROM (
+                SELECT c.id, c.rank,
+                       row_number() OVER (PARTITION BY t.platform ORDER BY c.rank) AS nth,
+                       _platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                        greatest(v_clock, g.tokens_at)) AS tokens
+                FROM unnest(v_chosen) WITH ORDINALITY AS c(id, rank)
+                JOIN worker_tasks t ON t.id = c.id
+                LEFT JOIN platform_governance g ON g.platform = t.platform
+            ) AS r
+            WHERE r.tokens IS NULL OR r.nth <= r.tokens;
         END IF;
 
         IF v_chosen IS NOT NULL THEN
@@ -154,9 +260,34 @@ BEGIN
             SELECT * FROM claimed c ORDER BY c.priority DESC, c.created_at, c.id;
             GET DIAGNOSTICS v_claimed = ROW_COUNT;
         END IF;
+
+        IF v_claimed > 0 AND (v_token_platforms IS NOT NULL OR v_platforms_met > 1) THEN
+            -- What this claim took (its rows, locked and no longer pending), per platform:
+            -- one token each from the buckets locked above, and the platforms' turn.
+            IF v_token_platforms IS NOT NULL THEN
+                UPDATE platform_governance g
+                SET tokens = _platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                              greatest(v_clock, g.tokens_at)) - taken.tasks,
+                    tokens_at = greatest(v_clock, g.tokens_at),
+                    requests_total = g.requests_total + taken.tasks
+                FROM (SELECT t.platform, count(*) AS tasks FROM worker_tasks t
+                      WHERE t.id = ANY (v_chosen) AND t.status <> 'pending' AND t.platform IS NOT NULL
+                      GROUP BY t.platform) AS taken
+                WHERE g.platform = taken.platform;
+            END IF;
+            IF v_platforms_met > 1 THEN
+                INSERT INTO task_claim_turns AS turns (role, platform, claimed_at)
+                SELECT _claim_tasks.role, coalesce(t.platform, ''), _platform_clock()
+                FROM worker_tasks t
+                WHERE t.id = ANY (v_chosen) AND t.status <> 'pending'
+                GROUP BY coalesce(t.platform, '')
+                ON CONFLICT ON CONSTRAINT task_claim_turns_pkey DO UPDATE SET claimed_at = excluded.claimed_at;
+            END IF;
+        END IF;
         -- Done when something was claimed, or when the queue had nothing to offer (no candidate
         -- and no spent task): only a lost race or spent tasks are worth another try.
         EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL);
+        v_token_platforms := NULL;
     END LOOP;
 
     -- A worker that was waiting for the role is at work on it again: the next enqueue need not

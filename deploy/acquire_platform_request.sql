@@ -1,6 +1,7 @@
 -- Deploy taskpool:acquire_platform_request to pg
--- requires: acquire_platform_request@v0.5.0
--- requires: platform_governance_requests_total
+-- requires: acquire_platform_request@v0.8.0
+-- requires: _platform_tokens
+-- requires: _platform_clock
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -17,12 +18,14 @@ AS $$
 --   SELECT acquire_platform_request('dutchie');   -- 0: send it; 0.5: wait half a second, ask again
 -- Every handler request to a platform goes through here, so the limit holds across all workers.
 -- Raises 55000 while the platform's circuit is open: the attempt should fail and be retried.
+-- A wait answered takes nothing: the caller asks again. reserve_platform_request instead takes
+-- the next token ahead and says how long to wait for it, so that nobody asks twice.
 DECLARE
-    v_now    timestamptz := taskpool_now();
     v_row    platform_governance := _lock_platform(acquire_platform_request.platform);
-    v_rate   double precision := v_row.requests_per_minute / 60.0;
-    v_burst  double precision := greatest(1.0, v_row.requests_per_minute / 12.0);
-    v_tokens double precision;
+    -- read once the row is ours: the clock at the transaction's start may be older than the
+    -- tokens_at the lock's last holder wrote, and refilling from it would count those seconds twice
+    v_now    timestamptz := greatest(_platform_clock(), v_row.tokens_at);
+    v_tokens double precision := _platform_tokens(v_row.tokens, v_row.tokens_at, v_row.requests_per_minute, v_now);
     v_wait   double precision := 0;
 BEGIN
     IF v_row.open_until > v_now THEN
@@ -33,12 +36,10 @@ BEGIN
             HINT = 'The first success after the cooldown closes the circuit.';
     END IF;
 
-    v_tokens := least(v_burst, v_row.tokens
-                      + greatest(0, extract(epoch FROM v_now - greatest(v_row.tokens_at, v_now - interval '1 hour'))) * v_rate);
     IF v_tokens >= 1 THEN
         v_tokens := v_tokens - 1;
     ELSE
-        v_wait := (1 - v_tokens) / v_rate;
+        v_wait := (1 - v_tokens) * 60.0 / v_row.requests_per_minute;
     END IF;
 
     -- requests_total counts the requests let through (a wait answered is no request yet)

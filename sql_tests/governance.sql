@@ -25,10 +25,12 @@ SELECT results_eq(
     $$SELECT acquire_platform_request('t16_rate') FROM generate_series(1, 5)$$,
     $$VALUES (0::double precision), (0), (0), (0), (0)$$,
     'Should let a burst of requests_per_minute / 12 through at once');
-SELECT is(acquire_platform_request('t16_rate'), 1::double precision,
+-- The bucket refills by the clock at the call (the milliseconds this test takes count too), so
+-- a wait is checked to a quarter of a second below its value (a loaded machine is slow).
+SELECT ok(acquire_platform_request('t16_rate') BETWEEN 0.75 AND 1,
     'Should make the next request wait a second for a token');
 SELECT set_taskpool_clock_offset('0.5 seconds') AS shifted \gset
-SELECT is(acquire_platform_request('t16_rate'), 0.5::double precision,
+SELECT ok(acquire_platform_request('t16_rate') BETWEEN 0.25 AND 0.5,
     'Should count the half token that refilled meanwhile');
 SELECT set_taskpool_clock_offset('2 seconds') AS shifted \gset
 SELECT is(acquire_platform_request('t16_rate'), 0::double precision,
