@@ -19,7 +19,10 @@ AS $$
 -- A worker whose claim came back empty asks it before it sleeps: no enqueue will wake it when
 -- the tasks were there all along and only their platforms' tokens were missing. One probe of
 -- the claim's index per platform without a token now, none for a role that claims no token.
-    SELECT extract(epoch FROM min(b.next_token_at) - taskpool_now())::double precision
+-- A token that came within the last second counts too, as due now (0): the worker's claim may
+-- have come a moment before it, and that token is the worker's to take. One due for longer is
+-- not what holds its tasks back (their stores are busy): waiting for it would make a busy loop.
+    SELECT greatest(0, extract(epoch FROM min(b.next_token_at) - taskpool_now()))::double precision
     FROM task_roles r
     CROSS JOIN LATERAL (
         SELECT g.platform, _platform_next_token_at(g.tokens, g.tokens_at, g.requests_per_minute) AS next_token_at
@@ -28,7 +31,7 @@ AS $$
     ) AS b
     WHERE r.role = platform_token_wait.role
       AND r.claims_platform_token
-      AND b.next_token_at > taskpool_now()
+      AND b.next_token_at > taskpool_now() - interval '1 second'
       AND EXISTS (SELECT FROM worker_tasks t
                   WHERE t.role = r.role AND t.status = 'pending' AND t.platform = b.platform
                     AND t.scheduled_for <= taskpool_now());
