@@ -49,7 +49,7 @@ from pyworker.errors import (
 )
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
-REQUIRED_SCHEMA_VERSION = (0, 8, 0)
+REQUIRED_SCHEMA_VERSION = (0, 9, 0)
 # The schedules, the tick, resync planning and capacity came with this one.
 SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
@@ -109,6 +109,8 @@ ROLE_FIELDS = {
 # Stores (the mutual-exclusion keys) and platform governance (rate limits, circuit breaker)
 STORE_EXISTS = "SELECT EXISTS (SELECT FROM dispensaries WHERE id = %(store_id)s::integer) AS found"
 ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
+RESERVE_PLATFORM_REQUEST = "SELECT reserve_platform_request(%(platform)s::text) AS wait_seconds"
+PLATFORM_TOKEN_WAIT = "SELECT platform_token_wait(%(role)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
     " %(error_message)s::text) AS circuit"
@@ -631,6 +633,11 @@ class Database:
         for it yet: it must claim once more before sleeping."""
         return self._one(MARK_WORKER_WAITING, {"worker_id": worker_id, "role": role})["marked"]
 
+    def platform_token_wait(self, role: str) -> float | None:
+        """Seconds until a platform whose ready tasks of the role wait for its rate limit has a
+        token again (a claim then hands one out); None when no ready task waits so."""
+        return self._one(PLATFORM_TOKEN_WAIT, {"role": role})["wait_seconds"]
+
     def heartbeat_task(self, task: Task) -> str:
         """continue, cancel_requested, lost or not_found."""
         return self._one(HEARTBEAT_TASK, self._owner(task))["answer"]
@@ -737,6 +744,11 @@ class Database:
         """Seconds to wait before asking again (0: send the request now); Refused while the
         platform's circuit is open."""
         return self._one(ACQUIRE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
+
+    def reserve_platform_request(self, platform: str) -> float:
+        """Take the platform's next token for one request: the seconds to wait before sending it
+        (0: now), without asking again; Refused while the platform's circuit is open."""
+        return self._one(RESERVE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
 
     def record_platform_result(
         self, platform: str, succeeded: bool, error_message: str | None = None

@@ -58,7 +58,7 @@ def fleet_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("largest tables", ", ".join(f"{name} {_mb(b)}" for name, b in fleet["largest_tables_bytes"].items())),
         ("claim calls (pg_stat_statements)",
          fleet["claim_note"] or f"{claim['calls']:,} ({claim['calls_per_s']:.1f}/s), mean {_num(claim['mean_ms'], 3)} ms"),
-        ("acquire_platform_request calls",
+        ("handlers' token requests",
          fleet["claim_note"] or f"{acquire['calls']:,} ({acquire['calls_per_s']:.1f}/s), mean "
                                 f"{_num(acquire['mean_ms'], 3)} ms, {_num(acquire['calls_per_request'], 2)} per request"),
         ("ticks", f"{ticks['count']:,}, mean {ticks['mean_ms']:.1f} ms, max {ticks['max_ms']:.1f} ms, "
