@@ -46,6 +46,7 @@ DECLARE
     v_spent        bigint[];
     v_platforms_met bigint;
     v_token_platforms text[];
+    v_served       text[];
     v_clock        timestamptz;
     v_walk_clock   timestamptz;
     v_claimed      bigint := 0;
@@ -276,12 +277,23 @@ BEGIN
                 WHERE g.platform = taken.platform;
             END IF;
             IF v_platforms_met > 1 THEN
-                INSERT INTO task_claim_turns AS turns (role, platform, claimed_at)
-                SELECT _claim_tasks.role, coalesce(t.platform, ''), _platform_clock()
-                FROM worker_tasks t
-                WHERE t.id = ANY (v_chosen) AND t.status <> 'pending'
-                GROUP BY coalesce(t.platform, '')
-                ON CONFLICT ON CONSTRAINT task_claim_turns_pkey DO UPDATE SET claimed_at = excluded.claimed_at;
+                -- A turn another claim is writing at this moment is left to it (SKIP LOCKED): it
+                -- writes about the same time, and waiting for its commit would queue the claims.
+                SELECT array_agg(DISTINCT coalesce(t.platform, '')) INTO v_served
+                FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.status <> 'pending';
+                UPDATE task_claim_turns turns
+                SET claimed_at = _platform_clock()
+                FROM (SELECT f.platform FROM task_claim_turns f
+                      WHERE f.role = _claim_tasks.role AND f.platform = ANY (v_served)
+                      ORDER BY f.platform
+                      FOR UPDATE SKIP LOCKED) AS free
+                WHERE turns.role = _claim_tasks.role AND turns.platform = free.platform;
+                INSERT INTO task_claim_turns (role, platform, claimed_at)
+                SELECT _claim_tasks.role, p, _platform_clock() FROM unnest(v_served) AS p
+                WHERE NOT EXISTS (SELECT FROM task_claim_turns e
+                                  WHERE e.role = _claim_tasks.role AND e.platform = p)
+                ORDER BY p
+                ON CONFLICT DO NOTHING;
             END IF;
         END IF;
         -- Done when something was claimed, or when the queue had nothing to offer (no candidate
