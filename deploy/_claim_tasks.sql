@@ -47,6 +47,8 @@ DECLARE
     v_platforms_met bigint;
     v_token_platforms text[];
     v_served       text[];
+    v_pending_platforms text[];
+    v_ranked       bigint[];
     v_clock        timestamptz;
     v_walk_clock   timestamptz;
     v_claimed      bigint := 0;
@@ -92,44 +94,85 @@ BEGIN
     -- again (its snapshot now sees the rival) so that it costs the worker no poll interval;
     -- after a few tries the claim reports no task, which a worker treats like an empty queue.
     --
-    -- Platforms: the candidates come from one walk of worker_tasks_claim_order_idx per platform
-    -- that the role's pending tasks name (found on the same index, one descent each), and one for
-    -- the tasks without a platform; a role without platforms pays one descent more than a single
-    -- walk. A walk takes at most max_tasks, and for a role with claims_platform_token at most the
-    -- platform's whole tokens now (none: its tasks wait, and its walk reads nothing), so a batch
-    -- never holds more than the limit allows. Open circuits and disabled platforms are not walked.
-    -- Fairness: the candidates are ranked by priority, then by their turn within their platform
-    -- at that priority (its first, its second, ...), then by when the platform was last served
-    -- (task_claim_turns), so at equal priority a batch takes one task of each platform in turn
-    -- and single claims alternate between platforms; a higher priority still goes first.
+    -- Platforms. worker_tasks_claim_order_idx keys each role's pending tasks by platform ('' for
+    -- none: an equality, so that the walk of the tasks without one reads them in order too): the
+    -- platforms a role's pending tasks name are found on it first, one descent each (a loose
+    -- index scan). A role with none (most roles of the core) is claimed by one walk of its tasks
+    -- without a platform, locking as it goes, as it always was: one descent more is all it pays.
+    -- Otherwise each platform is walked apart, and the tasks without one in one more walk,
+    -- reading without locks: a walk reads at most twice max_tasks (room for rivals' locked rows),
+    -- and for a role with claims_platform_token at most the platform's whole tokens now (none:
+    -- its tasks wait, and its walk reads nothing); open circuits and disabled platforms are not
+    -- walked. The candidates are ranked by priority, then by their turn within their platform at
+    -- that priority (its first, its second, ...), then by when the platform was last served
+    -- (task_claim_turns): at equal priority a batch takes one task of each platform in turn and
+    -- single claims alternate, while a higher priority still goes first. Then max_tasks of them
+    -- are locked in rank order (rows and stores other claimers hold skipped), so a claim locks
+    -- no more rows than it may claim.
+    WITH RECURSIVE platforms AS (
+        SELECT (SELECT t.platform FROM worker_tasks t
+                WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND coalesce(t.platform, '') > ''
+                ORDER BY coalesce(t.platform, '') LIMIT 1) AS platform
+        UNION ALL
+        SELECT (SELECT t.platform FROM worker_tasks t
+                WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND coalesce(t.platform, '') > p.platform
+                ORDER BY coalesce(t.platform, '') LIMIT 1)
+        FROM platforms p
+        WHERE p.platform IS NOT NULL
+    )
+    SELECT array_agg(p.platform) INTO v_pending_platforms FROM platforms p WHERE p.platform IS NOT NULL;
+
     FOR v_try IN 1..5 LOOP
+      IF v_pending_platforms IS NULL THEN
+        v_platforms_met := 1;
+        WITH
+        candidates AS (
+            SELECT t.id, t.dispensary_id, t.priority, t.created_at, t.attempt
+            FROM worker_tasks t
+            WHERE t.role = _claim_tasks.role
+              AND t.status = 'pending'
+              AND coalesce(t.platform, '') = ''
+              AND t.scheduled_for <= v_now
+              AND (t.dispensary_id IS NULL
+                   -- OFFSET 0 keeps this a probe of the store's entry in
+                   -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
+                   -- hashes every active task of every store at each claim.
+                   OR (NOT EXISTS (SELECT FROM worker_tasks busy
+                                   WHERE busy.dispensary_id = t.dispensary_id
+                                     AND busy.status IN ('claimed', 'running')
+                                   OFFSET 0)
+                       -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
+                       AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
+            ORDER BY t.priority DESC, t.created_at, t.id
+            LIMIT _claim_tasks.max_tasks
+            FOR UPDATE OF t SKIP LOCKED
+        ),
+        -- one task per store, so a batch obeys the store rule too
+        chosen AS (
+            SELECT DISTINCT ON (coalesce(c.dispensary_id::bigint, -c.id)) c.id
+            FROM candidates c
+            WHERE c.attempt < c_last_attempt
+            ORDER BY coalesce(c.dispensary_id::bigint, -c.id), c.priority DESC, c.created_at, c.id
+        )
+        SELECT (SELECT array_agg(chosen.id) FROM chosen),
+               (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt)
+        INTO v_chosen, v_spent;
+      ELSE
         -- the buckets' clock is the one of this moment, as the requests' (the transaction's
         -- start, v_now, is older than a tokens_at a request wrote since)
         v_walk_clock := _platform_clock();
-        WITH RECURSIVE
-        platforms AS (
-            SELECT (SELECT t.platform FROM worker_tasks t
-                    WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND t.platform IS NOT NULL
-                    ORDER BY t.platform LIMIT 1) AS platform
-            UNION ALL
-            SELECT (SELECT t.platform FROM worker_tasks t
-                    WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND t.platform > p.platform
-                    ORDER BY t.platform LIMIT 1)
-            FROM platforms p
-            WHERE p.platform IS NOT NULL
-        ),
+        WITH
         walks AS (
             SELECT p.platform,
                    CASE WHEN g.open_until > v_now OR NOT g.enabled THEN 0
                         -- a platform without a governance row yet has the defaults' full bucket
-                        WHEN v_claims_token THEN greatest(0, least(_claim_tasks.max_tasks,
+                        WHEN v_claims_token THEN greatest(0, least(2 * _claim_tasks.max_tasks,
                             floor(coalesce(_platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
                                                             greatest(v_walk_clock, g.tokens_at)),
                                            _claim_tasks.max_tasks))))::integer
-                        ELSE _claim_tasks.max_tasks END AS quota
-            FROM platforms p
+                        ELSE 2 * _claim_tasks.max_tasks END AS quota
+            FROM unnest(v_pending_platforms) AS p(platform)
             LEFT JOIN platform_governance g ON g.platform = p.platform
-            WHERE p.platform IS NOT NULL
         ),
         candidates AS (
             SELECT c.*
@@ -139,40 +182,31 @@ BEGIN
                 FROM worker_tasks t
                 WHERE t.role = _claim_tasks.role
                   AND t.status = 'pending'
-                  AND t.platform = w.platform
+                  AND coalesce(t.platform, '') = w.platform
                   AND t.scheduled_for <= v_now
                   AND (t.dispensary_id IS NULL
-                       OR (NOT EXISTS (SELECT FROM worker_tasks busy
-                                       WHERE busy.dispensary_id = t.dispensary_id
-                                         AND busy.status IN ('claimed', 'running')
-                                       OFFSET 0)
-                           AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
+                       OR NOT EXISTS (SELECT FROM worker_tasks busy
+                                      WHERE busy.dispensary_id = t.dispensary_id
+                                        AND busy.status IN ('claimed', 'running')
+                                      OFFSET 0))
                 ORDER BY t.priority DESC, t.created_at, t.id
                 LIMIT w.quota
-                FOR UPDATE OF t SKIP LOCKED
             ) AS c
             WHERE w.quota > 0
             UNION ALL
-            -- the tasks without a platform (a subquery: UNION takes no FOR UPDATE of its own)
-            SELECT * FROM (SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
+            (SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
              FROM worker_tasks t
              WHERE t.role = _claim_tasks.role
                AND t.status = 'pending'
-               AND t.platform IS NULL
+               AND coalesce(t.platform, '') = ''
                AND t.scheduled_for <= v_now
                AND (t.dispensary_id IS NULL
-                    -- OFFSET 0 keeps this a probe of the store's entry in
-                    -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
-                    -- hashes every active task of every store at each claim.
-                    OR (NOT EXISTS (SELECT FROM worker_tasks busy
-                                    WHERE busy.dispensary_id = t.dispensary_id
-                                      AND busy.status IN ('claimed', 'running')
-                                    OFFSET 0)
-                        -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
-                        AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
+                    OR NOT EXISTS (SELECT FROM worker_tasks busy
+                                   WHERE busy.dispensary_id = t.dispensary_id
+                                     AND busy.status IN ('claimed', 'running')
+                                   OFFSET 0))
              ORDER BY t.priority DESC, t.created_at, t.id
-             LIMIT _claim_tasks.max_tasks
-             FOR UPDATE OF t SKIP LOCKED) AS unplatformed
+             LIMIT 2 * _claim_tasks.max_tasks)
         ),
         -- one task per store, so a batch obeys the store rule too
         one_per_store AS (
@@ -188,12 +222,25 @@ BEGIN
             LEFT JOIN task_claim_turns turns
                    ON turns.role = _claim_tasks.role AND turns.platform = coalesce(s.platform, '')
         )
-        SELECT (SELECT (array_agg(r.id ORDER BY r.priority DESC, r.turn, r.platform_served_at NULLS FIRST,
-                                              r.created_at, r.id))[1:_claim_tasks.max_tasks]
+        SELECT (SELECT array_agg(r.id ORDER BY r.priority DESC, r.turn, r.platform_served_at NULLS FIRST,
+                                               r.created_at, r.id)
                 FROM ranked r),
                (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt),
                (SELECT count(DISTINCT coalesce(c.platform, '')) FROM candidates c)
-        INTO v_chosen, v_spent, v_platforms_met;
+        INTO v_ranked, v_spent, v_platforms_met;
+
+        -- Lock max_tasks of them in rank order: LIMIT stops the locking once it has them.
+        SELECT array_agg(l.id ORDER BY l.rank) INTO v_chosen
+        FROM (SELECT t.id, r.rank
+              FROM unnest(v_ranked) WITH ORDINALITY AS r(id, rank)
+              JOIN worker_tasks t ON t.id = r.id
+              WHERE t.status = 'pending'
+                -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
+                AND (t.dispensary_id IS NULL OR pg_try_advisory_xact_lock(1952543595, t.dispensary_id))
+              ORDER BY r.rank
+              LIMIT _claim_tasks.max_tasks
+              FOR UPDATE OF t SKIP LOCKED) AS l;
+      END IF;
 
         -- A spent task has no next attempt: it fails for good, saying why. A statement of its
         -- own, run only when there is one: as a data-modifying CTE of the claim it was set up
@@ -203,7 +250,7 @@ BEGIN
             SET status = 'failed',
                 error_message = format('attempt %s is the last the attempt counter holds: '
                                        'the task cannot be claimed again', t.attempt)
-            WHERE t.id = ANY (v_spent);
+            WHERE t.id = ANY (v_spent) AND t.status = 'pending';
         END IF;
 
         -- The tokens, exactly: the walks read the buckets without a lock, so a rival claim or
@@ -297,8 +344,9 @@ BEGIN
             END IF;
         END IF;
         -- Done when something was claimed, or when the queue had nothing to offer (no candidate
-        -- and no spent task): only a lost race or spent tasks are worth another try.
-        EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL);
+        -- and no spent task): only a lost race (candidates that rivals locked or claimed first)
+        -- or spent tasks are worth another try.
+        EXIT WHEN v_claimed > 0 OR (coalesce(v_ranked, v_chosen) IS NULL AND v_spent IS NULL);
         v_token_platforms := NULL;
     END LOOP;
 

@@ -18,11 +18,12 @@ AS $$
 --   SELECT platform_token_wait('product_resync');   -- 0.31: claim again in 0.31 s; NULL: wait for a wake-up
 -- A worker whose claim came back empty asks it before it sleeps: no enqueue will wake it when
 -- the tasks were there all along and only their platforms' tokens were missing. One probe of
--- the claim's index per platform without a token now, none for a role that claims no token.
+-- the claim's index (its key is coalesce(platform, '')) per platform without a token now, none
+-- for a role that claims no token.
 -- A token that came within the last second counts too, as due now (0): the worker's claim may
 -- have come a moment before it, and that token is the worker's to take. One due for longer is
 -- not what holds its tasks back (their stores are busy): waiting for it would make a busy loop.
-    SELECT greatest(0, extract(epoch FROM min(b.next_token_at) - taskpool_now()))::double precision
+    SELECT extract(epoch FROM min(greatest(b.next_token_at, taskpool_now())) - taskpool_now())::double precision
     FROM task_roles r
     CROSS JOIN LATERAL (
         SELECT g.platform, _platform_next_token_at(g.tokens, g.tokens_at, g.requests_per_minute) AS next_token_at
@@ -33,7 +34,7 @@ AS $$
       AND r.claims_platform_token
       AND b.next_token_at > taskpool_now() - interval '1 second'
       AND EXISTS (SELECT FROM worker_tasks t
-                  WHERE t.role = r.role AND t.status = 'pending' AND t.platform = b.platform
+                  WHERE t.role = r.role AND t.status = 'pending' AND coalesce(t.platform, '') = b.platform
                     AND t.scheduled_for <= taskpool_now());
 $$;
 

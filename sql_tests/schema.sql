@@ -140,8 +140,8 @@ SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_one_per_dedupe_period_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
-                 ARRAY['role', 'platform', 'priority', 'created_at', 'id', 'scheduled_for'],
-                 'Should index worker_tasks in claim order, each platform apart');
+                 ARRAY['role', 'COALESCE(platform, ''''::text)', 'priority', 'created_at', 'id', 'scheduled_for'],
+                 'Should index worker_tasks in claim order, each platform apart ('''' for none)');
 SELECT has_index('worker_tasks', 'worker_tasks_one_active_per_dispensary_idx', ARRAY['dispensary_id'],
                  'Should index the active tasks by store');
 SELECT index_is_unique('public', 'worker_tasks', 'worker_tasks_one_active_per_dispensary_idx',
