@@ -254,9 +254,12 @@ BEGIN
         END IF;
 
         -- The tokens, exactly: the walks read the buckets without a lock, so a rival claim or
-        -- request may have taken some since. Lock the chosen platforms' rows (in name order,
-        -- as every claim does), read the clock once they are ours, and keep of each platform's
-        -- candidates, in rank order, only as many as it has whole tokens now.
+        -- request may have taken some since. Lock the chosen platforms' rows, read the clock once
+        -- they are ours, and keep of each platform's candidates, in rank order, only as many as
+        -- it has whole tokens now. A row another transaction holds (a claim, a request, a
+        -- platform's result being recorded) is skipped with its platform's candidates, which
+        -- the next claim takes: waiting for it would queue every claim of the role behind the
+        -- platform's row.
         IF v_claims_token AND v_chosen IS NOT NULL THEN
             SELECT array_agg(DISTINCT t.platform) INTO v_token_platforms
             FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.platform IS NOT NULL;
@@ -265,13 +268,15 @@ BEGIN
             INSERT INTO platform_governance (platform)
             SELECT p FROM unnest(v_token_platforms) AS p
             WHERE btrim(p) <> '' AND length(p) <= 100
+              AND NOT EXISTS (SELECT FROM platform_governance e WHERE e.platform = p)
             ON CONFLICT DO NOTHING;
-            PERFORM FROM platform_governance g WHERE g.platform = ANY (v_token_platforms)
-            ORDER BY g.platform FOR UPDATE;
+            SELECT array_agg(l.platform) INTO v_token_platforms
+            FROM (SELECT g.platform FROM platform_governance g WHERE g.platform = ANY (v_token_platforms)
+                  ORDER BY g.platform FOR UPDATE SKIP LOCKED) AS l;
             v_clock := _platform_clock();
             SELECT array_agg(r.id ORDER BY r.rank) INTO v_chosen
             FROM (
-                SELECT c.id, c.rank,
+                SELECT c.id, c.rank, g.platform AS governed,
                        row_number() OVER (PARTITION BY t.platform ORDER BY c.rank) AS nth,
                        _platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
                                         greatest(v_clock, g.tokens_at)) AS tokens
@@ -279,7 +284,9 @@ BEGIN
                 JOIN worker_tasks t ON t.id = c.id
                 LEFT JOIN platform_governance g ON g.platform = t.platform
             ) AS r
-            WHERE r.tokens IS NULL OR r.nth <= r.tokens;
+            -- no platform, or one no row can govern (a name the table refuses): no limit
+            WHERE r.governed IS NULL
+               OR (r.governed = ANY (v_token_platforms) AND r.nth <= r.tokens);
         END IF;
 
         IF v_chosen IS NOT NULL THEN
