@@ -49,6 +49,7 @@ DECLARE
     v_served       text[];
     v_pending_platforms text[];
     v_ranked       bigint[];
+    v_lost_race    boolean := false;
     v_clock        timestamptz;
     v_walk_clock   timestamptz;
     v_claimed      bigint := 0;
@@ -100,8 +101,9 @@ BEGIN
     -- index scan). A role with none (most roles of the core) is claimed by one walk of its tasks
     -- without a platform, locking as it goes, as it always was: one descent more is all it pays.
     -- Otherwise each platform is walked apart, and the tasks without one in one more walk,
-    -- reading without locks: a walk reads at most twice max_tasks (room for rivals' locked rows),
-    -- and for a role with claims_platform_token at most the platform's whole tokens now (none:
+    -- reading without locks: a walk reads at most max_tasks (with two platforms or more, room
+    -- enough for the rows rivals lock first), and for a role with claims_platform_token at most
+    -- the platform's whole tokens now (none:
     -- its tasks wait, and its walk reads nothing); open circuits and disabled platforms are not
     -- walked. The candidates are ranked by priority, then by their turn within their platform at
     -- that priority (its first, its second, ...), then by when the platform was last served
@@ -166,11 +168,11 @@ BEGIN
             SELECT p.platform,
                    CASE WHEN g.open_until > v_now OR NOT g.enabled THEN 0
                         -- a platform without a governance row yet has the defaults' full bucket
-                        WHEN v_claims_token THEN greatest(0, least(2 * _claim_tasks.max_tasks,
+                        WHEN v_claims_token THEN greatest(0, least(_claim_tasks.max_tasks,
                             floor(coalesce(_platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
                                                             greatest(v_walk_clock, g.tokens_at)),
                                            _claim_tasks.max_tasks))))::integer
-                        ELSE 2 * _claim_tasks.max_tasks END AS quota
+                        ELSE _claim_tasks.max_tasks END AS quota
             FROM unnest(v_pending_platforms) AS p(platform)
             LEFT JOIN platform_governance g ON g.platform = p.platform
         ),
@@ -206,7 +208,7 @@ BEGIN
                                      AND busy.status IN ('claimed', 'running')
                                    OFFSET 0))
              ORDER BY t.priority DESC, t.created_at, t.id
-             LIMIT 2 * _claim_tasks.max_tasks)
+             LIMIT _claim_tasks.max_tasks)
         ),
         -- one task per store, so a batch obeys the store rule too
         one_per_store AS (
@@ -228,18 +230,29 @@ BEGIN
                (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt),
                (SELECT count(DISTINCT coalesce(c.platform, '')) FROM candidates c)
         INTO v_ranked, v_spent, v_platforms_met;
+        v_lost_race := false;
 
-        -- Lock max_tasks of them in rank order: LIMIT stops the locking once it has them.
-        SELECT array_agg(l.id ORDER BY l.rank) INTO v_chosen
-        FROM (SELECT t.id, r.rank
-              FROM unnest(v_ranked) WITH ORDINALITY AS r(id, rank)
-              JOIN worker_tasks t ON t.id = r.id
-              WHERE t.status = 'pending'
-                -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
-                AND (t.dispensary_id IS NULL OR pg_try_advisory_xact_lock(1952543595, t.dispensary_id))
-              ORDER BY r.rank
-              LIMIT _claim_tasks.max_tasks
-              FOR UPDATE OF t SKIP LOCKED) AS l;
+        -- Lock max_tasks of them in rank order: the LIMIT stops the locking once it has them.
+        -- The store's advisory lock is taken outside the locking subquery, for each row as it
+        -- comes: inside (or pushed in), it was taken for every candidate before the sort, and a
+        -- rival claiming at the same time found all their stores taken.
+        SELECT array_agg(taken.id ORDER BY taken.rank) INTO v_chosen
+        FROM (SELECT l.id, l.rank
+              FROM (SELECT t.id, r.rank, t.dispensary_id
+                    FROM unnest(v_ranked) WITH ORDINALITY AS r(id, rank)
+                    JOIN worker_tasks t ON t.id = r.id
+                    WHERE t.status = 'pending'
+                    ORDER BY r.rank
+                    -- OFFSET 0: no condition of the outer query is pushed in here
+                    OFFSET 0
+                    FOR UPDATE OF t SKIP LOCKED) AS l
+              -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
+              WHERE l.dispensary_id IS NULL OR pg_try_advisory_xact_lock(1952543595, l.dispensary_id)
+              LIMIT _claim_tasks.max_tasks) AS taken;
+        -- Candidates, but every one locked or claimed by a rival meanwhile: worth another try,
+        -- unless the walks read no more than the platforms' tokens, which the rival then took
+        -- (the worker hears of the next token from platform_token_wait).
+        v_lost_race := v_ranked IS NOT NULL AND v_chosen IS NULL AND NOT v_claims_token;
       END IF;
 
         -- A spent task has no next attempt: it fails for good, saying why. A statement of its
@@ -353,7 +366,7 @@ BEGIN
         -- Done when something was claimed, or when the queue had nothing to offer (no candidate
         -- and no spent task): only a lost race (candidates that rivals locked or claimed first)
         -- or spent tasks are worth another try.
-        EXIT WHEN v_claimed > 0 OR (coalesce(v_ranked, v_chosen) IS NULL AND v_spent IS NULL);
+        EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL AND NOT v_lost_race);
         v_token_platforms := NULL;
     END LOOP;
 
