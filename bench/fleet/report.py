@@ -83,7 +83,7 @@ NOTES = (
     "(5 s worth) a window: ABOVE marks more than that.",
     "slots: the platform's share of product_resync's slot time, from each attempt's start to its end "
     "(with idle, they sum to 100%); waiting: the share of all those slots' time spent in await_turn "
-    "(asking acquire_platform_request, and sleeping while it says wait).",
+    "(taking a token its claim did not take, and sleeping until it is due).",
     "late: how long after its due time (scheduled_for) a crawl completed, in fleet minutes; overdue: "
     "crawls due and not done when the run ends (the oldest's lateness so far, in fleet minutes); "
     "ready max: the most resync tasks due and waiting at once.",
