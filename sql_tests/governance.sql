@@ -1,7 +1,7 @@
 -- governance: per-platform rate limits and the circuit breaker (acquire_platform_request,
 -- record_platform_result), and claim_task skipping the tasks of a platform whose circuit is open.
 BEGIN;
-SELECT plan(24);
+SELECT plan(29);
 
 /****************************************************************************/
 -- Structure
@@ -77,6 +77,18 @@ SELECT results_eq(
     $$VALUES ('opened'::text, 5, 'HTTP 500'::text), ('opened', 6, 'HTTP 500 again'), ('closed', 6, NULL)$$,
     'Should keep every opening and closing in platform_events');
 SELECT set_taskpool_clock_offset('0') AS shifted \gset
+
+-- A success that changes nothing but last_success_at, under a second after the last one, leaves
+-- the row alone (every crawl reports one; claims lock the row to take tokens). A failure still
+-- counts at once, and the success after it resets the streak.
+INSERT INTO platform_governance (platform, last_success_at) VALUES ('t16_quiet', now() - interval '0.5 seconds');
+SELECT is(record_platform_result('t16_quiet', true), 'closed', 'Should answer closed for a success on a closed circuit');
+SELECT is((SELECT last_success_at FROM platform_governance WHERE platform = 't16_quiet'), now() - interval '0.5 seconds',
+    'Should not write last_success_at again within a second of the last');
+SELECT is(record_platform_result('t16_quiet', false, 'HTTP 503'), 'closed', 'Should count a failure');
+SELECT is(record_platform_result('t16_quiet', true), 'closed', 'Should answer closed for the success after it');
+SELECT ok((SELECT consecutive_failures = 0 AND last_success_at = now() FROM platform_governance WHERE platform = 't16_quiet'),
+    'Should reset the streak and write last_success_at after a failure');
 
 SELECT throws_ok($$SELECT acquire_platform_request('')$$, '22023',
     'platform must be a name of 1 to 100 characters, not ''''', 'Should refuse a blank platform name');
