@@ -1,5 +1,6 @@
 -- Deploy taskpool:record_platform_result to pg
 -- requires: record_platform_result@v0.8.0
+-- requires: _platform_clock
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -37,6 +38,10 @@ BEGIN
         RETURN 'closed';
     END IF;
     v_row := _lock_platform(record_platform_result.platform);
+    -- The circuit opens (and closes) when the row is ours: a report that waited for the row (a
+    -- claim taking the platform's tokens holds it until its commit) must not date the opening
+    -- back to its transaction's start, so that the cooldown starts when claims can see it.
+    v_now := _platform_clock();
 
     IF record_platform_result.succeeded THEN
         IF v_row.open_until IS NOT NULL THEN
