@@ -3,8 +3,8 @@
 BEGIN;
 
 SELECT has_function_privilege('taskpool_worker', 'acquire_platform_request(text)', 'EXECUTE');
--- the clock is read after the platform's row lock
-SELECT 1 / (position('_platform_clock()' IN prosrc) > 0)::integer
+-- the bucket step that reads the clock after the platform's row lock
+SELECT 1 / (position('_take_platform_token' IN prosrc) > 0)::integer
 FROM pg_proc WHERE oid = 'acquire_platform_request(text)'::regprocedure;
 
 ROLLBACK;
