@@ -100,7 +100,7 @@ BEGIN
     -- platforms a role's pending tasks name are found on it first, one descent each (a loose
     -- index scan). A role with none (most roles of the core) is claimed by one walk of its tasks
     -- without a platform, locking as it goes, as it always was: one descent more is all it pays.
-    -- Otherwise each platform is walked apart, and the tasks without one in one more walk,
+    -- Otherwise each platform is walked apart, and the tasks without one ('') in one more walk,
     -- reading without locks: a walk reads at most max_tasks (with two platforms or more, room
     -- enough for the rows rivals lock first), and for a role with claims_platform_token at most
     -- the platform's whole tokens now (none:
@@ -173,7 +173,8 @@ BEGIN
                                                             greatest(v_walk_clock, g.tokens_at)),
                                            _claim_tasks.max_tasks))))::integer
                         ELSE _claim_tasks.max_tasks END AS quota
-            FROM unnest(v_pending_platforms) AS p(platform)
+            -- '' is the key of the tasks without a platform: no row governs it, no limit holds it
+            FROM unnest(v_pending_platforms || ''::text) AS p(platform)
             LEFT JOIN platform_governance g ON g.platform = p.platform
         ),
         candidates AS (
@@ -195,20 +196,6 @@ BEGIN
                 LIMIT w.quota
             ) AS c
             WHERE w.quota > 0
-            UNION ALL
-            (SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
-             FROM worker_tasks t
-             WHERE t.role = _claim_tasks.role
-               AND t.status = 'pending'
-               AND coalesce(t.platform, '') = ''
-               AND t.scheduled_for <= v_now
-               AND (t.dispensary_id IS NULL
-                    OR NOT EXISTS (SELECT FROM worker_tasks busy
-                                   WHERE busy.dispensary_id = t.dispensary_id
-                                     AND busy.status IN ('claimed', 'running')
-                                   OFFSET 0))
-             ORDER BY t.priority DESC, t.created_at, t.id
-             LIMIT _claim_tasks.max_tasks)
         ),
         -- one task per store, so a batch obeys the store rule too
         one_per_store AS (
