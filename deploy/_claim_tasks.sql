@@ -1,8 +1,10 @@
 -- Deploy taskpool:_claim_tasks to pg
--- requires: _claim_tasks@v0.5.0
--- requires: task_roles_paused
--- requires: platform_governance_enabled
--- requires: claim_token
+-- requires: _claim_tasks@v0.8.0
+-- requires: _platform_tokens
+-- requires: _platform_clock
+-- requires: task_claim_turns
+-- requires: task_roles_claims_platform_token
+-- requires: worker_tasks_claim_order_by_platform
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -28,7 +30,10 @@ AS $$
 -- Not for callers: claim_tasks and claim_and_start_tasks (SECURITY DEFINER) call it. A paused
 -- role (task_roles.paused_at) hands out nothing. Tasks of a platform whose circuit is open
 -- (platform_governance.open_until in the future) or that an operator disabled
--- (platform_governance.enabled false) are skipped.
+-- (platform_governance.enabled false) are skipped, and so are, for a role with
+-- claims_platform_token, those of a platform whose token bucket holds no whole token: the claim
+-- takes one token for each task it hands out (the request the task makes), counted in
+-- requests_total. At equal priority the claim rotates between platforms (task_claim_turns).
 -- A task whose attempt counter is spent (attempt at the largest integer) fails here, alone,
 -- rather than making the claim overflow for the whole role.
 DECLARE
@@ -36,8 +41,17 @@ DECLARE
     c_last_attempt constant integer := 2147483647;
     v_now          timestamptz := taskpool_now();
     v_paused       boolean;
+    v_claims_token boolean;
     v_chosen       bigint[];
     v_spent        bigint[];
+    v_platforms_met bigint;
+    v_token_platforms text[];
+    v_served       text[];
+    v_pending_platforms text[];
+    v_ranked       bigint[];
+    v_lost_race    boolean := false;
+    v_clock        timestamptz;
+    v_walk_clock   timestamptz;
     v_claimed      bigint := 0;
 BEGIN
     IF _claim_tasks.role IS NULL OR _claim_tasks.worker_id IS NULL OR _claim_tasks.max_tasks IS NULL THEN
@@ -55,7 +69,7 @@ BEGIN
 
     -- One primary-key probe: an unknown role is an error, a paused one has nothing to hand out.
     -- A pause that commits while this claim runs does not stop it: the claim after it sees it.
-    SELECT r.paused_at IS NOT NULL INTO v_paused FROM task_roles r WHERE r.role = _claim_tasks.role;
+    SELECT r.paused_at IS NOT NULL, r.claims_platform_token INTO v_paused, v_claims_token FROM task_roles r WHERE r.role = _claim_tasks.role;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
@@ -80,18 +94,47 @@ BEGIN
     -- A try that claimed nothing because of such a race, or that met only spent tasks, runs
     -- again (its snapshot now sees the rival) so that it costs the worker no poll interval;
     -- after a few tries the claim reports no task, which a worker treats like an empty queue.
+    --
+    -- Platforms. worker_tasks_claim_order_idx keys each role's pending tasks by platform ('' for
+    -- none: an equality, so that the walk of the tasks without one reads them in order too): the
+    -- platforms a role's pending tasks name are found on it first, one descent each (a loose
+    -- index scan). A role with none (most roles of the core) is claimed by one walk of its tasks
+    -- without a platform, locking as it goes, as it always was: one descent more is all it pays.
+    -- Otherwise each platform is walked apart, and the tasks without one ('') in one more walk,
+    -- reading without locks: a walk reads at most max_tasks (with two platforms or more, room
+    -- enough for the rows rivals lock first), and for a role with claims_platform_token at most
+    -- the platform's whole tokens now (none:
+    -- its tasks wait, and its walk reads nothing); open circuits and disabled platforms are not
+    -- walked. The candidates are ranked by priority, then by their turn within their platform at
+    -- that priority (its first, its second, ...), then by when the platform was last served
+    -- (task_claim_turns): at equal priority a batch takes one task of each platform in turn and
+    -- single claims alternate, while a higher priority still goes first. Then max_tasks of them
+    -- are locked in rank order (rows and stores other claimers hold skipped), so a claim locks
+    -- no more rows than it may claim.
+    WITH RECURSIVE platforms AS (
+        SELECT (SELECT t.platform FROM worker_tasks t
+                WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND coalesce(t.platform, '') > ''
+                ORDER BY coalesce(t.platform, '') LIMIT 1) AS platform
+        UNION ALL
+        SELECT (SELECT t.platform FROM worker_tasks t
+                WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND coalesce(t.platform, '') > p.platform
+                ORDER BY coalesce(t.platform, '') LIMIT 1)
+        FROM platforms p
+        WHERE p.platform IS NOT NULL
+    )
+    SELECT array_agg(p.platform) INTO v_pending_platforms FROM platforms p WHERE p.platform IS NOT NULL;
+
     FOR v_try IN 1..5 LOOP
+      IF v_pending_platforms IS NULL THEN
+        v_platforms_met := 1;
         WITH
         candidates AS (
             SELECT t.id, t.dispensary_id, t.priority, t.created_at, t.attempt
             FROM worker_tasks t
             WHERE t.role = _claim_tasks.role
               AND t.status = 'pending'
+              AND coalesce(t.platform, '') = ''
               AND t.scheduled_for <= v_now
-              AND (t.platform IS NULL
-                   OR NOT EXISTS (SELECT FROM platform_governance g
-                                  WHERE g.platform = t.platform
-                                    AND (g.open_until > v_now OR NOT g.enabled)))
               AND (t.dispensary_id IS NULL
                    -- OFFSET 0 keeps this a probe of the store's entry in
                    -- worker_tasks_one_active_per_dispensary_idx: without it the generic plan
@@ -116,6 +159,88 @@ BEGIN
         SELECT (SELECT array_agg(chosen.id) FROM chosen),
                (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt)
         INTO v_chosen, v_spent;
+      ELSE
+        -- the buckets' clock is the one of this moment, as the requests' (the transaction's
+        -- start, v_now, is older than a tokens_at a request wrote since)
+        v_walk_clock := _platform_clock();
+        WITH
+        walks AS (
+            SELECT p.platform,
+                   CASE WHEN g.open_until > v_now OR NOT g.enabled THEN 0
+                        -- a platform without a governance row yet has the defaults' full bucket
+                        WHEN v_claims_token THEN greatest(0, least(_claim_tasks.max_tasks,
+                            floor(coalesce(_platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                                            greatest(v_walk_clock, g.tokens_at)),
+                                           _claim_tasks.max_tasks))))::integer
+                        ELSE _claim_tasks.max_tasks END AS quota
+            -- '' is the key of the tasks without a platform: no row governs it, no limit holds it
+            FROM unnest(v_pending_platforms || ''::text) AS p(platform)
+            LEFT JOIN platform_governance g ON g.platform = p.platform
+        ),
+        candidates AS (
+            SELECT c.*
+            FROM walks w
+            CROSS JOIN LATERAL (
+                SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
+                FROM worker_tasks t
+                WHERE t.role = _claim_tasks.role
+                  AND t.status = 'pending'
+                  AND coalesce(t.platform, '') = w.platform
+                  AND t.scheduled_for <= v_now
+                  AND (t.dispensary_id IS NULL
+                       OR NOT EXISTS (SELECT FROM worker_tasks busy
+                                      WHERE busy.dispensary_id = t.dispensary_id
+                                        AND busy.status IN ('claimed', 'running')
+                                      OFFSET 0))
+                ORDER BY t.priority DESC, t.created_at, t.id
+                LIMIT w.quota
+            ) AS c
+            WHERE w.quota > 0
+        ),
+        -- one task per store, so a batch obeys the store rule too
+        one_per_store AS (
+            SELECT DISTINCT ON (coalesce(c.dispensary_id::bigint, -c.id)) c.*
+            FROM candidates c
+            WHERE c.attempt < c_last_attempt
+            ORDER BY coalesce(c.dispensary_id::bigint, -c.id), c.priority DESC, c.created_at, c.id
+        ),
+        ranked AS (
+            SELECT s.id, s.priority, s.created_at, turns.claimed_at AS platform_served_at,
+                   row_number() OVER (PARTITION BY s.platform, s.priority ORDER BY s.created_at, s.id) AS turn
+            FROM one_per_store s
+            LEFT JOIN task_claim_turns turns
+                   ON turns.role = _claim_tasks.role AND turns.platform = coalesce(s.platform, '')
+        )
+        SELECT (SELECT array_agg(r.id ORDER BY r.priority DESC, r.turn, r.platform_served_at NULLS FIRST,
+                                               r.created_at, r.id)
+                FROM ranked r),
+               (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt),
+               (SELECT count(DISTINCT coalesce(c.platform, '')) FROM candidates c)
+        INTO v_ranked, v_spent, v_platforms_met;
+        v_lost_race := false;
+
+        -- Lock max_tasks of them in rank order: the LIMIT stops the locking once it has them.
+        -- The store's advisory lock is taken outside the locking subquery, for each row as it
+        -- comes: inside (or pushed in), it was taken for every candidate before the sort, and a
+        -- rival claiming at the same time found all their stores taken.
+        SELECT array_agg(taken.id ORDER BY taken.rank) INTO v_chosen
+        FROM (SELECT l.id, l.rank
+              FROM (SELECT t.id, r.rank, t.dispensary_id
+                    FROM unnest(v_ranked) WITH ORDINALITY AS r(id, rank)
+                    JOIN worker_tasks t ON t.id = r.id
+                    WHERE t.status = 'pending'
+                    ORDER BY r.rank
+                    -- OFFSET 0: no condition of the outer query is pushed in here
+                    OFFSET 0
+                    FOR UPDATE OF t SKIP LOCKED) AS l
+              -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
+              WHERE l.dispensary_id IS NULL OR pg_try_advisory_xact_lock(1952543595, l.dispensary_id)
+              LIMIT _claim_tasks.max_tasks) AS taken;
+        -- Candidates, but every one locked or claimed by a rival meanwhile: worth another try,
+        -- unless the walks read no more than the platforms' tokens, which the rival then took
+        -- (the worker hears of the next token from platform_token_wait).
+        v_lost_race := v_ranked IS NOT NULL AND v_chosen IS NULL AND NOT v_claims_token;
+      END IF;
 
         -- A spent task has no next attempt: it fails for good, saying why. A statement of its
         -- own, run only when there is one: as a data-modifying CTE of the claim it was set up
@@ -125,7 +250,43 @@ BEGIN
             SET status = 'failed',
                 error_message = format('attempt %s is the last the attempt counter holds: '
                                        'the task cannot be claimed again', t.attempt)
-            WHERE t.id = ANY (v_spent);
+            WHERE t.id = ANY (v_spent) AND t.status = 'pending';
+        END IF;
+
+        -- The tokens, exactly: the walks read the buckets without a lock, so a rival claim or
+        -- request may have taken some since. Lock the chosen platforms' rows, read the clock once
+        -- they are ours, and keep of each platform's candidates, in rank order, only as many as
+        -- it has whole tokens now. A row another transaction holds (a claim, a request, a
+        -- platform's result being recorded) is skipped with its platform's candidates, which
+        -- the next claim takes: waiting for it would queue every claim of the role behind the
+        -- platform's row.
+        IF v_claims_token AND v_chosen IS NOT NULL THEN
+            SELECT array_agg(DISTINCT t.platform) INTO v_token_platforms
+            FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.platform IS NOT NULL;
+        END IF;
+        IF v_token_platforms IS NOT NULL THEN
+            INSERT INTO platform_governance (platform)
+            SELECT p FROM unnest(v_token_platforms) AS p
+            WHERE btrim(p) <> '' AND length(p) <= 100
+              AND NOT EXISTS (SELECT FROM platform_governance e WHERE e.platform = p)
+            ON CONFLICT DO NOTHING;
+            SELECT array_agg(l.platform) INTO v_token_platforms
+            FROM (SELECT g.platform FROM platform_governance g WHERE g.platform = ANY (v_token_platforms)
+                  ORDER BY g.platform FOR UPDATE SKIP LOCKED) AS l;
+            v_clock := _platform_clock();
+            SELECT array_agg(r.id ORDER BY r.rank) INTO v_chosen
+            FROM (
+                SELECT c.id, c.rank, g.platform AS governed,
+                       row_number() OVER (PARTITION BY t.platform ORDER BY c.rank) AS nth,
+                       _platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                        greatest(v_clock, g.tokens_at)) AS tokens
+                FROM unnest(v_chosen) WITH ORDINALITY AS c(id, rank)
+                JOIN worker_tasks t ON t.id = c.id
+                LEFT JOIN platform_governance g ON g.platform = t.platform
+            ) AS r
+            -- no platform, or one no row can govern (a name the table refuses): no limit
+            WHERE r.governed IS NULL
+               OR (r.governed = ANY (v_token_platforms) AND r.nth <= r.tokens);
         END IF;
 
         IF v_chosen IS NOT NULL THEN
@@ -154,9 +315,46 @@ BEGIN
             SELECT * FROM claimed c ORDER BY c.priority DESC, c.created_at, c.id;
             GET DIAGNOSTICS v_claimed = ROW_COUNT;
         END IF;
+
+        IF v_claimed > 0 AND (v_token_platforms IS NOT NULL OR v_platforms_met > 1) THEN
+            -- What this claim took (its rows, locked and no longer pending), per platform:
+            -- one token each from the buckets locked above, and the platforms' turn.
+            IF v_token_platforms IS NOT NULL THEN
+                UPDATE platform_governance g
+                SET tokens = _platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                              greatest(v_clock, g.tokens_at)) - taken.tasks,
+                    tokens_at = greatest(v_clock, g.tokens_at),
+                    requests_total = g.requests_total + taken.tasks
+                FROM (SELECT t.platform, count(*) AS tasks FROM worker_tasks t
+                      WHERE t.id = ANY (v_chosen) AND t.status <> 'pending' AND t.platform IS NOT NULL
+                      GROUP BY t.platform) AS taken
+                WHERE g.platform = taken.platform;
+            END IF;
+            IF v_platforms_met > 1 THEN
+                -- A turn another claim is writing at this moment is left to it (SKIP LOCKED): it
+                -- writes about the same time, and waiting for its commit would queue the claims.
+                SELECT array_agg(DISTINCT coalesce(t.platform, '')) INTO v_served
+                FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.status <> 'pending';
+                UPDATE task_claim_turns turns
+                SET claimed_at = _platform_clock()
+                FROM (SELECT f.platform FROM task_claim_turns f
+                      WHERE f.role = _claim_tasks.role AND f.platform = ANY (v_served)
+                      ORDER BY f.platform
+                      FOR UPDATE SKIP LOCKED) AS free
+                WHERE turns.role = _claim_tasks.role AND turns.platform = free.platform;
+                INSERT INTO task_claim_turns (role, platform, claimed_at)
+                SELECT _claim_tasks.role, p, _platform_clock() FROM unnest(v_served) AS p
+                WHERE NOT EXISTS (SELECT FROM task_claim_turns e
+                                  WHERE e.role = _claim_tasks.role AND e.platform = p)
+                ORDER BY p
+                ON CONFLICT DO NOTHING;
+            END IF;
+        END IF;
         -- Done when something was claimed, or when the queue had nothing to offer (no candidate
-        -- and no spent task): only a lost race or spent tasks are worth another try.
-        EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL);
+        -- and no spent task): only a lost race (candidates that rivals locked or claimed first)
+        -- or spent tasks are worth another try.
+        EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL AND NOT v_lost_race);
+        v_token_platforms := NULL;
     END LOOP;
 
     -- A worker that was waiting for the role is at work on it again: the next enqueue need not

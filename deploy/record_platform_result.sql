@@ -1,14 +1,13 @@
 -- Deploy taskpool:record_platform_result to pg
--- requires: _lock_platform
--- requires: platform_events
--- requires: taskpool_worker
+-- requires: record_platform_result@v0.8.0
+-- requires: _platform_clock
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- record_platform_result
 -- Feeds the circuit breaker one request's outcome; returns the circuit's state, 'closed' or 'open'.
-CREATE FUNCTION record_platform_result(platform text, succeeded boolean, error_message text DEFAULT NULL)
+CREATE OR REPLACE FUNCTION record_platform_result(platform text, succeeded boolean, error_message text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -22,12 +21,27 @@ AS $$
 -- opens it again at once). Each opening and closing is kept in platform_events.
 DECLARE
     v_now      timestamptz := taskpool_now();
-    v_row      platform_governance := _lock_platform(record_platform_result.platform);
+    v_row      platform_governance;
     v_failures integer;
 BEGIN
     IF record_platform_result.succeeded IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'succeeded is required: true or false';
     END IF;
+    -- A success on a closed circuit with no failure streak changes nothing but last_success_at:
+    -- written at most once a second, without the row's lock, so that the platform's row (which
+    -- every claim of its tasks locks to take their tokens) is not written at every request.
+    IF record_platform_result.succeeded AND EXISTS (
+        SELECT FROM platform_governance g
+        WHERE g.platform = record_platform_result.platform
+          AND g.consecutive_failures = 0 AND g.open_until IS NULL
+          AND g.last_success_at > v_now - interval '1 second') THEN
+        RETURN 'closed';
+    END IF;
+    v_row := _lock_platform(record_platform_result.platform);
+    -- The circuit opens (and closes) when the row is ours: a report that waited for the row (a
+    -- claim taking the platform's tokens holds it until its commit) must not date the opening
+    -- back to its transaction's start, so that the cooldown starts when claims can see it.
+    v_now := _platform_clock();
 
     IF record_platform_result.succeeded THEN
         IF v_row.open_until IS NOT NULL THEN

@@ -2,9 +2,12 @@
 -- requires: worker_tasks
 -- requires: worker_task_attempts
 -- requires: platform_governance
--- requires: v_waiting_tasks@v0.5.0
 -- requires: task_roles_paused
 -- requires: platform_governance_enabled
+-- requires: v_waiting_tasks@v0.8.0
+-- requires: _platform_tokens
+-- requires: task_roles_claims_platform_token
+-- requires: _platform_next_token_at
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -19,11 +22,11 @@ clock AS (
 SELECT t.id, t.role, t.status, t.dispensary_id, t.platform, t.worker_id, t.attempt,
        t.retry_count, t.max_retries,
        reason.waiting_for,
-       -- when claim_task may take it first: the later of its scheduled_for and its circuit's
-       -- reopening; unknown (NULL) while its role is paused or its platform disabled, which only
-       -- an operator ends
+       -- when claim_task may take it first: the latest of its scheduled_for, its circuit's
+       -- reopening and its platform's next token (for a role that claims one); unknown (NULL)
+       -- while its role is paused or its platform disabled, which only an operator ends
        CASE WHEN t.status = 'pending' AND reason.waiting_for NOT IN ('paused', 'disabled')
-            THEN greatest(t.scheduled_for, g.open_until) END AS ready_at,
+            THEN greatest(t.scheduled_for, g.open_until, lim.next_token_at) END AS ready_at,
        t.error_message
 FROM worker_tasks t
 CROSS JOIN clock c
@@ -31,13 +34,20 @@ CROSS JOIN clock c
 JOIN task_roles r ON r.role = t.role
 -- its platform, while the circuit is open (claim_task skips the platform's tasks until then)
 LEFT JOIN platform_governance g ON g.platform = t.platform AND g.open_until > c.now
+-- its platform's next token, while its bucket is empty, for a role whose claim takes one
+LEFT JOIN LATERAL (
+    SELECT _platform_next_token_at(b.tokens, b.tokens_at, b.requests_per_minute) AS next_token_at
+    FROM platform_governance b
+    WHERE b.platform = t.platform AND r.claims_platform_token
+) AS lim ON lim.next_token_at > c.now
 -- its platform, while an operator has disabled it
 LEFT JOIN platform_governance off ON off.platform = t.platform AND NOT off.enabled
 -- the attempt that put it back to pending, if one did: retried after a failure, or released
 -- (snoozed or handed back) by its worker; a claim starts a new attempt, which has no row yet
 LEFT JOIN worker_task_attempts a ON a.task_id = t.id AND a.attempt = t.attempt
 -- the blockers in the order claim_task meets them: status, the role's pause, the platform
--- disabled, time (the later of the circuit and scheduled_for decides), then the store's other task
+-- disabled, time (the later of the circuit and scheduled_for decides), the platform's rate limit,
+-- then the store's other task
 CROSS JOIN LATERAL (
     SELECT CASE
         WHEN t.status <> 'pending' THEN 'handler'
@@ -47,6 +57,7 @@ CROSS JOIN LATERAL (
         WHEN t.scheduled_for > c.now AND a.outcome = 'retried' THEN 'retry'
         WHEN t.scheduled_for > c.now AND a.outcome = 'released' THEN 'snooze'
         WHEN t.scheduled_for > c.now THEN 'schedule'
+        WHEN lim.next_token_at IS NOT NULL THEN 'rate_limit'
         WHEN EXISTS (SELECT FROM worker_tasks busy
                      WHERE busy.dispensary_id = t.dispensary_id
                        AND busy.status IN ('claimed', 'running')) THEN 'store'
@@ -60,7 +71,8 @@ COMMENT ON VIEW v_waiting_tasks IS
     'worker has it), paused (its role is paused: resume_role), disabled (its platform is disabled: '
     'enable_platform), circuit (its platform''s circuit is open until ready_at), retry (backing off '
     'after a failed attempt, error_message says why, until ready_at), snooze (put back by its worker '
-    'until ready_at), schedule (not tried yet, not before ready_at), store (ready, but its store has '
+    'until ready_at), schedule (not tried yet, not before ready_at), rate_limit (ready, but its role claims a token of its '
+    'platform''s rate limit and the bucket has none until ready_at), store (ready, but its store has '
     'another task claimed or running), worker (ready since ready_at: no worker of its role took it yet).';
 
 COMMIT;

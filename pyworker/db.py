@@ -105,6 +105,8 @@ ROLE_FIELDS = {
     "max_payload_bytes": "integer",
     "requires_store": "boolean",
 }
+# When a role's ready tasks next get a platform token (the worker claims again then)
+PLATFORM_TOKEN_WAIT = "SELECT platform_token_wait(%(role)s::text) AS wait_seconds"
 # diff_role with every setting named, NULL for those not declared (which it does not compare).
 DIFF_ROLE = (
     "SELECT * FROM diff_role(%(role)s::text, "
@@ -623,6 +625,11 @@ class Database:
         """Ask to be woken for the role's next ready task. True when the worker was not marked
         for it yet: it must claim once more before sleeping."""
         return self._one(MARK_WORKER_WAITING, {"worker_id": worker_id, "role": role})["marked"]
+
+    def platform_token_wait(self, role: str) -> float | None:
+        """Seconds until a platform whose ready tasks of the role wait for its rate limit has a
+        token again (a claim then hands one out); None when no ready task waits so."""
+        return self._one(PLATFORM_TOKEN_WAIT, {"role": role})["wait_seconds"]
 
     def heartbeat_task(self, task: Task) -> str:
         """continue, cancel_requested, lost or not_found."""

@@ -142,6 +142,9 @@ LISTENER_CHECK_SECONDS = 10.0
 # after a failover: a backoff pause (at most 10 s) then a connect that may wait out a dead first
 # host of a multi-host URL (its connect_timeout, 10 s).
 LISTENER_UNREADY_AFTER_SECONDS = 30.0
+# The soonest an idle role claims again for a platform's next token: a bucket that shows a token
+# due now but hands none out (its tasks' stores busy) must not make the dispatcher spin.
+PLATFORM_TOKEN_WAIT_MIN_SECONDS = 0.05
 
 # What serves a worker's /metrics, /healthz and /readyz while it runs (pyworker.admin.probes.serve):
 # the core serves none itself, so that a worker without --metrics-port loads no HTTP server.
@@ -839,8 +842,19 @@ class Worker:
             tasks = claim() or []
         state.idle = not tasks
         if not tasks:
-            state.next_poll = time.monotonic() + config.poll_interval
+            state.next_poll = time.monotonic() + self._idle_wait(role)
         return tasks
+
+    def _idle_wait(self, role: str) -> float:
+        """How long an idle role sleeps before it claims again: the poll interval, or less when
+        ready tasks of the role wait for their platform's next token, which no enqueue announces."""
+        try:
+            wait = self.db.platform_token_wait(role)
+        except DatabaseUnavailable:
+            wait = None
+        if wait is None:
+            return self.config.poll_interval
+        return min(self.config.poll_interval, max(wait, PLATFORM_TOKEN_WAIT_MIN_SECONDS))
 
     def _mark_waiting(self, role: str) -> bool:
         """Ask to be woken for the role's next task; True when newly asked."""

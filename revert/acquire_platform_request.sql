@@ -1,9 +1,7 @@
--- Revert taskpool:acquire_platform_request from pg
+-- Revert taskpool:acquire_platform_request to pg
 
 BEGIN;
 SET client_min_messages = 'warning';
-
--- Back to the v0.5.0 body, which counted no request.
 
 -- acquire_platform_request
 -- Asks to send one request to a platform: 0 means go now, more is the seconds to wait before asking again.
@@ -41,7 +39,10 @@ BEGIN
         v_wait := (1 - v_tokens) / v_rate;
     END IF;
 
-    UPDATE platform_governance g SET tokens = v_tokens, tokens_at = v_now WHERE g.platform = v_row.platform;
+    -- requests_total counts the requests let through (a wait answered is no request yet)
+    UPDATE platform_governance g
+    SET tokens = v_tokens, tokens_at = v_now, requests_total = g.requests_total + (v_wait = 0)::integer
+    WHERE g.platform = v_row.platform;
     RETURN v_wait;
 END;
 $$;

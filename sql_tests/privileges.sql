@@ -94,9 +94,9 @@ SELECT results_eq(
     $$VALUES ('acquire_platform_request'), ('claim_and_start_tasks'), ('claim_task'),
              ('claim_tasks'), ('complete_task'), ('complete_tasks'), ('complete_tasks'), ('deregister_worker'), ('diff_role'),
              ('fail_task'), ('heartbeat_task'), ('heartbeat_tasks'), ('heartbeat_worker'),
-             ('mark_worker_waiting'), ('mark_worker_waiting'),
+             ('mark_worker_waiting'), ('mark_worker_waiting'), ('platform_token_wait'),
              ('record_platform_result'), ('recover_stale_tasks_of_role'), ('register_worker'), ('register_worker'), ('register_worker'),
-             ('release_task'), ('snooze_task'), ('start_task'), ('task_slots_wanted'), ('taskpool_now'),
+             ('release_task'), ('reserve_platform_request'), ('snooze_task'), ('start_task'), ('task_slots_wanted'), ('taskpool_now'),
              ('taskpool_schema_version'), ('worker_wake_channel')$$,
     'Should let taskpool_worker execute exactly the worker-side functions (the crawler''s are in crawler/sql_tests)');
 SELECT is_empty(

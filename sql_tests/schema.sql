@@ -140,8 +140,8 @@ SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_one_per_dedupe_period_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
-                 ARRAY['role', 'priority', 'created_at', 'id', 'scheduled_for'],
-                 'Should index worker_tasks in claim order');
+                 ARRAY['role', 'COALESCE(platform, ''''::text)', 'priority', 'created_at', 'id', 'scheduled_for'],
+                 'Should index worker_tasks in claim order, each platform apart ('''' for none)');
 SELECT has_index('worker_tasks', 'worker_tasks_one_active_per_dispensary_idx', ARRAY['dispensary_id'],
                  'Should index the active tasks by store');
 SELECT index_is_unique('public', 'worker_tasks', 'worker_tasks_one_active_per_dispensary_idx',
@@ -184,9 +184,9 @@ SELECT results_eq(
          '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
     'Should make every worker_tasks index partial, on exactly the documented statuses');
 SELECT is((SELECT array_agg(indoption[k] & 1 ORDER BY k)
-           FROM pg_index, generate_series(0, 4) AS k
+           FROM pg_index, generate_series(0, 5) AS k
            WHERE indexrelid = 'worker_tasks_claim_order_idx'::regclass),
-          ARRAY[0, 1, 0, 0, 0],
+          ARRAY[0, 0, 1, 0, 0, 0],
           'Should sort priority DESC, and only it, in the claim-order index (the claim walks it in order)');
 
 /****************************************************************************/

@@ -13,6 +13,9 @@ WHERE proname = '_claim_tasks' AND pg_get_functiondef(oid) LIKE '%c_last_attempt
   AND pg_get_functiondef(oid) LIKE '%paused_at IS NOT NULL%'
   AND pg_get_functiondef(oid) LIKE '%NOT g.enabled%'
   -- every claim gets a new claim_token
-  AND pg_get_functiondef(oid) LIKE '%claim_token = gen_random_uuid()%';
+  AND pg_get_functiondef(oid) LIKE '%claim_token = gen_random_uuid()%'
+  -- tokens taken at the claim, and turns between platforms
+  AND pg_get_functiondef(oid) LIKE '%claims_platform_token%'
+  AND pg_get_functiondef(oid) LIKE '%task_claim_turns%';
 
 ROLLBACK;

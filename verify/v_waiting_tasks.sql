@@ -9,6 +9,7 @@ WHERE FALSE;
 -- a paused role's and a disabled platform's tasks are told apart
 SELECT 1/COUNT(*) FROM pg_catalog.pg_views
 WHERE schemaname = 'public' AND viewname = 'v_waiting_tasks'
-  AND definition LIKE '%''paused''%' AND definition LIKE '%''disabled''%';
+  AND definition LIKE '%''paused''%' AND definition LIKE '%''disabled''%'
+  AND definition LIKE '%''rate_limit''%';
 
 ROLLBACK;

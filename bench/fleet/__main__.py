@@ -205,10 +205,11 @@ def statements_tracked(conn: psycopg.Connection) -> bool:
 
 
 def statement_stats(conn: psycopg.Connection) -> dict[str, dict[str, float]]:
-    """calls and mean ms of the claim and of acquire_platform_request in this database."""
+    """calls and mean ms of the claim and of the handlers' token requests (acquire_platform_request,
+    reserve_platform_request) in this database."""
     stats: dict[str, dict[str, float]] = {}
     # A claim function is called as claim...(: claim_and_start_tasks(, claim_task(, claim_tasks(.
-    for key, pattern in (("claim", r"\mclaim[a-z_]*\("), ("acquire", r"\macquire_platform_request\(")):
+    for key, pattern in (("claim", r"\mclaim[a-z_]*\("), ("acquire", r"\m(acquire|reserve)_platform_request\(")):
         calls, total_ms = conn.execute(
             "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(total_exec_time), 0)::float8"
             " FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid"

@@ -2,8 +2,8 @@
 handlers, with a platform client that answers in-process instead of over HTTP.
 
 Every role runs the crawler's own handler (taskpool_crawler.handlers): product_resync takes its
-turn of the platform's rate limit (await_turn: acquire_platform_request, polled while it says
-wait), fetches, saves the payload to TASKPOOL_STORAGE, records it and chains product_refresh;
+turn of the platform's rate limit (await_turn: the token its claim took, task_roles.
+claims_platform_token), fetches, saves the payload to TASKPOOL_STORAGE, records it and chains product_refresh;
 product_refresh loads the file, normalizes it and applies it (apply_menu_payload, snapshots);
 payload_file_removal removes what retention deleted. Only the transport is replaced:
 FleetClient sleeps the platform's latency and returns a small menu built here, because

@@ -58,7 +58,7 @@ def fleet_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("largest tables", ", ".join(f"{name} {_mb(b)}" for name, b in fleet["largest_tables_bytes"].items())),
         ("claim calls (pg_stat_statements)",
          fleet["claim_note"] or f"{claim['calls']:,} ({claim['calls_per_s']:.1f}/s), mean {_num(claim['mean_ms'], 3)} ms"),
-        ("acquire_platform_request calls",
+        ("handlers' token requests",
          fleet["claim_note"] or f"{acquire['calls']:,} ({acquire['calls_per_s']:.1f}/s), mean "
                                 f"{_num(acquire['mean_ms'], 3)} ms, {_num(acquire['calls_per_request'], 2)} per request"),
         ("ticks", f"{ticks['count']:,}, mean {ticks['mean_ms']:.1f} ms, max {ticks['max_ms']:.1f} ms, "
@@ -83,7 +83,7 @@ NOTES = (
     "(5 s worth) a window: ABOVE marks more than that.",
     "slots: the platform's share of product_resync's slot time, from each attempt's start to its end "
     "(with idle, they sum to 100%); waiting: the share of all those slots' time spent in await_turn "
-    "(asking acquire_platform_request, and sleeping while it says wait).",
+    "(taking a token its claim did not take, and sleeping until it is due).",
     "late: how long after its due time (scheduled_for) a crawl completed, in fleet minutes; overdue: "
     "crawls due and not done when the run ends (the oldest's lateness so far, in fleet minutes); "
     "ready max: the most resync tasks due and waiting at once.",

@@ -176,7 +176,7 @@ GENERATE_RESYNC_TASKS = (
 )
 
 # Platform governance: the per-platform rate limit and circuit breaker (the core schema's)
-ACQUIRE_PLATFORM_REQUEST = "SELECT acquire_platform_request(%(platform)s::text) AS wait_seconds"
+RESERVE_PLATFORM_REQUEST = "SELECT reserve_platform_request(%(platform)s::text) AS wait_seconds"
 RECORD_PLATFORM_RESULT = (
     "SELECT record_platform_result(%(platform)s::text, %(succeeded)s::boolean,"
     " %(error_message)s::text) AS circuit"
@@ -185,10 +185,10 @@ RECORD_PLATFORM_RESULT = (
 class CrawlerDatabase(Database):
     """One connection to the taskpool database, with the crawler's calls."""
 
-    def acquire_platform_request(self, platform: str) -> float:
-        """Seconds to wait before asking again (0: send the request now); Refused while the
-        platform's circuit is open."""
-        return self.query_one(ACQUIRE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
+    def reserve_platform_request(self, platform: str) -> float:
+        """Take the platform's next token for one request: the seconds to wait before sending it
+        (0: now), without asking again; Refused while the platform's circuit is open."""
+        return self.query_one(RESERVE_PLATFORM_REQUEST, {"platform": platform})["wait_seconds"]
 
     def record_platform_result(
         self, platform: str, succeeded: bool, error_message: str | None = None

@@ -29,10 +29,13 @@ taskpool_crawler.handlers` does the same without the entry point).
                            once older than a grace period: a worker killed between its upload
                            and record_crawl_payload leaves one
 
-Every platform request first asks acquire_platform_request (the per-platform rate limit and
-circuit breaker, in SQL), waiting in small steps while it says wait (an abort stops the wait),
-and reports its outcome with record_platform_result. A platform whose circuit is open snoozes
-the task (no retry spent); claim_task hands out none of its tasks until the cooldown ends.
+Every platform request takes a token of its platform's rate limit (in SQL) before it goes: the
+claim took it for the one request of a product_discovery, product_resync or image_download
+task (CLAIMS_PLATFORM_TOKEN: claim_task hands out none of their tasks while the platform has no
+token), and any other request reserves one with reserve_platform_request and sleeps the wait
+it names (an abort stops the wait). Each reports its outcome with record_platform_result. A
+platform whose circuit is open snoozes the task (no retry spent); claim_task hands out none of
+its tasks until the cooldown ends.
 
 A platform with proxies (crawler_proxies, `pyworker proxies add`) is crawled through them: the
 HTTP client takes the next healthy one for each request (taskpool_crawler.proxies) and tries
@@ -127,8 +130,10 @@ STATES_ENV = "TASKPOOL_STATES"
 DEFAULT_PLATFORMS = ("dutchie", "jane")
 DEFAULT_STATES = ("AZ", "CA", "CO", "MI")
 DEFAULT_TIMEOUT_SECONDS = 10.0
-# While the rate limit says wait, sleep at most this long at a time (an abort ends the wait).
-WAIT_STEP_SECONDS = 0.25
+# The roles whose claim takes their platform's token (task_roles.claims_platform_token, set by
+# the crawler's Sqitch change crawler_roles_claim_platform_tokens): each of their tasks makes one
+# request, to task.platform, and sends it without asking the rate limit again.
+CLAIMS_PLATFORM_TOKEN = frozenset({"product_discovery", "product_resync", "image_download"})
 # A task that finds its platform's circuit open goes back for this long, spending no retry;
 # claim_task keeps the platform's tasks back until the cooldown ends anyway.
 CIRCUIT_OPEN_SNOOZE_SECONDS = 5.0
@@ -235,22 +240,23 @@ def _check_abort(task: Task) -> None:
 def await_turn(task: Task, platform: str) -> None:
     """Wait until the platform's rate limit lets one request through.
 
-    Snooze when its circuit is open; Aborted when the attempt is aborted while waiting.
+    At once when the task's claim took the token (a role of CLAIMS_PLATFORM_TOKEN, to the task's
+    own platform); else reserve_platform_request takes the next token, now or ahead, and the
+    handler sleeps the wait it names, asking nothing more (no polling: one call a request).
+    Snooze when the circuit is open; Aborted when the attempt is aborted while waiting.
     """
-    db = database(task)
-    while True:
-        _check_abort(task)
-        try:
-            wait = db.acquire_platform_request(platform)
-        except Refused as refused:
-            log.warning(
-                "Task %s: %s; snoozing %.0f s", task.id, refused, CIRCUIT_OPEN_SNOOZE_SECONDS
-            )
-            raise Snooze(CIRCUIT_OPEN_SNOOZE_SECONDS) from refused
-        if wait <= 0:
-            return
-        if task.abort.wait(min(wait, WAIT_STEP_SECONDS)):
-            raise Aborted(task.abort.reason)
+    _check_abort(task)
+    if task.role in CLAIMS_PLATFORM_TOKEN and platform == task.platform:
+        return
+    try:
+        wait = database(task).reserve_platform_request(platform)
+    except Refused as refused:
+        log.warning(
+            "Task %s: %s; snoozing %.0f s", task.id, refused, CIRCUIT_OPEN_SNOOZE_SECONDS
+        )
+        raise Snooze(CIRCUIT_OPEN_SNOOZE_SECONDS) from refused
+    if wait > 0 and task.abort.wait(wait):
+        raise Aborted(task.abort.reason)
 
 
 def report(task: Task, platform: str, succeeded: bool, error: str | None = None) -> None:
