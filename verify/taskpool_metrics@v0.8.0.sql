@@ -1,0 +1,7 @@
+-- Verify taskpool:taskpool_metrics on pg
+
+BEGIN;
+
+SELECT 'taskpool_metrics()'::regprocedure;
+
+ROLLBACK;
