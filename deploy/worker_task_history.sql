@@ -54,10 +54,14 @@ COMMENT ON COLUMN worker_task_history.spec_hash IS
     'finds the earlier runs of a spec by it.';
 
 -- Each index is created on every leaf. By id: a task looked up by id (worker_tasks_with_history,
--- task pages, retry, delete); by parent: task_chain's walk down; by spec: task_spec_runs.
+-- task pages, retry, delete) and the ids of the last hour (v_worker_capacity's arrivals); by
+-- parent: task_chain's walk down; by spec: task_spec_runs.
 CREATE INDEX worker_task_history_id_idx ON worker_task_history (id);
 CREATE INDEX worker_task_history_parent_id_idx ON worker_task_history (parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX worker_task_history_spec_hash_idx ON worker_task_history (spec_hash, completed_at);
+-- By finishing time: the last hours' completions (v_worker_capacity, task_throughput) and a prune
+-- younger than a day.
+CREATE INDEX worker_task_history_completed_at_idx ON worker_task_history (completed_at);
 
 -- worker_task_attempt_history
 -- The attempts of the tasks in worker_task_history, partitioned as their task is (by the task's
@@ -84,6 +88,8 @@ COMMENT ON TABLE worker_task_attempt_history IS
     '(task_completed_at, task_status).';
 
 CREATE INDEX worker_task_attempt_history_task_idx ON worker_task_attempt_history (task_id, attempt);
+-- The last hours' failed attempts (v_worker_capacity, task_throughput).
+CREATE INDEX worker_task_attempt_history_ended_at_idx ON worker_task_attempt_history (ended_at);
 
 -- task_history_counts
 -- How many tasks each leaf of the history holds, per role: kept by whatever writes the history,

@@ -241,7 +241,7 @@ ENQUEUE_TASKS = sql.SQL(
     " ELSE s.spec END ORDER BY s.n), '[]')"
     " FROM jsonb_array_elements(%(specs)s::jsonb) WITH ORDINALITY AS s(spec, n)))"
 ).format(columns=_TASK_COLUMNS)
-GET_TASKS = sql.SQL("SELECT {columns} FROM worker_tasks WHERE id = ANY (%(ids)s::bigint[]) ORDER BY id").format(
+GET_TASKS = sql.SQL("SELECT {columns} FROM worker_tasks_with_history WHERE id = ANY (%(ids)s::bigint[]) ORDER BY id").format(
     columns=_TASK_COLUMNS
 )
 CANCEL_TASK = sql.SQL("SELECT {columns} FROM cancel_task(%(id)s::bigint)").format(columns=_TASK_COLUMNS)
