@@ -114,7 +114,7 @@ def load_history(conn: psycopg.Connection, tasks: int, days: int) -> dict[str, A
         " nextval(pg_get_serial_sequence('worker_tasks', 'id')) + %s)", (tasks,),
     ).fetchone()[0] - tasks
     status_case = "CASE " + " ".join(
-        f"WHEN g % 1000 < {sum(share for _, share in STATUS_MIX[:i + 1])} THEN '{name}'"
+        f"WHEN g %% 1000 < {sum(share for _, share in STATUS_MIX[:i + 1])} THEN '{name}'"
         for i, (name, _) in enumerate(STATUS_MIX)
     ) + " END"
     per_chunk = 1_000_000
@@ -124,12 +124,12 @@ def load_history(conn: psycopg.Connection, tasks: int, days: int) -> dict[str, A
             f"""
             INSERT INTO worker_task_history
             SELECT %(first_id)s + g, %(role)s, NULL, NULL, s.status, 0, f.finished - interval '2 seconds',
-                   jsonb_build_object('n', g % 100000), NULL, 'bench-history-load', 1,
+                   jsonb_build_object('n', g %% 100000), NULL, 'bench-history-load', 1,
                    f.finished - interval '1 second', f.finished - interval '1 second', f.finished - interval '1 second',
                    NULL, f.finished, NULL, CASE WHEN s.status = 'failed' THEN 'bench failure' END, 0, 0,
                    f.finished - interval '3 seconds', f.finished, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                    'sha256:' || encode(sha256(convert_to(jsonb_build_array(%(role)s::text, NULL::integer,
-                       jsonb_build_object('n', g % 100000))::text, 'UTF8')), 'hex')
+                       jsonb_build_object('n', g %% 100000))::text, 'UTF8')), 'hex')
             FROM generate_series(%(from)s, %(to)s - 1) g
             CROSS JOIN LATERAL (SELECT {status_case} AS status) s
             CROSS JOIN LATERAL (SELECT (%(first_day)s::date::timestamp AT TIME ZONE 'UTC')
