@@ -4,7 +4,7 @@
 -- read task_history_counts; retention drops whole leaves; retry, delete, task_chain and
 -- task_spec_runs find a task wherever it is.
 BEGIN;
-SELECT plan(60);
+SELECT plan(61);
 
 INSERT INTO task_roles (role, description, max_retries) VALUES
     ('t_history', 'pgTAP task history', 3),
@@ -196,6 +196,11 @@ SELECT results_eq(format('SELECT id, depth, in_h FROM (SELECT c.id, c.depth, w.i
     'Should walk a chain up from worker_tasks into the history');
 SELECT is((SELECT count(*) FROM task_chain((SELECT id FROM th WHERE name = 'parent'))), 2::bigint,
     'Should walk a chain down from the history into worker_tasks');
+SELECT results_eq(format('SELECT task_id, status, watched FROM register_task_waits(ARRAY[%s], descendants := true)',
+                         (SELECT id FROM th WHERE name = 'parent')),
+    format('VALUES (%s::bigint, ''completed'', false), (%s::bigint, ''pending'', true)',
+           (SELECT id FROM th WHERE name = 'parent'), (SELECT id FROM th WHERE name = 'child')),
+    'Should report a waited-for task of the history as finished, and watch its follow-ups in worker_tasks');
 
 /****************************************************************************/
 -- replays: the earlier runs of a spec
