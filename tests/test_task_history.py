@@ -1,6 +1,7 @@
-"""The history of finished tasks as the operator's CLI shows it: a task that the tick moved from
-worker_tasks to worker_task_history is still listed, shown, counted, retried and deleted by id,
-and `pyworker tasks runs ID` lists the runs of its spec. (SQL behaviour: sql_tests/task_history.sql.)"""
+"""The history of finished tasks as the operator's CLI and the dashboard show it: a task that the
+tick moved from worker_tasks to worker_task_history is still listed, shown, counted, retried and
+deleted by id, and `pyworker tasks runs ID` lists the runs of its spec. (SQL behaviour:
+sql_tests/task_history.sql.)"""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 
 import psycopg
 from core_fixtures import real_clock
+from dashboard_support import dashboard_server, http
 from worker_support import Run, enqueue, fetch_one, run_json
 
 
@@ -69,3 +71,17 @@ def test_tasks_runs_lists_the_runs_of_a_spec_in_the_history_and_the_hot_table(
     unknown = run("tasks", "runs", "999999999")
     assert unknown.exit_code == 2 and "task 999999999 does not exist" in unknown.output
     assert run("tasks", "runs", str(replay), "--limit", "0").exit_code == 2
+
+
+def test_the_dashboard_shows_lists_and_counts_a_moved_task(
+    db_url: str, pool: psycopg.Connection, in_the_past: Callable[[str], None]
+) -> None:
+    task_id = moved_to_history(pool, in_the_past, {"raise": "nothing"})
+    with dashboard_server(db_url, None) as dashboard:
+        shown = http(dashboard.url + f"/api/tasks/{task_id}").json()
+        assert (shown["task"]["status"], shown["task"]["in_history"]) == ("cancelled", True)
+        listed = http(dashboard.url + "/api/tasks?status=cancelled").json()
+        assert [task["id"] for task in listed["tasks"]] == [task_id] and listed["total"] == 1
+        overview = http(dashboard.url + "/api/overview").json()
+        (row,) = [row for row in overview["roles"] if row["role"] == "test_outcome"]
+        assert row["cancelled_tasks"] == 1
