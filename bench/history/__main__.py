@@ -362,7 +362,8 @@ QUICK = {"tasks": 100_000, "days": 3, "cycle_tasks": 2_000, "churn_rate": 100, "
               metavar="URL", help="The server; the bench makes its own databases there.")
 @click.option("--keep-db", is_flag=True, help=f"Leave the database {BENCH_DB} for a look afterwards.")
 @click.option("--in-database", metavar="URL",
-              help="Run in this database, deployed already (it gets a role and the load), instead of making one.")
+              help="Run in this database, deployed already, instead of making one: it gets a role and the load, "
+                   "its retention policies are disabled and its finished tasks pruned before the load.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of the table.")
 def main(quick: bool, tasks: int | None, days: int | None, churn_seconds: float | None, churn_rate: int | None,
          tick_seconds: float | None, results_dir: Path, database_url: str, keep_db: bool,
