@@ -169,6 +169,10 @@ screenshots: deps db
 bench-fleet: deps db
 	@$(PGENV) $(VENV)/bin/python -m bench.fleet $(if $(QUICK),--quick) $(BENCH_FLEET_ARGS)
 
+# TARGET bench-history: load 10 million finished tasks into the history (QUICK=1: 100,000), report claim and completion costs, /metrics, v_task_counts and the dashboard's overview, the hot table through a 30-minute churn, and a day's drop (BENCH_HISTORY_ARGS='--tasks 100000000')
+bench-history: deps db
+	@$(PGENV) $(VENV)/bin/python -m bench.history $(if $(QUICK),--quick) $(BENCH_HISTORY_ARGS)
+
 # TARGET psql: deploy into DATABASE_URL (a no-op when up to date), then open psql on it
 psql: deps db deploy
 	@$(PGENV) psql

@@ -1,8 +1,7 @@
 -- Deploy taskpool:_prune_policy_attempts to pg
--- requires: retention_core_pruners
-
--- _prune_policy_attempts's home: its live body, unchanged from retention_core_pruners.
--- Change _prune_policy_attempts here, with `sqitch rework _prune_policy_attempts`.
+-- requires: _prune_policy_attempts@v0.8.0
+-- requires: worker_task_history
+-- requires: _task_history_cutoff
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -19,16 +18,33 @@ DECLARE
     v_before timestamptz := least(taskpool_now() - policy.keep,
                                   (SELECT w.folded_before FROM task_metric_watermark w));
     v_count  bigint;
+    v_history bigint;
 BEGIN
     IF dry_run THEN
-        RETURN (SELECT count(*) FROM worker_task_attempts a WHERE a.ended_at < v_before);
+        RETURN (SELECT count(*) FROM worker_task_attempts a WHERE a.ended_at < v_before)
+             + (SELECT count(*) FROM worker_task_attempt_history a WHERE a.ended_at < _task_history_cutoff(v_before));
     END IF;
+    -- the history's attempts mostly go with their task's leaf (_drop_task_history_partitions);
+    -- what is left is deleted here, by the day as the tasks are (_task_history_cutoff)
+    WITH doomed AS (
+        SELECT a.task_id, a.attempt, a.task_completed_at
+        FROM worker_task_attempt_history a
+        WHERE a.ended_at < _task_history_cutoff(v_before)
+        LIMIT max_rows
+        FOR UPDATE SKIP LOCKED
+    ),
+    gone AS (
+        DELETE FROM worker_task_attempt_history a USING doomed d
+        WHERE (a.task_id, a.attempt, a.task_completed_at) = (d.task_id, d.attempt, d.task_completed_at)
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_history FROM gone;
     WITH doomed AS (
         SELECT a.task_id, a.attempt
         FROM worker_task_attempts a
         WHERE a.ended_at < v_before
         ORDER BY a.ended_at
-        LIMIT max_rows
+        LIMIT max_rows - v_history
         FOR UPDATE SKIP LOCKED
     ),
     gone AS (
@@ -37,7 +53,7 @@ BEGIN
         RETURNING 1
     )
     SELECT count(*) INTO v_count FROM gone;
-    RETURN v_count;
+    RETURN v_history + v_count;
 END;
 $$;
 

@@ -1,8 +1,7 @@
 -- Deploy taskpool:_prune_policy_tasks to pg
--- requires: retention_core_pruners
-
--- _prune_policy_tasks's home: its live body, unchanged from retention_core_pruners.
--- Change _prune_policy_tasks here, with `sqitch rework _prune_policy_tasks`.
+-- requires: _prune_policy_tasks@v0.8.0
+-- requires: _prune_finished_tasks
+-- requires: _count_prunable_finished_tasks
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -13,7 +12,8 @@ CREATE OR REPLACE FUNCTION _prune_policy_tasks(policy retention_policies, max_ro
 RETURNS bigint
 LANGUAGE plpgsql
 AS $$
--- Through _prune_finished_tasks, as prune_tasks: the metrics' counters survive.
+-- Through _prune_finished_tasks, as prune_tasks: the metrics' counters survive. In the history a
+-- keep of a day or more drops whole days (_task_history_cutoff), a shorter one deletes rows.
 DECLARE
     v_cutoff timestamptz := taskpool_now() - policy.keep;
 BEGIN
@@ -24,10 +24,7 @@ BEGIN
             HINT = 'set_retention_policy(name, statuses := ARRAY[''completed''])';
     END IF;
     IF dry_run THEN
-        RETURN (SELECT count(*) FROM worker_tasks t
-                WHERE t.status IN ('completed', 'failed', 'cancelled')
-                  AND t.status = ANY (policy.statuses)
-                  AND t.completed_at < v_cutoff);
+        RETURN _count_prunable_finished_tasks(policy.statuses, v_cutoff);
     END IF;
     RETURN _prune_finished_tasks(policy.statuses, v_cutoff, max_rows);
 END;

@@ -1,8 +1,6 @@
 -- Deploy taskpool:_tasks_filtered to pg
--- requires: tasks_matching
-
--- _tasks_filtered's home: its live body, unchanged from tasks_matching.
--- Change _tasks_filtered here, with `sqitch rework _tasks_filtered`.
+-- requires: _tasks_filtered@v0.8.0
+-- requires: worker_tasks_with_history
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -21,8 +19,14 @@ RETURNS SETOF worker_tasks
 LANGUAGE sql
 STABLE
 AS $$
-    SELECT t.*
-    FROM worker_tasks t
+    -- worker_tasks and the history (worker_tasks_with_history): a status filter of live work
+    -- reads no leaf of the history, which is partitioned by status under each day
+    SELECT t.id, t.role, t.dispensary_id, t.platform, t.status, t.priority, t.scheduled_for, t.payload,
+           t.dedupe_key, t.worker_id, t.attempt, t.claimed_at, t.started_at, t.last_heartbeat_at,
+           t.cancel_requested_at, t.completed_at, t.result, t.error_message, t.retry_count, t.max_retries,
+           t.created_at, t.updated_at, t.claim_token, t.backoff_base, t.backoff_cap, t.parent_id, t.headers,
+           t.waited, t.dedupe_window
+    FROM worker_tasks_with_history t
     WHERE (_tasks_filtered.role IS NULL OR t.role = _tasks_filtered.role)
       AND (_tasks_filtered.status IS NULL OR t.status = _tasks_filtered.status)
       AND (_tasks_filtered.store IS NULL OR t.dispensary_id = _tasks_filtered.store)

@@ -1,13 +1,13 @@
 -- Deploy taskpool:count_prunable_tasks to pg
--- requires: _prune_cutoff
--- requires: worker_tasks
+-- requires: count_prunable_tasks@v0.8.0
+-- requires: _count_prunable_finished_tasks
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- count_prunable_tasks
 -- Counts the finished tasks prune_tasks(older_than) would delete now, deleting nothing: a prune's dry run.
-CREATE FUNCTION count_prunable_tasks(older_than interval)
+CREATE OR REPLACE FUNCTION count_prunable_tasks(older_than interval)
 RETURNS bigint
 LANGUAGE plpgsql
 STABLE
@@ -18,10 +18,7 @@ AS $$
 DECLARE
     v_cutoff timestamptz := _prune_cutoff(count_prunable_tasks.older_than);
 BEGIN
-    RETURN (SELECT count(*)
-            FROM worker_tasks t
-            WHERE t.status IN ('completed', 'failed', 'cancelled')
-              AND t.completed_at < v_cutoff);
+    RETURN _count_prunable_finished_tasks(ARRAY['completed', 'failed', 'cancelled'], v_cutoff);
 END;
 $$;
 

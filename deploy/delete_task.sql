@@ -1,15 +1,14 @@
 -- Deploy taskpool:delete_task to pg
--- requires: worker_tasks
--- requires: worker_task_attempts
--- requires: task_metric_totals
--- requires: worker_wake_channel
+-- requires: delete_task@v0.8.0
+-- requires: worker_tasks_with_history
+-- requires: worker_tasks_parent_id_unenforced
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- delete_task
 -- Deletes one task, whatever its status, with its attempt history; returns it as it was.
-CREATE FUNCTION delete_task(task_id bigint)
+CREATE OR REPLACE FUNCTION delete_task(task_id bigint)
 RETURNS worker_tasks
 LANGUAGE plpgsql
 AS $$
@@ -19,7 +18,8 @@ AS $$
 -- calls for the task answer not_found. The tasks it queued keep their rows (parent_id cleared).
 -- What the metrics' counters hold of it is kept, as prune_tasks keeps it: a completion or a
 -- failed attempt the tick has not folded into task_metric_totals yet is added there, so no
--- counter goes down. An unknown id raises P0002.
+-- counter goes down. A task in worker_task_history is deleted there, with its attempts and its
+-- day's count. An unknown id raises P0002.
 DECLARE
     v_task   worker_tasks;
     v_folded timestamptz;
@@ -31,20 +31,41 @@ BEGIN
     SELECT w.folded_before INTO v_folded FROM task_metric_watermark w FOR SHARE;
     SELECT t.* INTO v_task FROM worker_tasks t WHERE t.id = delete_task.task_id FOR UPDATE;
     IF NOT FOUND THEN
+        -- in the history: folded into the counters before it moved, so only its rows and its
+        -- day's count go
+        WITH
+        gone AS (
+            DELETE FROM worker_task_history h WHERE h.id = delete_task.task_id RETURNING h.*
+        ),
+        gone_attempts AS (
+            DELETE FROM worker_task_attempt_history a USING gone g
+            WHERE a.task_id = g.id AND a.task_completed_at = g.completed_at
+        ),
+        uncounted AS (
+            UPDATE task_history_counts c SET tasks = c.tasks - 1
+            FROM gone g
+            WHERE (c.day, c.status, c.role) = ((g.completed_at AT TIME ZONE 'UTC')::date, g.status, g.role)
+        )
+        SELECT (jsonb_populate_record(NULL::worker_tasks, to_jsonb(g))).* INTO v_task FROM gone g;
+    ELSE
+        INSERT INTO task_metric_totals AS m (role, counter, total)
+        SELECT v_task.role, c.counter, count(*)
+        FROM (SELECT 'attempts_' || a.outcome AS counter
+              FROM worker_task_attempts a
+              WHERE a.task_id = v_task.id AND a.outcome IN ('retried', 'failed') AND a.ended_at >= v_folded
+              UNION ALL
+              SELECT 'completed' WHERE v_task.status = 'completed' AND v_task.completed_at >= v_folded) c
+        GROUP BY c.counter
+        ON CONFLICT (role, counter) DO UPDATE SET total = m.total + excluded.total;
+        DELETE FROM worker_tasks t WHERE t.id = v_task.id;
+    END IF;
+    IF v_task.id IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = format('task %s does not exist', delete_task.task_id);
     END IF;
 
-    INSERT INTO task_metric_totals AS m (role, counter, total)
-    SELECT v_task.role, c.counter, count(*)
-    FROM (SELECT 'attempts_' || a.outcome AS counter
-          FROM worker_task_attempts a
-          WHERE a.task_id = v_task.id AND a.outcome IN ('retried', 'failed') AND a.ended_at >= v_folded
-          UNION ALL
-          SELECT 'completed' WHERE v_task.status = 'completed' AND v_task.completed_at >= v_folded) c
-    GROUP BY c.counter
-    ON CONFLICT (role, counter) DO UPDATE SET total = m.total + excluded.total;
-
-    DELETE FROM worker_tasks t WHERE t.id = v_task.id;
+    -- the follow-ups it queued keep their rows: parent_id is not a foreign key (it may name a task
+    -- in the history), so it is cleared here
+    UPDATE worker_tasks c SET parent_id = NULL WHERE c.parent_id = v_task.id;
 
     IF v_task.status IN ('claimed', 'running') THEN
         PERFORM pg_notify(worker_wake_channel(v_task.worker_id), 'abort:' || v_task.id);

@@ -1,7 +1,6 @@
 -- Deploy taskpool:register_task_waits to pg
--- requires: task_result_waits
--- requires: task_wait_channel
--- requires: worker_tasks_parent_id
+-- requires: register_task_waits@v0.8.0
+-- requires: worker_tasks_with_history
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -9,7 +8,7 @@ SET client_min_messages = 'warning';
 -- register_task_waits
 -- Enters the calling session as a waiter for tasks (and, with descendants, every task below them
 -- through parent_id), and says where each task stands.
-CREATE FUNCTION register_task_waits(task_ids bigint[], descendants boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION register_task_waits(task_ids bigint[], descendants boolean DEFAULT false)
 RETURNS TABLE (task_id bigint, parent_id bigint, status text, watched boolean)
 LANGUAGE plpgsql
 -- It marks worker_tasks.waited, which only the owner may write.
@@ -45,9 +44,9 @@ BEGIN
     IF register_task_waits.descendants THEN
         -- A follow-up is always younger than its parent (c.id > p.id): the walk ends.
         WITH RECURSIVE chain AS (
-            SELECT t.id FROM worker_tasks t WHERE t.id = ANY (register_task_waits.task_ids)
+            SELECT t.id FROM worker_tasks_with_history t WHERE t.id = ANY (register_task_waits.task_ids)
             UNION
-            SELECT c.id FROM worker_tasks c JOIN chain p ON c.parent_id = p.id WHERE c.id > p.id
+            SELECT c.id FROM worker_tasks_with_history c JOIN chain p ON c.parent_id = p.id WHERE c.id > p.id
         )
         SELECT array_agg(chain.id) INTO v_ids FROM chain;
         v_ids := coalesce(v_ids, '{}');
@@ -92,34 +91,13 @@ BEGIN
     SELECT t.id, t.parent_id, t.status,
            NOT (t.status = ANY (c_finished))
            AND (t.id = ANY (coalesce(v_flagged, '{}')) OR t.id = ANY (coalesce(v_shared, '{}')))
-    FROM worker_tasks t
+    -- a task that moved to the history is finished: reported, never watched
+    FROM worker_tasks_with_history t
     WHERE t.id = ANY (v_ids)
     ORDER BY t.id;
 END;
 $$;
 
 REVOKE ALL ON FUNCTION register_task_waits(bigint[], boolean) FROM PUBLIC;
-
--- unregister_task_waits
--- Ends the calling session's waits: for the tasks given, or all of them; returns how many ended.
-CREATE FUNCTION unregister_task_waits(task_ids bigint[] DEFAULT NULL)
-RETURNS integer
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $$
-    -- Example:
-    --   SELECT unregister_task_waits();              -- every wait of this session
-    --   SELECT unregister_task_waits(ARRAY[42, 43]);
-    WITH gone AS (
-        DELETE FROM task_result_waits w
-        WHERE w.backend_pid = pg_backend_pid()
-          AND (unregister_task_waits.task_ids IS NULL OR w.task_id = ANY (unregister_task_waits.task_ids))
-        RETURNING 1
-    )
-    SELECT count(*)::integer FROM gone;
-$$;
-
-REVOKE ALL ON FUNCTION unregister_task_waits(bigint[]) FROM PUBLIC;
 
 COMMIT;

@@ -1,6 +1,6 @@
 -- Deploy taskpool:retry_task to pg
--- requires: retry_task@v0.3.0
--- requires: worker_tasks
+-- requires: retry_task@v0.8.0
+-- requires: _restore_tasks_from_history
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -16,13 +16,15 @@ AS $$
 -- Its attempt history stays. Refused (55000) for a task that is not failed or cancelled or has
 -- spent its attempt counter, (22023) for a task of a role that needs a store when the task has
 -- none (its store was deleted), and (23505) when another active task holds its dedupe key,
--- even one that took the key while this call ran.
+-- even one that took the key while this call ran. A task that moved to worker_task_history goes
+-- back to worker_tasks with its id and attempts (_restore_tasks_from_history).
 DECLARE
     -- The attempt column is an integer: a task at its largest value can never be claimed again.
     c_last_attempt constant integer := 2147483647;
     v_task       worker_tasks;
     v_holder     bigint;
     v_constraint text;
+    v_in_history boolean := false;
 BEGIN
     IF retry_task.task_id IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'task_id is required';
@@ -30,6 +32,11 @@ BEGIN
 
     SELECT t.* INTO v_task FROM worker_tasks t WHERE t.id = retry_task.task_id FOR UPDATE;
     IF NOT FOUND THEN
+        SELECT (jsonb_populate_record(NULL::worker_tasks, to_jsonb(h))).* INTO v_task
+        FROM worker_task_history h WHERE h.id = retry_task.task_id FOR UPDATE;
+        v_in_history := FOUND;
+    END IF;
+    IF v_task.id IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = format('task %s does not exist', retry_task.task_id);
     END IF;
     IF v_task.status NOT IN ('failed', 'cancelled') THEN
@@ -58,6 +65,10 @@ BEGIN
     WHERE t.dedupe_key = v_task.dedupe_key AND t.status IN ('pending', 'claimed', 'running');
     IF NOT FOUND THEN
         BEGIN
+            IF v_in_history THEN
+                SELECT r.* INTO v_task FROM _restore_tasks_from_history(ARRAY[v_task.id]) r;
+                RETURN v_task;
+            END IF;
             UPDATE worker_tasks t
             SET status = 'pending', retry_count = 0, scheduled_for = taskpool_now()
             WHERE t.id = v_task.id

@@ -1,13 +1,14 @@
 -- Deploy taskpool:retry_tasks to pg
--- requires: tasks_matching
--- requires: retry_task
+-- requires: retry_tasks@v0.8.0
+-- requires: _restore_tasks_from_history
+-- requires: _tasks_filtered
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- retry_tasks
 -- Puts up to max_tasks failed or cancelled tasks a filter selects back to pending now, as retry_task does; returns how many.
-CREATE FUNCTION retry_tasks(
+CREATE OR REPLACE FUNCTION retry_tasks(
     role           text        DEFAULT NULL,
     status         text        DEFAULT NULL,
     store          bigint      DEFAULT NULL,
@@ -27,9 +28,11 @@ AS $$
 -- narrowed to failed and cancelled tasks. It leaves alone what retry_task would refuse: a task
 -- at the last attempt its counter holds, one whose role needs the store it lost, and one whose
 -- dedupe key another active task holds (of several with one key, the newest is retried).
--- Tasks another session holds locked are skipped this time.
+-- Tasks another session holds locked are skipped this time. Tasks in worker_task_history are
+-- retried too: they go back to worker_tasks (_restore_tasks_from_history).
 DECLARE
     v_count integer;
+    v_ids   bigint[];
 BEGIN
     PERFORM _check_task_filter(retry_tasks.role, retry_tasks.status, retry_tasks.store, retry_tasks.platform,
                                retry_tasks.error_like, retry_tasks.created_before, retry_tasks.created_after);
@@ -56,10 +59,13 @@ BEGIN
                OR NOT EXISTS (SELECT FROM worker_tasks a
                               WHERE a.dedupe_key = m.dedupe_key AND a.status IN ('pending', 'claimed', 'running')))
         ORDER BY coalesce(m.dedupe_key, m.id::text), m.id DESC
-    ), batch AS (
+    )
+    SELECT array_agg(c.id) INTO v_ids FROM candidates c;
+
+    WITH batch AS (
         SELECT t.id
         FROM worker_tasks t
-        WHERE t.id IN (SELECT c.id FROM candidates c)
+        WHERE t.id = ANY (v_ids)
         ORDER BY t.id
         LIMIT retry_tasks.max_tasks
         FOR UPDATE SKIP LOCKED
@@ -71,6 +77,18 @@ BEGIN
         RETURNING 1
     )
     SELECT count(*) INTO v_count FROM retried;
+
+    -- the candidates that moved to the history go back to worker_tasks, as retry_task's do
+    IF v_count < retry_tasks.max_tasks THEN
+        SELECT array_agg(h.id) INTO v_ids
+        FROM (SELECT h.id
+              FROM worker_task_history h
+              WHERE h.id = ANY (v_ids) AND h.status IN ('failed', 'cancelled')
+              ORDER BY h.id
+              LIMIT retry_tasks.max_tasks - v_count
+              FOR UPDATE SKIP LOCKED) h;
+        v_count := v_count + (SELECT count(*) FROM _restore_tasks_from_history(v_ids));
+    END IF;
     RETURN v_count;
 END;
 $$;

@@ -1,6 +1,6 @@
 -- Deploy taskpool:task_throughput to pg
--- requires: worker_task_attempts_ended_at_idx
--- requires: task_roles
+-- requires: task_throughput@v0.8.0
+-- requires: worker_tasks_with_history
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -8,7 +8,7 @@ SET client_min_messages = 'warning';
 -- task_throughput
 -- Per role and hour, the last N hours: the tasks completed and the attempts that failed, for a
 -- chart of the recent past (the dashboard's overview). Hours with nothing in them are rows of 0.
-CREATE FUNCTION task_throughput(hours integer DEFAULT 12)
+CREATE OR REPLACE FUNCTION task_throughput(hours integer DEFAULT 12)
 RETURNS TABLE (hour timestamptz, role text, completed bigint, failed_attempts bigint)
 LANGUAGE plpgsql
 STABLE
@@ -30,18 +30,26 @@ BEGIN
         CROSS JOIN task_roles r
     ),
     done AS (
-        -- worker_tasks_finished_idx serves the range on completed_at
+        -- worker_tasks_finished_idx and the history's completed_at index serve the range
         SELECT date_trunc('hour', t.completed_at) AS hour, t.role, count(*) AS tasks
-        FROM worker_tasks t
+        FROM worker_tasks_with_history t
         WHERE t.status = 'completed'
           AND t.completed_at >= v_from AND t.completed_at <= v_now
         GROUP BY 1, 2
     ),
     failed AS (
-        SELECT date_trunc('hour', a.ended_at) AS hour, t.role, count(*) AS attempts
-        FROM worker_task_attempts a
-        JOIN worker_tasks t ON t.id = a.task_id
-        WHERE a.outcome IN ('retried', 'failed') AND a.ended_at >= v_from AND a.ended_at <= v_now
+        SELECT f.hour, f.role, sum(f.attempts)::bigint AS attempts
+        FROM (SELECT date_trunc('hour', a.ended_at) AS hour, t.role, count(*) AS attempts
+              FROM worker_task_attempts a
+              JOIN worker_tasks t ON t.id = a.task_id
+              WHERE a.outcome IN ('retried', 'failed') AND a.ended_at >= v_from AND a.ended_at <= v_now
+              GROUP BY 1, 2
+              UNION ALL
+              SELECT date_trunc('hour', a.ended_at), t.role, count(*)
+              FROM worker_task_attempt_history a
+              JOIN worker_task_history t ON t.id = a.task_id AND t.completed_at = a.task_completed_at
+              WHERE a.outcome IN ('retried', 'failed') AND a.ended_at >= v_from AND a.ended_at <= v_now
+              GROUP BY 1, 2) f
         GROUP BY 1, 2
     )
     SELECT s.hour, s.role, coalesce(d.tasks, 0), coalesce(f.attempts, 0)

@@ -1,6 +1,7 @@
 -- Deploy taskpool:taskpool_metrics to pg
 -- requires: taskpool_metrics@v0.8.0
 -- requires: retention_policies_backlog
+-- requires: worker_task_history
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -50,18 +51,26 @@ statuses (status) AS (
     VALUES ('pending'), ('claimed'), ('running'), ('completed'), ('failed'), ('cancelled')
 ),
 -- the statuses counted from rows, each through a partial index of its own
+-- (and failed and cancelled ones in the history by its counts, never its rows)
 present AS (
-    SELECT t.role, t.status, count(*) AS n
-    FROM worker_tasks t
-    WHERE t.status IN ('claimed', 'running')
-    GROUP BY t.role, t.status
-    UNION ALL
-    SELECT t.role, t.status, count(*)
-    FROM worker_tasks t
-    WHERE t.status IN ('failed', 'cancelled')
-    GROUP BY t.role, t.status
-    UNION ALL
-    SELECT c.role, 'pending', c.pending_tasks FROM capacity c
+    SELECT p.role, p.status, sum(p.n) AS n
+    FROM (SELECT t.role, t.status, count(*) AS n
+          FROM worker_tasks t
+          WHERE t.status IN ('claimed', 'running')
+          GROUP BY t.role, t.status
+          UNION ALL
+          SELECT t.role, t.status, count(*)
+          FROM worker_tasks t
+          WHERE t.status IN ('failed', 'cancelled')
+          GROUP BY t.role, t.status
+          UNION ALL
+          SELECT h.role, h.status, sum(h.tasks)
+          FROM task_history_counts h
+          WHERE h.status IN ('failed', 'cancelled')
+          GROUP BY h.role, h.status
+          UNION ALL
+          SELECT c.role, 'pending', c.pending_tasks FROM capacity c) p
+    GROUP BY p.role, p.status
 ),
 -- the history newer than the watermark, not folded yet
 unfolded AS (

@@ -1,8 +1,5 @@
 -- Deploy taskpool:tg_worker_tasks__publish_changes to pg
--- requires: worker_tasks
--- requires: claim_token
--- requires: task_change_followers
--- requires: taskpool_now
+-- requires: tg_worker_tasks__publish_changes@v0.8.0
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -26,11 +23,15 @@ SET client_min_messages = 'warning';
 -- heartbeat). Not SECURITY DEFINER, and no SET clause (a GUC save and restore at every call):
 -- only the owner and the owner's SECURITY DEFINER functions write worker_tasks, so it runs as the
 -- owner already, as the BEFORE trigger does.
-CREATE FUNCTION tg_worker_tasks__publish_changes()
+CREATE OR REPLACE FUNCTION tg_worker_tasks__publish_changes()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
+    -- move_tasks_to_history deletes what it moves: the task lives on in the history, unchanged
+    IF TG_OP = 'DELETE' AND current_setting('taskpool.moving_tasks_to_history', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
     IF NOT EXISTS (SELECT FROM task_change_followers f WHERE f.expires_at > taskpool_now()) THEN
         RETURN NULL;
     END IF;
@@ -72,21 +73,5 @@ REVOKE ALL ON FUNCTION tg_worker_tasks__publish_changes() FROM PUBLIC;
 
 COMMENT ON FUNCTION tg_worker_tasks__publish_changes() IS
     'Publishes each statement''s task changes on the channel taskpool_task_changes, one JSON message per (event, role, from, to) and per 300 ids.';
-
--- A trigger with transition tables has one event: three triggers, one function.
-CREATE TRIGGER _950_publish_enqueued
-    AFTER INSERT ON worker_tasks
-    REFERENCING NEW TABLE AS new_tasks
-    FOR EACH STATEMENT EXECUTE FUNCTION tg_worker_tasks__publish_changes();
-
-CREATE TRIGGER _950_publish_changed
-    AFTER UPDATE ON worker_tasks
-    REFERENCING OLD TABLE AS old_tasks NEW TABLE AS new_tasks
-    FOR EACH STATEMENT EXECUTE FUNCTION tg_worker_tasks__publish_changes();
-
-CREATE TRIGGER _950_publish_deleted
-    AFTER DELETE ON worker_tasks
-    REFERENCING OLD TABLE AS old_tasks
-    FOR EACH STATEMENT EXECUTE FUNCTION tg_worker_tasks__publish_changes();
 
 COMMIT;

@@ -1,12 +1,13 @@
 -- Deploy taskpool:tick_schedules to pg
 -- requires: tick_schedules@v0.8.0
 -- requires: apply_retention
+-- requires: move_tasks_to_history
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- tick_schedules
--- The tick: recovers stale tasks, runs every due schedule once, applies retention for up to two seconds; pg_cron calls it each minute.
+-- The tick: recovers stale tasks, runs every due schedule once, applies retention for up to two seconds, moves finished tasks to the history; pg_cron calls it each minute.
 CREATE OR REPLACE FUNCTION tick_schedules()
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -32,7 +33,10 @@ AS $$
 -- the policies that deleted something or failed, by name:
 -- {"completed_tasks": {"pruned": 1000, "error": null}}, and is left out when none did.
 -- Last, it folds the completions and failed attempts of the last minutes into
--- task_metric_totals (_fold_task_metric_totals), which keeps a scrape of taskpool_metrics() cheap.
+-- task_metric_totals (_fold_task_metric_totals), which keeps a scrape of taskpool_metrics() cheap,
+-- and moves the tasks finished before the new watermark and task_history_settings.history_after
+-- to worker_task_history (move_tasks_to_history: up to max_batches batches); the report's
+-- "moved_to_history" says how many, left out when none moved.
 DECLARE
     v_now       timestamptz := taskpool_now();
     v_schedule  task_schedules;
@@ -42,6 +46,7 @@ DECLARE
     v_report    jsonb := '[]';
     v_retry_at  timestamptz;
     v_retention jsonb;
+    v_moved     bigint;
 BEGIN
     v_recovered := recover_stale_tasks();
 
@@ -92,8 +97,11 @@ BEGIN
     WHERE r.pruned > 0 OR r.error IS NOT NULL;
 
     PERFORM _fold_task_metric_totals();
+    -- after the fold: a task moves once the metrics have counted it
+    v_moved := move_tasks_to_history();
     RETURN jsonb_build_object('recovered', v_recovered, 'schedules', v_report)
-        || CASE WHEN v_retention IS NULL THEN '{}' ELSE jsonb_build_object('retention', v_retention) END;
+        || CASE WHEN v_retention IS NULL THEN '{}' ELSE jsonb_build_object('retention', v_retention) END
+        || CASE WHEN v_moved = 0 THEN '{}' ELSE jsonb_build_object('moved_to_history', v_moved) END;
 END;
 $$;
 

@@ -1,9 +1,6 @@
 -- Deploy taskpool:v_worker_capacity to pg
--- requires: v_worker_capacity@v0.7.0
--- requires: v_worker_capacity_units
-
--- v_worker_capacity's home: its live definition, unchanged from v_worker_capacity_units.
--- Change v_worker_capacity here, with `sqitch rework v_worker_capacity`.
+-- requires: v_worker_capacity@v0.8.0
+-- requires: worker_tasks_with_history
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -52,32 +49,42 @@ seen AS (
 -- (taskpool_now() and not the clock CTE's value: the planner estimates the range with the
 -- function's value, and reads the last hour through the completed_at and ended_at indexes
 -- rather than hash-joining every task of the history)
+-- (worker_tasks and the history: a task finished over history_after ago has moved; the
+-- history's completed_at and ended_at indexes serve the same hour)
 done AS (
     SELECT t.role, count(*) AS completed_last_hour,
            avg(extract(epoch FROM t.completed_at - t.claimed_at)) AS mean_seconds
-    FROM worker_tasks t
+    FROM worker_tasks_with_history t
     WHERE t.status = 'completed' AND t.completed_at > taskpool_now() - interval '1 hour'
     GROUP BY t.role
 ),
 failed AS (
-    SELECT t.role, count(*) AS failed_attempts_last_hour
-    FROM worker_task_attempts a
-    JOIN worker_tasks t ON t.id = a.task_id
-    WHERE a.outcome IN ('retried', 'failed') AND a.ended_at > taskpool_now() - interval '1 hour'
-    GROUP BY t.role
+    SELECT f.role, sum(f.attempts)::bigint AS failed_attempts_last_hour
+    FROM (SELECT t.role, count(*) AS attempts
+          FROM worker_task_attempts a
+          JOIN worker_tasks t ON t.id = a.task_id
+          WHERE a.outcome IN ('retried', 'failed') AND a.ended_at > taskpool_now() - interval '1 hour'
+          GROUP BY t.role
+          UNION ALL
+          SELECT t.role, count(*)
+          FROM worker_task_attempt_history a
+          JOIN worker_task_history t ON t.id = a.task_id AND t.completed_at = a.task_completed_at
+          WHERE a.outcome IN ('retried', 'failed') AND a.ended_at > taskpool_now() - interval '1 hour'
+          GROUP BY t.role) f
+    GROUP BY f.role
 ),
 -- tasks created in the last hour: ids grow with time, so only the ids after the newest task
 -- created before the hour are read (a task whose created_at was set back by hand can hide the
 -- ones created before it). That id is looked up once: a subquery per row read the whole hour's
 -- ids again for each of them (a second with a few thousand tasks, what KEDA polls every 30 s).
 hour_start AS (
-    SELECT coalesce((SELECT o.id FROM worker_tasks o CROSS JOIN clock c
+    SELECT coalesce((SELECT o.id FROM worker_tasks_with_history o CROSS JOIN clock c
                      WHERE o.created_at <= c.now - interval '1 hour'
                      ORDER BY o.id DESC LIMIT 1), 0) AS last_id_before
 ),
 arrived AS (
     SELECT t.role, count(*) AS arrivals_last_hour
-    FROM worker_tasks t CROSS JOIN clock c CROSS JOIN hour_start h
+    FROM worker_tasks_with_history t CROSS JOIN clock c CROSS JOIN hour_start h
     WHERE t.id > h.last_id_before
       AND t.created_at > c.now - interval '1 hour'
     GROUP BY t.role

@@ -253,7 +253,7 @@ ENQUEUE_SPECS = sql.SQL(
     " platform, headers, backoff_base, backoff_cap, dedupe_window, dedupe_by_content, n)"
     " ORDER BY s.n))"
 ).format(columns=_TASK_COLUMNS)
-GET_TASKS = sql.SQL("SELECT {columns} FROM worker_tasks WHERE id = ANY (%(ids)s::bigint[]) ORDER BY id").format(
+GET_TASKS = sql.SQL("SELECT {columns} FROM worker_tasks_with_history WHERE id = ANY (%(ids)s::bigint[]) ORDER BY id").format(
     columns=_TASK_COLUMNS
 )
 CANCEL_TASK = sql.SQL("SELECT {columns} FROM cancel_task(%(id)s::bigint)").format(columns=_TASK_COLUMNS)

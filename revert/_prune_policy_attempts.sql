@@ -1,6 +1,40 @@
--- Revert taskpool:_prune_policy_attempts from pg
-
--- Nothing to undo: deploy/_prune_policy_attempts.sql redefined _prune_policy_attempts as retention_core_pruners had left it.
+-- Revert taskpool:_prune_policy_attempts from pg: back to the v0.8.0 body, which reads worker_tasks alone
 
 BEGIN;
+SET client_min_messages = 'warning';
+
+-- _prune_policy_attempts
+-- Prunes the attempt history of tasks still kept, by the attempt's own age (task_attempts).
+CREATE OR REPLACE FUNCTION _prune_policy_attempts(policy retention_policies, max_rows integer, dry_run boolean)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+-- Only attempts the metrics have folded already (ended before the watermark) go, so the
+-- counters of failed attempts survive as they do a prune of their task.
+DECLARE
+    v_before timestamptz := least(taskpool_now() - policy.keep,
+                                  (SELECT w.folded_before FROM task_metric_watermark w));
+    v_count  bigint;
+BEGIN
+    IF dry_run THEN
+        RETURN (SELECT count(*) FROM worker_task_attempts a WHERE a.ended_at < v_before);
+    END IF;
+    WITH doomed AS (
+        SELECT a.task_id, a.attempt
+        FROM worker_task_attempts a
+        WHERE a.ended_at < v_before
+        ORDER BY a.ended_at
+        LIMIT max_rows
+        FOR UPDATE SKIP LOCKED
+    ),
+    gone AS (
+        DELETE FROM worker_task_attempts a USING doomed d
+        WHERE (a.task_id, a.attempt) = (d.task_id, d.attempt)
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_count FROM gone;
+    RETURN v_count;
+END;
+$$;
+
 COMMIT;

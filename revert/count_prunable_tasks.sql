@@ -1,7 +1,28 @@
--- Revert taskpool:count_prunable_tasks from pg
+-- Revert taskpool:count_prunable_tasks from pg: back to the v0.8.0 body, which reads worker_tasks alone
 
 BEGIN;
+SET client_min_messages = 'warning';
 
-DROP FUNCTION count_prunable_tasks(interval);
+-- count_prunable_tasks
+-- Counts the finished tasks prune_tasks(older_than) would delete now, deleting nothing: a prune's dry run.
+CREATE OR REPLACE FUNCTION count_prunable_tasks(older_than interval)
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+AS $$
+-- Example:
+--   SELECT count_prunable_tasks(interval '7 days');
+-- A bad older_than is refused as prune_tasks refuses it, even when there is nothing to count.
+DECLARE
+    v_cutoff timestamptz := _prune_cutoff(count_prunable_tasks.older_than);
+BEGIN
+    RETURN (SELECT count(*)
+            FROM worker_tasks t
+            WHERE t.status IN ('completed', 'failed', 'cancelled')
+              AND t.completed_at < v_cutoff);
+END;
+$$;
+
+REVOKE ALL ON FUNCTION count_prunable_tasks(interval) FROM PUBLIC;
 
 COMMIT;

@@ -1,10 +1,7 @@
--- Revert taskpool:retry_task from pg
+-- Revert taskpool:retry_task from pg: back to the v0.8.0 body, which reads worker_tasks alone
 
 BEGIN;
 SET client_min_messages = 'warning';
-
--- Back to the v0.3.0 body, which retried a per-store task without a store, a task whose attempt
--- counter is spent, and raised a bare unique violation on losing a race for the dedupe key.
 
 -- retry_task
 -- Puts a failed or cancelled task back to pending now, with a fresh retry budget.
@@ -14,11 +11,16 @@ LANGUAGE plpgsql
 AS $$
 -- Example:
 --   SELECT status, retry_count FROM retry_task(42);   -- pending, 0
--- Its attempt history stays. Refused (55000) for a task that is not failed or cancelled, and
--- (23505) when another active task now holds its dedupe key.
+-- Its attempt history stays. Refused (55000) for a task that is not failed or cancelled or has
+-- spent its attempt counter, (22023) for a task of a role that needs a store when the task has
+-- none (its store was deleted), and (23505) when another active task holds its dedupe key,
+-- even one that took the key while this call ran.
 DECLARE
-    v_task   worker_tasks;
-    v_holder bigint;
+    -- The attempt column is an integer: a task at its largest value can never be claimed again.
+    c_last_attempt constant integer := 2147483647;
+    v_task       worker_tasks;
+    v_holder     bigint;
+    v_constraint text;
 BEGIN
     IF retry_task.task_id IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'task_id is required';
@@ -34,21 +36,47 @@ BEGIN
             MESSAGE = format('task %s is %s and cannot be retried', v_task.id, v_task.status),
             HINT = 'Only failed or cancelled tasks can be retried.';
     END IF;
+    IF v_task.attempt = c_last_attempt THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '55000',
+            MESSAGE = format('task %s cannot be retried: it has used attempt %s, the last the attempt counter holds',
+                             v_task.id, v_task.attempt),
+            HINT = 'Enqueue a new task with its payload instead.';
+    END IF;
+    IF v_task.dispensary_id IS NULL AND EXISTS (SELECT FROM task_roles r WHERE r.role = v_task.role AND r.requires_store) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '22023',
+            MESSAGE = format('task %s cannot be retried: role %s needs a dispensary_id and the task has none',
+                             v_task.id, v_task.role),
+            HINT = 'Its store was deleted (or the role came to require one later); enqueue a new task for a store.';
+    END IF;
 
     SELECT t.id INTO v_holder
     FROM worker_tasks t
     WHERE t.dedupe_key = v_task.dedupe_key AND t.status IN ('pending', 'claimed', 'running');
-    IF FOUND THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '23505',
-            MESSAGE = format('task %s cannot be retried: task %s with dedupe key %L is active', v_task.id, v_holder, v_task.dedupe_key);
+    IF NOT FOUND THEN
+        BEGIN
+            UPDATE worker_tasks t
+            SET status = 'pending', retry_count = 0, scheduled_for = taskpool_now()
+            WHERE t.id = v_task.id
+            RETURNING t.* INTO v_task;
+            RETURN v_task;
+        EXCEPTION WHEN unique_violation THEN
+            -- Another session made a task with this key active after the look above; the index
+            -- made this update wait for its commit, so a fresh look finds it.
+            GET STACKED DIAGNOSTICS v_constraint = CONSTRAINT_NAME;
+            IF v_constraint IS DISTINCT FROM 'worker_tasks_one_active_per_dedupe_key_idx' THEN
+                RAISE;
+            END IF;
+            SELECT t.id INTO v_holder
+            FROM worker_tasks t
+            WHERE t.dedupe_key = v_task.dedupe_key AND t.status IN ('pending', 'claimed', 'running');
+        END;
     END IF;
-
-    UPDATE worker_tasks t
-    SET status = 'pending', retry_count = 0, scheduled_for = taskpool_now()
-    WHERE t.id = v_task.id
-    RETURNING t.* INTO v_task;
-    RETURN v_task;
+    RAISE EXCEPTION USING
+        ERRCODE = '23505',
+        MESSAGE = format('task %s cannot be retried: %s with dedupe key %L is active',
+                         v_task.id, coalesce('task ' || v_holder, 'another task'), v_task.dedupe_key);
 END;
 $$;
 

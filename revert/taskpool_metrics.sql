@@ -1,7 +1,5 @@
--- Revert taskpool:taskpool_metrics from pg
-
--- Back to the metrics of @v0.8.0, without retention's.
-
+-- Revert taskpool:taskpool_metrics from pg: back to the v0.8.0 body, which reads worker_tasks alone and
+-- reports nothing of retention
 
 BEGIN;
 SET client_min_messages = 'warning';

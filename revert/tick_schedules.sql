@@ -1,6 +1,5 @@
--- Revert taskpool:tick_schedules from pg
-
--- Back to the tick of @v0.8.0: a batch of each retention policy a minute.
+-- Revert taskpool:tick_schedules from pg: back to the v0.8.0 body, which reads worker_tasks alone and
+-- applies a batch of each retention policy a minute
 
 BEGIN;
 SET client_min_messages = 'warning';

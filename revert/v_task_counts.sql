@@ -1,7 +1,15 @@
--- Revert taskpool:v_task_counts from pg
+-- Revert taskpool:v_task_counts from pg: back to the v0.8.0 body, which reads worker_tasks alone
 
 BEGIN;
+SET client_min_messages = 'warning';
 
-DROP VIEW v_task_counts;
+-- v_task_counts
+-- Health: how many tasks each role has in each status (roles and statuses with none are absent).
+CREATE OR REPLACE VIEW v_task_counts AS
+SELECT t.role, t.status, count(*) AS tasks
+FROM worker_tasks t
+GROUP BY t.role, t.status;
+
+COMMENT ON VIEW v_task_counts IS 'Tasks per role and status. Reads the whole table: prune finished tasks.';
 
 COMMIT;

@@ -35,8 +35,9 @@ def finished_task(conn: psycopg.Connection, status: str) -> int:
 
 
 def kept(conn: psycopg.Connection, task_ids: list[int]) -> list[int]:
+    """The tasks still there, in worker_tasks or (moved by the tick) in its history."""
     rows = conn.execute(
-        "SELECT id FROM worker_tasks WHERE id = ANY(%s) ORDER BY id", (task_ids,)
+        "SELECT id FROM worker_tasks_with_history WHERE id = ANY(%s) ORDER BY id", (task_ids,)
     )
     return [row[0] for row in rows]
 

@@ -111,7 +111,7 @@ IMAGE_COUNTS = (
     " (SELECT coalesce(sum(size_bytes), 0) FROM product_images) AS stored_bytes,"
     " (SELECT count(*) FROM product_image_urls) AS urls,"
     " (SELECT count(*) FROM store_product_images) AS linked_products"
-    " FROM worker_tasks t WHERE t.role = 'image_download'"
+    " FROM worker_tasks_with_history t WHERE t.role = 'image_download'"
 )
 PRODUCT_ID_COUNTS = (
     "SELECT (SELECT count(*) FROM store_products) AS products,"
@@ -150,7 +150,9 @@ PAYLOAD_TOTALS = (
 )
 PAYLOAD_COUNTS = "SELECT status, count(*) AS payloads FROM raw_crawl_payloads GROUP BY status ORDER BY status"
 ATTEMPT_ERRORS = (
-    "SELECT error_message, count(*) AS attempts FROM worker_task_attempts"
+    "SELECT error_message, count(*) AS attempts FROM"
+    " (SELECT error_message, outcome FROM worker_task_attempts"
+    "  UNION ALL SELECT error_message, outcome FROM worker_task_attempt_history) a"
     " WHERE outcome IN ('retried', 'failed') GROUP BY error_message ORDER BY attempts DESC"
 )
 PLATFORM_EVENTS = (

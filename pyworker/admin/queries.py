@@ -33,22 +33,35 @@ _TASK_FILTERS = (
 LIST_TASKS = (
     "SELECT id, role, dispensary_id, status, priority, attempt, retry_count, max_retries,"
     " scheduled_for, worker_id, created_at, updated_at, error_message"
-    " FROM worker_tasks" + _TASK_FILTERS
+    " FROM worker_tasks_with_history" + _TASK_FILTERS
     + " ORDER BY id DESC LIMIT %(limit)s::integer OFFSET %(offset)s::integer"
 )
-COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks" + _TASK_FILTERS
-GET_TASK = "SELECT * FROM worker_tasks WHERE id = %(task_id)s::bigint"
+COUNT_TASKS = "SELECT count(*) AS tasks FROM worker_tasks_with_history" + _TASK_FILTERS
+# Without a store or error filter the count is v_task_counts', which reads the history's per-day
+# counts rather than its rows.
+COUNT_TASKS_BY_ROLE_AND_STATUS = (
+    "SELECT coalesce(sum(tasks), 0)::bigint AS tasks FROM v_task_counts"
+    " WHERE (%(role)s::text IS NULL OR role = %(role)s::text)"
+    "   AND (%(status)s::text IS NULL OR status = %(status)s::text)"
+)
+# Tasks live in worker_tasks or, once finished a while, in its history: the view reads both.
+GET_TASK = "SELECT * FROM worker_tasks_with_history WHERE id = %(task_id)s::bigint"
 TASK_CHAIN = (
     "SELECT id, parent_id, depth, role, status, dispensary_id, created_at, completed_at, error_message"
     " FROM task_chain(%(task_id)s::bigint)"
 )
 TASK_ATTEMPTS = (
     "SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
-    " error_message, error_details, error_data FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint ORDER BY attempt"
+    " error_message, error_details, error_data FROM worker_task_attempts WHERE task_id = %(task_id)s::bigint"
+    " UNION ALL SELECT attempt, worker_id, claimed_at, started_at, last_heartbeat_at, ended_at, outcome,"
+    " error_message, error_details, error_data FROM worker_task_attempt_history WHERE task_id = %(task_id)s::bigint"
+    " ORDER BY attempt"
 )
-COUNTS = (
-    "SELECT role, status, count(*) AS tasks FROM worker_tasks GROUP BY role, status"
-    " ORDER BY role, status"
+COUNTS = "SELECT role, status, tasks FROM v_task_counts ORDER BY role, status"
+TASK_SPEC_RUNS = (
+    "SELECT r.id, r.status, r.created_at, r.completed_at, r.in_history, r.error_message"
+    " FROM worker_tasks_with_history t, task_spec_runs(t.role, t.dispensary_id, t.payload, %(limit)s::integer) r"
+    " WHERE t.id = %(task_id)s::bigint"
 )
 RECOVER_STALE = "SELECT recover_stale_tasks(%(threshold_minutes)s::integer) AS recovered"
 CANCEL_TASK = "SELECT * FROM cancel_task(%(task_id)s::bigint)"
@@ -197,6 +210,10 @@ class AdminDatabase(Database):
     def counts(self) -> list[dict[str, Any]]:
         return self._rows(COUNTS)
 
+    def task_spec_runs(self, task_id: int, limit: int = 20) -> list[dict[str, Any]]:
+        """task_spec_runs: the runs of the task's spec (role, store, payload), newest first, itself included."""
+        return self._rows(TASK_SPEC_RUNS, {"task_id": task_id, "limit": limit})
+
     def recover_stale_tasks(self, threshold_minutes: int | None = None) -> int:
         return self._one(RECOVER_STALE, {"threshold_minutes": threshold_minutes})["recovered"]
 
@@ -241,9 +258,8 @@ class AdminDatabase(Database):
         error: str | None = None,
     ) -> int:
         """How many tasks list_tasks pages through with these filters."""
-        return self._one(
-            COUNT_TASKS, {"role": role, "status": status, "store": store, "error": error}
-        )["tasks"]
+        query = COUNT_TASKS if store is not None or error is not None else COUNT_TASKS_BY_ROLE_AND_STATUS
+        return self._one(query, {"role": role, "status": status, "store": store, "error": error})["tasks"]
 
     def prune_tasks_in_batches(
         self, older_than: str, batch_size: int, max_tasks: int | None = None

@@ -1,7 +1,7 @@
 -- After the upgrade in place (`make test-upgrade`): the seeded tasks kept their states and
 -- history, and the upgraded functions work on them.
 BEGIN;
-SELECT plan(22);
+SELECT plan(27);
 
 SELECT results_eq(
     $$SELECT dedupe_key, status FROM worker_tasks ORDER BY id$$,
@@ -134,6 +134,30 @@ SELECT results_eq(
     format($$VALUES (%L::text, 2::numeric)$$, :'old_roles_jitter'),
     'Should keep a role of before the upgrade on the backoff it had'
 );
+
+-- The finished tasks of the upgraded database move to the history by the tick's mover, once
+-- counted by the metrics: every seeded task but the later one, with the failed attempt's history.
+SELECT set_taskpool_clock_offset('1 minute');
+UPDATE task_metric_watermark SET folded_before = now() + interval '1 minute';
+SELECT lives_ok($$SELECT set_task_history(history_after := interval '0')$$, 'Should set history_after to 0');
+SELECT is(move_tasks_to_history(), 7::bigint, 'Should move the seeded tasks finished before now to the history');
+SELECT results_eq(
+    $$SELECT dedupe_key, status, in_history FROM worker_tasks_with_history ORDER BY id$$,
+    $$VALUES ('upgrade:pending', 'completed', true), ('upgrade:completed', 'completed', true),
+             ('upgrade:running', 'completed', true), ('upgrade:failed', 'completed', true),
+             ('upgrade:later', 'pending', false), ('upgrade:claimed', 'completed', true),
+             ('upgrade:store-running', 'completed', true), ('upgrade:store-pending', 'completed', true)$$,
+    'Should find every task through worker_tasks_with_history, the finished ones in the history'
+);
+SELECT is(
+    (SELECT count(*)::int FROM worker_task_attempt_history a JOIN worker_task_history t ON t.id = a.task_id
+     WHERE t.dedupe_key = 'upgrade:failed' AND a.error_message = 'boom'),
+    1,
+    'Should move the failed attempt''s history with its task'
+);
+SELECT is((SELECT tasks FROM v_task_counts WHERE status = 'completed' AND role = (SELECT role FROM worker_task_history LIMIT 1)),
+          (SELECT count(*) FROM worker_tasks_with_history w WHERE w.status = 'completed' AND w.role = (SELECT role FROM worker_task_history LIMIT 1)),
+          'Should count the moved tasks in v_task_counts');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -63,6 +63,15 @@ TASK_COLUMNS: list[Column] = [
     ("error", "error_message"),
 ]
 
+SPEC_RUN_COLUMNS: list[Column] = [
+    ("id", "id"),
+    ("status", "status"),
+    ("created_at", "created_at"),
+    ("completed_at", "completed_at"),
+    ("in_history", "in_history"),
+    ("error", "error_message"),
+]
+
 ATTEMPT_COLUMNS: list[Column] = [
     ("attempt", "attempt"),
     ("worker", "worker_id"),
@@ -567,6 +576,22 @@ def delete_task(db: AdminDatabase, task_id: int) -> Shown:
     """
     task = db.delete_task(task_id)
     return Shown(task, lambda: click.echo(f"task {task_id} deleted (it was {task['status']}, role {task['role']})"))
+
+
+@tasks.command("runs")
+@click.argument("task_id", metavar="ID", type=int)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10000), help="The most runs to list.")
+@prints(SPEC_RUN_COLUMNS, empty="no runs")
+@pass_db
+def spec_runs(db: AdminDatabase, task_id: int, limit: int) -> list[dict[str, Any]]:
+    """List the runs of task ID's spec (its role, store and payload), newest first, itself included.
+
+    A replay's view of what became of the earlier runs, whatever their dedupe key or window:
+    task_spec_runs() finds them in worker_tasks and in the history (by its spec_hash index).
+    """
+    if db.get_task(task_id) is None:
+        raise NotFound(f"task {task_id} does not exist")
+    return db.task_spec_runs(task_id, limit)
 
 
 @tasks.command("watch")

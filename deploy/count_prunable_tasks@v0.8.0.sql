@@ -1,0 +1,30 @@
+-- Deploy taskpool:count_prunable_tasks to pg
+-- requires: _prune_cutoff
+-- requires: worker_tasks
+
+BEGIN;
+SET client_min_messages = 'warning';
+
+-- count_prunable_tasks
+-- Counts the finished tasks prune_tasks(older_than) would delete now, deleting nothing: a prune's dry run.
+CREATE FUNCTION count_prunable_tasks(older_than interval)
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+AS $$
+-- Example:
+--   SELECT count_prunable_tasks(interval '7 days');
+-- A bad older_than is refused as prune_tasks refuses it, even when there is nothing to count.
+DECLARE
+    v_cutoff timestamptz := _prune_cutoff(count_prunable_tasks.older_than);
+BEGIN
+    RETURN (SELECT count(*)
+            FROM worker_tasks t
+            WHERE t.status IN ('completed', 'failed', 'cancelled')
+              AND t.completed_at < v_cutoff);
+END;
+$$;
+
+REVOKE ALL ON FUNCTION count_prunable_tasks(interval) FROM PUBLIC;
+
+COMMIT;

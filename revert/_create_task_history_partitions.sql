@@ -1,0 +1,7 @@
+-- Revert taskpool:_create_task_history_partitions from pg
+
+BEGIN;
+
+DROP FUNCTION _create_task_history_partitions(date[]);
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Verify taskpool:v_worker_capacity on pg
+
+BEGIN;
+
+SELECT * FROM v_worker_capacity WHERE FALSE;
+
+ROLLBACK;
