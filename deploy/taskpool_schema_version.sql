@@ -18,7 +18,16 @@ AS $$
     -- The version is set by the last change of sqitch.plan, always this one, reworked once a
     -- release (tests/test_schema_version.py fails otherwise): a database deployed part way reports
     -- the version of before, and a worker that needs the whole plan refuses it.
-    -- 0.9.0: (in progress) the changes of the plan after @v0.8.0.
+    -- 0.9.0: one typed enqueue path (task_spec, enqueue_specs(task_spec[]); enqueue_task and
+    -- the JSON specs call it); a history beside the hot queue (worker_task_history, partitioned by
+    -- day and status, filled by move_tasks_to_history in the tick; worker_tasks_with_history;
+    -- set_task_history; task_spec_runs; retention drops whole days); claims that take platform
+    -- tokens (task_roles.claims_platform_token) and rotate between platforms (task_claim_turns),
+    -- reserve_platform_request, platform_token_wait, v_platforms.tokens_now and next_token_at,
+    -- v_waiting_tasks.rate_limit, acquire_platform_request's clock read after its lock;
+    -- retention in rounds within a time budget (apply_retention(max_batches, max_seconds,
+    -- count_backlog)), each policy's backlog and behind_since, retention in taskpool_metrics,
+    -- a policy for platform_events.
     -- 0.8.0: complete_tasks(worker_id, task_ids[], attempts[], claim_tokens[], results[],
     -- follow_ups[]), the worker's form, which the JSON form calls; every function's live body (and
     -- view's definition) in the deploy file named after it; the six trigger functions that no
