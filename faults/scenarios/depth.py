@@ -37,11 +37,13 @@ def fill(ctx: Context, pending: int, finished: int) -> None:
                     conn.execute(FINISH_BATCH, {"count": count})
 
 
-# The claim's candidate query, as claim_tasks runs it (its plan shows which index it walks).
+# The claim's candidate query, as _claim_tasks runs it for a role whose pending tasks name no
+# platform (its plan shows which index it walks).
 CLAIM_PLAN = """
 EXPLAIN (FORMAT JSON)
 SELECT t.id FROM worker_tasks t
-WHERE t.role = 'fault_work' AND t.status = 'pending' AND t.scheduled_for <= now()
+WHERE t.role = 'fault_work' AND t.status = 'pending' AND coalesce(t.platform, '') = ''
+  AND t.scheduled_for <= now()
 ORDER BY t.priority DESC, t.created_at, t.id
 LIMIT 1 FOR UPDATE OF t SKIP LOCKED
 """
