@@ -277,6 +277,7 @@ BEGIN
             SELECT array_agg(r.id ORDER BY r.rank) INTO v_chosen
             FROM (
                 SELECT c.id, c.rank, g.platform AS governed,
+                       g.enabled AND NOT coalesce(g.open_until > v_clock, false) AS takes,
                        row_number() OVER (PARTITION BY t.platform ORDER BY c.rank) AS nth,
                        _platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
                                         greatest(v_clock, g.tokens_at)) AS tokens
@@ -284,9 +285,11 @@ BEGIN
                 JOIN worker_tasks t ON t.id = c.id
                 LEFT JOIN platform_governance g ON g.platform = t.platform
             ) AS r
-            -- no platform, or one no row can govern (a name the table refuses): no limit
+            -- no platform, or one no row can govern (a name the table refuses): no limit; a
+            -- circuit that opened (or a platform disabled) since the walks read its row, seen now
+            -- that the row is ours, takes none
             WHERE r.governed IS NULL
-               OR (r.governed = ANY (v_token_platforms) AND r.nth <= r.tokens);
+               OR (r.governed = ANY (v_token_platforms) AND r.nth <= r.tokens AND r.takes);
         END IF;
 
         IF v_chosen IS NOT NULL THEN
