@@ -468,9 +468,7 @@ def _within_deadline(deadlines: dict[int, CallDeadline], conn: Any) -> Iterator[
     except psycopg.Error as error:
         if deadline is None or not deadline.passed:
             raise
-        raise DatabaseUnavailable(
-            f"the database did not answer within {deadline.seconds:g} s (the call's deadline): its connection was cut"
-        ) from error
+        raise DatabaseUnavailable(deadline.reason) from error
 
 
 def _outcome(task_id: int, tasks: list[TaskInfo]) -> Any:

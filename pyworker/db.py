@@ -505,10 +505,7 @@ class Database:
             deadline = self._deadline
             if deadline is not None and deadline.passed:
                 self.close()
-                raise DatabaseUnavailable(
-                    f"the database did not answer within {deadline.seconds:g} s (the call's deadline):"
-                    " its connection was cut"
-                ) from error
+                raise DatabaseUnavailable(deadline.reason) from error
             translated = translate(error)
             if isinstance(translated, DatabaseUnavailable):
                 self.close()

@@ -20,7 +20,13 @@ it: statement_timeout, TCP keepalives and tcp_user_timeout do not end a call blo
   connects (connection_options rewrites the host, hostaddr and port lists), for
   SUSPECT_SERVER_SECONDS: libpq tries the hosts in order, each for connect_timeout, so a reconnect
   would otherwise wait out the frozen primary before reaching the one promoted in its place. The
-  frozen server is still tried, last, when the others fail.
+  frozen server is still tried, last, when the others fail;
+- a call that has waited LEAD_CHECK_AFTER_SECONDS on a server named in a multi-host URL makes the
+  watchdog ask, in a thread of its own, whether another server of that URL takes writes: once one
+  does (the HA manager promoted it in place of a frozen primary), the calls still waiting on the
+  old server are cut at once, without waiting out their deadline. A slow primary is not cut: its
+  replicas refuse a read-write session. So a frozen primary costs the fleet the failover's time
+  plus about a second, whatever the deadline.
 
 Arming a deadline costs a clock read and a few attribute accesses per call, no round trip and no
 lock: the watchdog, not the caller, does the looking.
@@ -65,6 +71,12 @@ PROBE_CONNECT_TIMEOUT = 2
 # HA manager's failover (Patroni's TTL is 30 s), short enough that a server that thawed and took
 # the lead back is soon tried first again (it is tried anyway when the others fail).
 SUSPECT_SERVER_SECONDS = 120.0
+# How long a call waits on a server of a multi-host URL before the watchdog asks whether another
+# server of the URL takes writes (a healthy call ends well within it), and how often it asks
+# again while calls wait; the question connects with libpq's shortest connect_timeout.
+LEAD_CHECK_AFTER_SECONDS = 3.0
+LEAD_CHECK_INTERVAL_SECONDS = 1.0
+LEAD_CHECK_CONNECT_TIMEOUT = 2
 # How often the watchdog looks at the armed deadlines.
 WATCHDOG_TICK_SECONDS = 0.25
 # How long the watchdog waits for the server to take the cancel of a call past its deadline: a
@@ -75,6 +87,12 @@ CANCEL_TIMEOUT_SECONDS = 0.5
 # When a call on a connection to each server (host, port) was last cut at its deadline
 # (time.monotonic()): written by the watchdog, read by the callers, one atomic dict access each.
 _last_cut: dict[tuple[str, str], float] = {}
+# For each server named in a multi-host URL this process connects with, that URL (conninfo
+# parameters): where the watchdog looks for the server that took the lead from it.
+_multi_host_urls: dict[tuple[str, str], dict[str, Any]] = {}
+# When another server of its URL was found taking writes while calls waited on a server, and
+# which one: the watchdog cuts the calls armed on the server before that time.
+_lead_taken: dict[tuple[str, str], tuple[float, tuple[str, str]]] = {}
 
 
 def default_call_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
@@ -107,13 +125,16 @@ def connection_options(url: str, *, connect_timeout: int = DEFAULT_CONNECT_TIMEO
     }
     if os.environ.get("PGCONNECT_TIMEOUT"):
         options.pop("connect_timeout")
+    columns = _server_columns(given)
+    if columns:
+        for server in _servers(columns):
+            _multi_host_urls[server] = given
     return {name: value for name, value in options.items() if name not in given} | suspect_servers_last(given)
 
 
-def suspect_servers_last(params: Mapping[str, Any]) -> dict[str, str]:
+def _server_columns(params: Mapping[str, Any]) -> dict[str, list[str]]:
     """The host, hostaddr and port lists of a multi-host conninfo (`params`, as conninfo_to_dict
-    gives it) with the servers a call was cut on in the last SUSPECT_SERVER_SECONDS moved last,
-    the others in their order; {} when nothing moves (one host, or no suspect among them)."""
+    gives it), each as long as the list of servers; {} for one server, or lists libpq would refuse."""
     names = ("host", "hostaddr", "port")
     lists = {name: str(params[name]).split(",") for name in names if params.get(name)}
     count = max((len(values) for values in lists.values()), default=0)
@@ -123,18 +144,57 @@ def suspect_servers_last(params: Mapping[str, Any]) -> dict[str, str]:
     columns = {name: values * count if len(values) == 1 else values for name, values in lists.items()}
     if any(len(values) != count for values in columns.values()):
         return {}
+    return columns
+
+
+def _servers(columns: Mapping[str, list[str]]) -> list[tuple[str, str]]:
+    """The (host, port) of each server of _server_columns' lists, as server_of names them."""
+    count = len(next(iter(columns.values())))
+    hosts = [h or a for h, a in zip(columns.get("host", [""] * count), columns.get("hostaddr", [""] * count))]
     default_port = os.environ.get("PGPORT") or "5432"
+    return [(host, port or default_port) for host, port in zip(hosts, columns.get("port", [""] * count))]
+
+
+def suspect_servers_last(params: Mapping[str, Any]) -> dict[str, str]:
+    """The host, hostaddr and port lists of a multi-host conninfo (`params`, as conninfo_to_dict
+    gives it) with the servers a call was cut on in the last SUSPECT_SERVER_SECONDS moved last,
+    the others in their order; {} when nothing moves (one host, or no suspect among them)."""
+    columns = _server_columns(params)
+    if not columns:
+        return {}
     cut_since = time.monotonic() - SUSPECT_SERVER_SECONDS
-
-    def suspect(index: int) -> bool:
-        host = columns.get("host", [""] * count)[index] or columns.get("hostaddr", [""] * count)[index]
-        port = columns.get("port", [""] * count)[index] or default_port
-        return _last_cut.get((host, port), 0.0) > cut_since
-
-    order = sorted(range(count), key=suspect)
-    if order == list(range(count)):
+    suspect = [_last_cut.get(server, 0.0) > cut_since for server in _servers(columns)]
+    order = sorted(range(len(suspect)), key=suspect.__getitem__)
+    if order == list(range(len(suspect))):
         return {}
     return {name: ",".join(values[index] for index in order) for name, values in columns.items()}
+
+
+def other_server_taking_writes(
+    params: Mapping[str, Any], server: tuple[str, str], backend_pid: int
+) -> tuple[str, str] | None:
+    """The server of the multi-host conninfo `params`, other than `server`, that takes writes
+    now (a read-write session there), or None: none answers as one within libpq's shortest
+    connect_timeout each, or the one that does runs `backend_pid`, a backend of `server`'s (the
+    URL names one server twice, by two names)."""
+    columns = _server_columns(params)
+    others = [index for index, each in enumerate(_servers(columns)) if each != server] if columns else []
+    if not others:
+        return None
+    conninfo = {**params, **{name: ",".join(values[i] for i in others) for name, values in columns.items()}}
+    conninfo |= {
+        "target_session_attrs": "read-write",
+        "connect_timeout": LEAD_CHECK_CONNECT_TIMEOUT,
+        "application_name": "pyworker lead check",
+    }
+    try:
+        with psycopg.connect(**conninfo, autocommit=True) as conn:
+            found = server_of(conn)
+            with bounded(CallDeadline(conn, LEAD_CHECK_CONNECT_TIMEOUT)):
+                row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [backend_pid]).fetchone()
+    except psycopg.Error:
+        return None
+    return found if found != server and row is not None and row[0] == 0 else None
 
 
 class CallDeadline:
@@ -149,7 +209,10 @@ class CallDeadline:
         # caller, read by the watchdog, each a single atomic attribute access.
         self._until: float | None = None
         self.passed = False
+        # What ended the call when `passed`: another server of the URL took the lead, or None.
+        self.replaced_by: tuple[str, str] | None = None
         self._server = server_of(conn)
+        self._backend_pid = conn.pgconn.backend_pid
         # When the server last answered on this connection (it was opened just before).
         self._answered = time.monotonic()
         _watchdog.watch(self)
@@ -172,9 +235,25 @@ class CallDeadline:
         self._until = enclosing
         self._answered = time.monotonic()
 
+    @property
+    def reason(self) -> str:
+        """Why the watchdog cut the call (once `passed`), for the caller's error."""
+        if self.replaced_by is not None:
+            host, port = self.replaced_by
+            return (
+                f"the database stopped answering and another server of the URL ({host}:{port}) takes"
+                " writes (a failover): the connection was cut"
+            )
+        return f"the database did not answer within {self.seconds:g} s (the call's deadline): its connection was cut"
+
     def _expired(self, now: float) -> bool:
         until = self._until
         return until is not None and now >= until and not self.passed
+
+    def _waited(self, now: float) -> float:
+        """How long the armed call (or block) has waited; 0 when none is armed."""
+        until = self._until
+        return 0.0 if until is None else now - (until - self.seconds)
 
     def _cut(self) -> None:
         """Past the deadline: ask the server to cancel the statement (it may be alive and merely
@@ -196,12 +275,16 @@ class CallDeadline:
 
 
 class _Watchdog:
-    """One daemon thread per process that cuts the calls past their deadline."""
+    """One daemon thread per process that cuts the calls past their deadline, and those waiting
+    on a server another server of its multi-host URL took the lead from."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._deadlines: weakref.WeakSet[CallDeadline] = weakref.WeakSet()
         self._thread: threading.Thread | None = None
+        # When the lead of each server was last asked about; the servers being asked about now.
+        self._lead_asked: dict[tuple[str, str], float] = {}
+        self._lead_asking: set[tuple[str, str]] = set()
 
     def watch(self, deadline: CallDeadline) -> None:
         with self._lock:
@@ -216,10 +299,38 @@ class _Watchdog:
             with self._lock:
                 deadlines = list(self._deadlines)
             now = time.monotonic()
+            waiting: dict[tuple[str, str], int] = {}
             for deadline in deadlines:
+                taken = _lead_taken.get(deadline._server)
                 if deadline._expired(now):
                     deadline._cut()
+                elif taken is not None and deadline._waited(now) > max(0.0, now - taken[0]):
+                    deadline.replaced_by = taken[1]
+                    deadline._cut()
+                elif deadline._waited(now) >= LEAD_CHECK_AFTER_SECONDS and deadline._server in _multi_host_urls:
+                    waiting[deadline._server] = deadline._backend_pid
             del deadlines
+            for server, backend_pid in waiting.items():
+                self._ask_about_lead(server, backend_pid, now)
+
+    def _ask_about_lead(self, server: tuple[str, str], backend_pid: int, now: float) -> None:
+        """Ask, in a thread of its own (a connect may wait), whether another server of `server`'s
+        URL takes writes, at most once a LEAD_CHECK_INTERVAL_SECONDS."""
+        if server in self._lead_asking or now - self._lead_asked.get(server, 0.0) < LEAD_CHECK_INTERVAL_SECONDS:
+            return
+        self._lead_asked[server] = now
+        self._lead_asking.add(server)
+
+        def ask() -> None:
+            try:
+                asked_at = time.monotonic()
+                found = other_server_taking_writes(_multi_host_urls[server], server, backend_pid)
+                if found is not None:
+                    _lead_taken[server] = (asked_at, found)
+            finally:
+                self._lead_asking.discard(server)
+
+        threading.Thread(target=ask, name="deadline-lead-check", daemon=True).start()
 
 
 _watchdog = _Watchdog()

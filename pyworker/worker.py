@@ -1307,11 +1307,7 @@ class Worker:
                     self._listener.lost(str(translated))
                     read_only_notice.seen("listener", translated, pause)
                 else:
-                    reason = (
-                        f"the database did not answer within {deadline.seconds:g} s (the call's deadline)"
-                        if deadline is not None and deadline.passed
-                        else str(error).strip()
-                    )
+                    reason = deadline.reason if deadline is not None and deadline.passed else str(error).strip()
                     self._listener.lost(reason)
                     log.warning(
                         "Listener: %s; reconnecting in %.1f s",

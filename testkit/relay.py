@@ -21,6 +21,8 @@ class Relay:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
+        # How many connections it has forwarded.
+        self.accepted = 0
         self._frozen = threading.Event()
         self._stopped = threading.Event()
         self._selector = selectors.DefaultSelector()
@@ -74,6 +76,7 @@ class Relay:
         for one, other in ((client, server), (server, client)):
             one.setblocking(True)
             self._selector.register(one, selectors.EVENT_READ, other)
+        self.accepted += 1
 
     def _forward(self, source: socket.socket, destination: socket.socket) -> None:
         try:
