@@ -30,7 +30,10 @@ T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 BACKOFF_FIRST = 0.1
-BACKOFF_MAX = 10.0
+# The longest pause between a lost connection's retries: a few seconds, so that work resumes within
+# that of the new primary's taking writes after a failover (the retries of a fleet against a server
+# that is away are spread by jitter).
+BACKOFF_MAX = 3.0
 
 
 def warn_if_pid_1() -> None:
