@@ -38,6 +38,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from testkit.ports import free_port, is_free
 from testkit.fleet import Fleet, Process, descendants, kill_if_running, process_gone
 from testkit.waiting import wait_until
 
@@ -71,7 +72,8 @@ def missing_programs() -> list[str]:
 
 @dataclass
 class Ports:
-    """Free loopback ports, from `low`..`high` when given (a range of one's own), else the system's pick."""
+    """Free loopback ports, from `low`..`high` when given (a range of one's own), else any free one below the ephemeral range
+    (testkit/ports.py)."""
 
     low: int | None = None
     high: int | None = None
@@ -91,21 +93,19 @@ class Ports:
         return cls(low, high)
 
     def take(self) -> int:
-        candidates = list(range(self.low, self.high + 1)) if self.low else [0] * 20
-        random.shuffle(candidates)
-        for candidate in candidates:
-            if candidate in self.taken:
-                continue
-            with socket.socket() as probe:
-                try:
-                    probe.bind(("127.0.0.1", candidate))
-                except OSError:
-                    continue
-                port = probe.getsockname()[1]
-            if port not in self.taken:
-                self.taken.add(port)
-                return port
-        raise HAError(f"no free port left in {self.low}-{self.high}")
+        if self.low is None or self.high is None:
+            try:
+                port = free_port(self.taken)
+            except OSError as error:
+                raise HAError(str(error)) from None
+        else:
+            candidates = [port for port in range(self.low, self.high + 1) if port not in self.taken]
+            random.shuffle(candidates)
+            port = next((candidate for candidate in candidates if is_free(candidate)), 0)
+            if not port:
+                raise HAError(f"no free port left in {self.low}-{self.high}")
+        self.taken.add(port)
+        return port
 
 
 def _as_postgres(argv: list[str]) -> list[str]:

@@ -12,7 +12,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from testkit import ports
 from testkit.waiting import wait_until
 
 # The setting that fixes the port (the harness's own range); else the system picks a free one.
@@ -32,12 +32,10 @@ class PgBouncerError(Exception):
 
 
 def free_port() -> int:
-    """$PGBOUNCER_PORT, else a port nothing listens on now (the system's pick)."""
+    """$PGBOUNCER_PORT, else a port nothing listens on now (testkit/ports.py)."""
     if os.environ.get(PORT_ENVVAR):
         return int(os.environ[PORT_ENVVAR])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return ports.free_port()
 
 
 def version() -> tuple[int, ...]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from testkit.ports import free_port
 from testkit.fleet import descendants, kill_if_running, process_gone
 from testkit.waiting import wait_until
 
@@ -46,13 +46,6 @@ PRIMARY_SETTINGS = {"default_transaction_read_only": "off", "synchronous_standby
 
 class ReplicaError(Exception):
     """The replica could not be made, started or promoted."""
-
-
-def free_port() -> int:
-    """A port nothing listens on now (the system's pick)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from core_fixtures import REPO_ROOT
+from testkit.ports import free_port
 
 # What `make psql` needs: the Makefile, its scripts, the Sqitch project, and the files the venv
 # stamp depends on (the venv itself is the one running the tests).
@@ -24,12 +24,6 @@ BUILD_FILES = (
     "sqitch.plan",
 )
 BUILD_DIRS = ("scripts", "deploy", "revert", "verify", "registry", "crawler/sqitch")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def checkout_copy(root: Path) -> Path:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
 from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict
 
 from core_fixtures import REPO_ROOT
+from testkit.ports import free_port
 
 PGENV = REPO_ROOT / "scripts" / "pgenv"
 
@@ -42,12 +42,6 @@ def printed(url: str, *args: str) -> dict[str, str]:
         name, _, quoted = assignment.partition("=")
         (variables[name],) = shlex.split(quoted) or [""]
     return variables
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_a_password_with_at_and_percent_signs_is_percent_decoded() -> None:
