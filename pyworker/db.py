@@ -66,7 +66,6 @@ COMPLETE_TASKS = (
 )
 # Every call on a claimed task names its claim: the task, the worker, the attempt and the claim_token.
 _CLAIM = "%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer, %(claim_token)s::uuid"
-HEARTBEAT_TASK = f"SELECT heartbeat_task({_CLAIM}) AS answer"
 HEARTBEAT_TASKS = (
     "SELECT task_id, answer"
     " FROM heartbeat_tasks(%(worker_id)s::text, %(task_ids)s::bigint[], %(attempts)s::integer[],"
@@ -631,13 +630,9 @@ class Database:
         token again (a claim then hands one out); None when no ready task waits so."""
         return self._one(PLATFORM_TOKEN_WAIT, {"role": role})["wait_seconds"]
 
-    def heartbeat_task(self, task: Task) -> str:
-        """continue, cancel_requested, lost or not_found."""
-        return self._one(HEARTBEAT_TASK, self._owner(task))["answer"]
-
     def heartbeat_tasks(self, worker_id: str, tasks: Sequence[Task]) -> dict[int, str]:
         """Heartbeat several tasks of the worker in one call: each task's answer by id, as
-        heartbeat_task's (continue, cancel_requested, lost or not_found), or busy (another
+        the SQL function heartbeat_task's (continue, cancel_requested, lost or not_found), or busy (another
         transaction is changing the task right now: it is beaten at the next interval, and the
         answer then says what became of it); at most 1000 tasks."""
         if not tasks:
