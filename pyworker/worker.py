@@ -96,7 +96,7 @@ from pyworker.attempts import (
     run_attempt,
     run_attempt_async,
 )
-from pyworker.metrics import LISTENER_STATES, WorkerMetrics
+from pyworker.metrics import WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.task import Task
 from pyworker.runtime import (
@@ -146,8 +146,10 @@ LISTENER_UNREADY_AFTER_SECONDS = 30.0
 # due now but hands none out (its tasks' stores busy) must not make the dispatcher spin.
 PLATFORM_TOKEN_WAIT_MIN_SECONDS = 0.05
 
-# What serves a worker's /metrics, /healthz and /readyz while it runs (pyworker.admin.probes.serve):
-# the core serves none itself, so that a worker without --metrics-port loads no HTTP server.
+# What serves a worker's /metrics, /healthz and /readyz (pyworker.admin.probes.serve): called as the
+# worker is built, it may count the worker's metrics (Worker.metrics); what it returns is entered
+# for the worker's run. The core serves none itself, so that a worker without --metrics-port loads
+# no HTTP server and no metrics library.
 ProbeServing = Callable[["Worker"], contextlib.AbstractContextManager[object]]
 
 
@@ -257,7 +259,6 @@ class Worker:
                 f"metrics port {config.metrics_port}: nothing serves the probes"
                 " (pass serve_probes=pyworker.admin.probes.serve, as `pyworker --metrics-port` does)"
             )
-        self._serve_probes = serve_probes
         # A multi-host URL without target_session_attrs may land on a standby: the worker's own
         # connections ask for the primary (warned about at start).
         self._hosts_without_session_attrs = hosts_without_session_attrs(config.database_url)
@@ -272,7 +273,11 @@ class Worker:
         # How many tasks the worker claimed in all; whether it has registered and begun to claim.
         self.taken = 0
         self.started = False
-        self.metrics = WorkerMetrics(config.role_names)
+        self.roles = config.role_names
+        self._role_states = {role: RoleState(share=config.share(role)) for role in self.roles}
+        self.listener = ListenerState(enabled=config.listen_url is not None and not until_empty)
+        self.metrics = WorkerMetrics()
+        self._probes = serve_probes and serve_probes(self)
         self.db = Database(
             config.database_url,
             application_name=f"pyworker {config.worker_id}",
@@ -281,8 +286,6 @@ class Worker:
             call_timeout=config.call_timeout,
         )
         self.host = socket.gethostname()
-        self.roles = config.role_names
-        self._role_states = {role: RoleState(share=config.share(role)) for role in self.roles}
         # With one run timeout for all roles, the attempts' run deadlines come in the order they began.
         self._one_run_timeout = True
         # How many tasks the worker holds at most: --concurrency running, and with a larger
@@ -310,13 +313,6 @@ class Worker:
         self._recorder = OutcomeRecorder(
             config, self.db, self._held, self._run_timeout_of, self._doorbell, self.metrics
         )
-        for role, role_state in self._role_states.items():
-            self.metrics.in_flight.labels(role).set_function(lambda role_state=role_state: role_state.running)
-        self._listener = ListenerState(enabled=config.listen_url is not None and not until_empty)
-        for state in LISTENER_STATES:
-            self.metrics.listener_state.labels(state).set_function(lambda state=state: self._listener.state == state)
-        self.metrics.listener_state_since.set_function(lambda: self._listener.since)
-        self.metrics.listener_last_heard.set_function(lambda: self._listener.last_heard)
         # When the dispatcher last turned (its loop, or a try of a database call): /healthz.
         self._last_turn = time.monotonic()
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
@@ -344,8 +340,6 @@ class Worker:
         # While claims find the database away or read-only: when to claim again.
         self._claims_unavailable = Unavailability("claim")
         self._claim_retry_at: float | None = None
-        self.metrics.event_loop_lag.set_function(self._event_loop_lag)
-        self.metrics.abandoned_threads.set_function(self._abandoned_threads)
         # Where the next round of claims starts: each role in turn goes first.
         self._claim_turn = 0
         # Whether the worker has somewhere to LISTEN (not pooled without a listen URL): only then
@@ -379,8 +373,8 @@ class Worker:
         with contextlib.ExitStack() as opened:
             opened.callback(self._doorbell.close)
             opened.callback(self.db.close)
-            if self._serve_probes is not None:
-                opened.enter_context(self._serve_probes(self))
+            if self._probes is not None:
+                opened.enter_context(self._probes)
             self.started = self._start()
             if not self.started:
                 log.info("Worker %s stopped before it registered", self.config.worker_id, extra=event("worker_stopped"))
@@ -426,7 +420,7 @@ class Worker:
         stalled = now - self._last_turn
         if stalled > self._stalled_after:
             return f"the worker's loop has not turned for {stalled:.0f} s"
-        for loop in self._event_loops():
+        for loop in self.event_loops():
             blocked_for = loop.blocked_for
             if blocked_for > self.config.loop_block_limit:
                 culprit = loop.blocked_by
@@ -435,7 +429,7 @@ class Worker:
                     + (f" by the handler of task {culprit.id}" if culprit is not None else "")
                     + (" (a new loop runs the other async handlers)" if loop.retired else "")
                 )
-        abandoned = self._abandoned_threads()
+        abandoned = self.abandoned_threads()
         if abandoned >= self.config.max_abandoned_threads:
             return (
                 f"{abandoned} handler threads are left behind, still running (--max-abandoned-threads"
@@ -446,16 +440,12 @@ class Worker:
             return "a handler thread could not start (the process is at its thread limit): not claiming for now"
         return None
 
-    def _event_loops(self) -> list[EventLoopThread]:
+    def event_loops(self) -> list[EventLoopThread]:
         """The current event loop, if any, and the replaced ones whose thread still lives."""
         current, batch = self._event_loop, self._batch and self._batch.event_loop
         return [loop for loop in (current, batch, *self._retired_loops) if loop is not None and loop.alive]
 
-    def _event_loop_lag(self) -> float:
-        """The metric: the longest lag of the worker's event loops, 0 with none."""
-        return max((loop.lag for loop in self._event_loops()), default=0.0)
-
-    def _abandoned_threads(self) -> int:
+    def abandoned_threads(self) -> int:
         """Handler threads still running for attempts already ended: sync handlers left behind,
         and the threads of replaced event loops."""
         return len(self._left_behind) + sum(loop.alive for loop in self._retired_loops)
@@ -478,12 +468,12 @@ class Worker:
             return str(error)
         finally:
             probe.close()
-        down_for = self._listener.down_for()
+        down_for = self.listener.down_for()
         if down_for > LISTENER_UNREADY_AFTER_SECONDS:
-            since = time.strftime("%H:%M:%S UTC", time.gmtime(self._listener.since))
+            since = time.strftime("%H:%M:%S UTC", time.gmtime(self.listener.since))
             return (
                 f"the listener has not been listening for {down_for:.0f} s (since {since}; not ready past"
-                f" {LISTENER_UNREADY_AFTER_SECONDS:g} s): {self._listener.reason}"
+                f" {LISTENER_UNREADY_AFTER_SECONDS:g} s): {self.listener.reason}"
             )
         return None
 
@@ -653,6 +643,10 @@ class Worker:
     def stopping(self) -> bool:
         return self._stop_requested_at is not None
 
+    def running(self, role: str) -> int:
+        """How many tasks of the role run now (read from the probes' threads)."""
+        return self._role_states[role].running
+
     @property
     def roles_with_work(self) -> list[str]:
         """The roles whose last claim found tasks (a drain stopped at its timeout names them)."""
@@ -731,7 +725,7 @@ class Worker:
         self._retired_loops = [loop for loop in self._retired_loops if loop.alive]
         if self._thread_retry_at is not None and now >= self._thread_retry_at:
             self._thread_retry_at = None
-        abandoned = self._abandoned_threads()
+        abandoned = self.abandoned_threads()
         saturated = abandoned >= self.config.max_abandoned_threads
         if saturated and not self._saturated:
             log.error(
@@ -981,7 +975,7 @@ class Worker:
         )
         self._event_loop = None
         self._retired_loops = [*self._retired_loops, blocked]
-        self.metrics.event_loops_replaced.inc()
+        self.metrics.event_loop_replaced()
         for attempt in [attempt for attempt in self._running.values() if attempt.event_loop is blocked]:
             task = attempt.task
             # Its coroutine keeps what it borrowed until the blocked loop lets it go.
@@ -1166,11 +1160,11 @@ class Worker:
                 try:
                     self._beat(db)
                 except DatabaseReadOnly as error:
-                    self.metrics.heartbeat_failures.inc()
+                    self.metrics.heartbeat_failed()
                     read_only_notice.seen("heartbeat", error, self.config.heartbeat_interval)
                     continue
                 except TaskpoolError as error:
-                    self.metrics.heartbeat_failures.inc()
+                    self.metrics.heartbeat_failed()
                     log.warning("Heartbeat failed: %s", error, extra=event("heartbeat_failed"))
                 else:
                     read_only_notice.cleared()
@@ -1251,7 +1245,7 @@ class Worker:
             self._listen()
         finally:
             if not self._exiting.is_set():
-                self._listener.lost("the listener thread stopped on an unexpected error")
+                self.listener.lost("the listener thread stopped on an unexpected error")
 
     def _listen(self) -> None:
         backoff = Backoff()
@@ -1269,7 +1263,7 @@ class Worker:
                     if self.config.call_timeout:
                         deadline = CallDeadline(conn, self.config.call_timeout)
                     if connected_before:
-                        self.metrics.reconnects.labels("listener").inc()
+                        self.metrics.reconnected("listener")()
                     connected_before = True
                     with bounded(deadline):
                         # A standby takes no LISTEN, and no task is enqueued on a read-only server:
@@ -1277,14 +1271,14 @@ class Worker:
                         require_writable(conn)
                         channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                         conn.execute(listen_query(channel))
-                    self._listener.connected()
+                    self.listener.connected()
                     # Whatever was enqueued while nobody listened: look once.
                     self._notify(self.roles)
                     backoff.reset()
                     checked = time.monotonic()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
-                            self._listener.heard()
+                            self.listener.heard()
                             if notification.payload.startswith(TASK_TAKEN_PREFIX):
                                 self._beat_now.set()
                                 continue
@@ -1296,7 +1290,7 @@ class Worker:
                         if suspect or time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
                             with bounded(deadline):
                                 conn.execute("SELECT 1")
-                            self._listener.heard()
+                            self.listener.heard()
                             checked = time.monotonic()
             except (psycopg.Error, DatabaseReadOnly) as error:
                 if self._exiting.is_set():
@@ -1304,7 +1298,7 @@ class Worker:
                 pause = backoff.pause()
                 translated = translate(error) if isinstance(error, psycopg.Error) else error
                 if isinstance(translated, DatabaseReadOnly):
-                    self._listener.lost(str(translated))
+                    self.listener.lost(str(translated))
                     read_only_notice.seen("listener", translated, pause)
                 else:
                     reason = (
@@ -1312,7 +1306,7 @@ class Worker:
                         if deadline is not None and deadline.passed
                         else str(error).strip()
                     )
-                    self._listener.lost(reason)
+                    self.listener.lost(reason)
                     log.warning(
                         "Listener: %s; reconnecting in %.1f s",
                         reason,

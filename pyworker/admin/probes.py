@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from pyworker.admin.worker_metrics import PrometheusMetrics
 from pyworker.deadlines import PROBE_TIMEOUT_SECONDS
 from pyworker.errors import ConfigurationError, DatabaseUnavailable
 from pyworker.logs import event
@@ -33,14 +34,20 @@ log = logging.getLogger("pyworker")
 T = TypeVar("T")
 
 
-@contextmanager
-def serve(worker: Worker) -> Iterator[ProbeServer]:
-    """Serve the worker's probes on its --metrics-port while the block runs (the worker's run)."""
+def serve(worker: Worker) -> AbstractContextManager[ProbeServer]:
+    """Count the worker's metrics from now on (they become its `metrics`), and serve them with
+    its probes on its --metrics-port while the block runs (the worker's run)."""
     port = worker.config.metrics_port
     if port is None:
         raise ConfigurationError("the worker has no metrics port to serve its probes on")
+    metrics = worker.metrics = PrometheusMetrics(worker)
+    return _serving(worker, port, metrics.registry)
+
+
+@contextmanager
+def _serving(worker: Worker, port: int, registry: CollectorRegistry) -> Iterator[ProbeServer]:
     try:
-        probes = ProbeServer(port, worker.metrics.registry, worker.liveness, worker.readiness)
+        probes = ProbeServer(port, registry, worker.liveness, worker.readiness)
     except OSError as error:
         raise ConfigurationError(f"cannot serve metrics on port {port}: {error.strerror}") from error
     probes.start()
