@@ -17,7 +17,7 @@ concurrency, one connection per attempt that asks, pyworker/connections.py):
   none when the database URL is pooled and no listen URL is given: the worker polls): a role's
   name there means its tasks are ready; 'abort:<task id>', that a task the worker holds was
   cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. Its
-  state is a metric, and /readyz fails once it has been down for LISTENER_UNREADY_AFTER_SECONDS.
+  state is a metric, and /readyz fails once it has been down for long (pyworker/admin/probes.py).
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
@@ -65,14 +65,7 @@ from pyworker.db import (
     listen_query,
     require_writable,
 )
-from pyworker.deadlines import (
-    DEFAULT_CONNECT_TIMEOUT,
-    PROBE_CONNECT_TIMEOUT,
-    PROBE_TIMEOUT_SECONDS,
-    CallDeadline,
-    bounded,
-    connection_options,
-)
+from pyworker.deadlines import CallDeadline, bounded, connection_options
 from pyworker.errors import (
     ConfigurationError,
     DatabaseReadOnly,
@@ -100,7 +93,6 @@ from pyworker.metrics import WorkerMetrics
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.task import Task
 from pyworker.runtime import (
-    BACKOFF_MAX,
     Backoff,
     Doorbell,
     Unavailability,
@@ -130,18 +122,9 @@ HEARTBEAT_BATCH_MAX = 1000
 # The dispatcher sleeps at most this long, so that /healthz can tell a loop that turns from one
 # that hangs; a wake-up with nothing to do costs no query.
 LOOP_TURN_MAX_SECONDS = 10.0
-# /healthz answers 503 once the dispatcher has not turned for this long: longer than its longest
-# sleep, and than a database call retried while the database is away or frozen (a call's deadline,
-# a connect timeout and a backoff between tries), so that an outage alone never fails liveness.
-LOOP_STALLED_AFTER_SECONDS = 60.0
 # The listener checks its idle connection this often (a query within the call's deadline): a
 # frozen server sends no notification and no error, and its host's kernel still answers keepalives.
 LISTENER_CHECK_SECONDS = 10.0
-# /readyz answers 503 once the listener has not been listening for this long (the worker still
-# polls, every --poll-interval-ms, but wakes no sooner). Longer than a reconnection that goes well
-# after a failover: a backoff pause (at most 10 s) then a connect that may wait out a dead first
-# host of a multi-host URL (its connect_timeout, 10 s).
-LISTENER_UNREADY_AFTER_SECONDS = 30.0
 # The soonest an idle role claims again for a platform's next token: a bucket that shows a token
 # due now but hands none out (its tasks' stores busy) must not make the dispatcher spin.
 PLATFORM_TOKEN_WAIT_MIN_SECONDS = 0.05
@@ -314,7 +297,7 @@ class Worker:
             config, self.db, self._held, self._run_timeout_of, self._doorbell, self.metrics
         )
         # When the dispatcher last turned (its loop, or a try of a database call): /healthz.
-        self._last_turn = time.monotonic()
+        self.last_turn = time.monotonic()
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
         self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
         self._aborted: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -336,7 +319,7 @@ class Worker:
         # Claiming stops while too many threads are left behind (--max-abandoned-threads), and
         # until this time (time.monotonic()) after a handler thread failed to start.
         self._saturated = False
-        self._thread_retry_at: float | None = None
+        self.thread_retry_at: float | None = None
         # While claims find the database away or read-only: when to claim again.
         self._claims_unavailable = Unavailability("claim")
         self._claim_retry_at: float | None = None
@@ -346,10 +329,6 @@ class Worker:
         # does it ask to be woken.
         self._wakeable = config.listen_url is not None
         self._grace_over = False
-        # A call may take its deadline, then a connect its timeout, then the backoff its pause.
-        self._stalled_after = max(
-            LOOP_STALLED_AFTER_SECONDS, config.call_timeout + DEFAULT_CONNECT_TIMEOUT + BACKOFF_MAX + 10
-        )
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -413,33 +392,6 @@ class Worker:
         log.info("Worker %s stopped", self.config.worker_id, extra=event("worker_stopped"))
         return 0
 
-    def liveness(self) -> str | None:
-        """/healthz: None while the dispatcher turns, no event loop is blocked past the limit,
-        and the worker may claim, else why not (read from the probe's thread)."""
-        now = time.monotonic()
-        stalled = now - self._last_turn
-        if stalled > self._stalled_after:
-            return f"the worker's loop has not turned for {stalled:.0f} s"
-        for loop in self.event_loops():
-            blocked_for = loop.blocked_for
-            if blocked_for > self.config.loop_block_limit:
-                culprit = loop.blocked_by
-                return (
-                    f"the event loop has been blocked for {blocked_for:.0f} s"
-                    + (f" by the handler of task {culprit.id}" if culprit is not None else "")
-                    + (" (a new loop runs the other async handlers)" if loop.retired else "")
-                )
-        abandoned = self.abandoned_threads()
-        if abandoned >= self.config.max_abandoned_threads:
-            return (
-                f"{abandoned} handler threads are left behind, still running (--max-abandoned-threads"
-                f" {self.config.max_abandoned_threads}): not claiming until one returns"
-            )
-        retry_at = self._thread_retry_at
-        if retry_at is not None and now < retry_at:
-            return "a handler thread could not start (the process is at its thread limit): not claiming for now"
-        return None
-
     def event_loops(self) -> list[EventLoopThread]:
         """The current event loop, if any, and the replaced ones whose thread still lives."""
         current, batch = self._event_loop, self._batch and self._batch.event_loop
@@ -449,33 +401,6 @@ class Worker:
         """Handler threads still running for attempts already ended: sync handlers left behind,
         and the threads of replaced event loops."""
         return len(self._left_behind) + sum(loop.alive for loop in self._retired_loops)
-
-    def readiness(self) -> str | None:
-        """/readyz: None when the database answers with a schema this worker can use (on a
-        connection of its own, each probe) and the listener has not been down longer than
-        LISTENER_UNREADY_AFTER_SECONDS, else why not."""
-        if self.stopping:
-            return "the worker is stopping"
-        probe = Database(
-            self.config.database_url,
-            application_name=f"pyworker {self.config.worker_id} probe",
-            call_timeout=PROBE_TIMEOUT_SECONDS,
-            connect_timeout=PROBE_CONNECT_TIMEOUT,
-        )
-        try:
-            probe.check_schema()
-        except TaskpoolError as error:
-            return str(error)
-        finally:
-            probe.close()
-        down_for = self.listener.down_for()
-        if down_for > LISTENER_UNREADY_AFTER_SECONDS:
-            since = time.strftime("%H:%M:%S UTC", time.gmtime(self.listener.since))
-            return (
-                f"the listener has not been listening for {down_for:.0f} s (since {since}; not ready past"
-                f" {LISTENER_UNREADY_AFTER_SECONDS:g} s): {self.listener.reason}"
-            )
-        return None
 
     def _start(self) -> bool:
         """Check the schema, register, check the role's settings: fail fast on what a retry
@@ -659,7 +584,7 @@ class Worker:
         while True:
             # Drained before looking, so that whatever rings after the look wakes the wait below.
             self._doorbell.drain()
-            now = self._last_turn = time.monotonic()
+            now = self.last_turn = time.monotonic()
             if self._batch is not None and self._batch.failed is not None:
                 raise self._batch.failed
             self._collect(now)
@@ -716,15 +641,15 @@ class Worker:
 
     @property
     def _claiming_paused(self) -> bool:
-        return self._saturated or self._thread_retry_at is not None
+        return self._saturated or self.thread_retry_at is not None
 
     def _check_threads(self, now: float) -> None:
         """Stop claiming while --max-abandoned-threads handler threads are left behind, or for a
         poll interval after a handler thread failed to start, handing back the tasks not begun:
         a worker at its thread limit would otherwise die with the tasks it just claimed."""
         self._retired_loops = [loop for loop in self._retired_loops if loop.alive]
-        if self._thread_retry_at is not None and now >= self._thread_retry_at:
-            self._thread_retry_at = None
+        if self.thread_retry_at is not None and now >= self.thread_retry_at:
+            self.thread_retry_at = None
         abandoned = self.abandoned_threads()
         saturated = abandoned >= self.config.max_abandoned_threads
         if saturated and not self._saturated:
@@ -909,7 +834,7 @@ class Worker:
                 self._event_loop = EventLoopThread(self.config.loop_block_limit, self._on_loop_blocked)
         except RuntimeError as error:
             # "can't start new thread": the process is at its thread limit.
-            self._thread_retry_at = now + self.config.poll_interval
+            self.thread_retry_at = now + self.config.poll_interval
             log.error(
                 "Task %s: no thread could start for its handler (%s): handing it back and claiming"
                 " no more for %g s",
@@ -1012,7 +937,7 @@ class Worker:
                 self._left_behind.discard(attempt)
             if attempt.future is None:
                 # A pool thread is idle: the next sync handler needs no new one.
-                self._thread_retry_at = None
+                self.thread_retry_at = None
         while True:
             try:
                 blocked = self._blocked_loops.get_nowait()
@@ -1085,8 +1010,8 @@ class Worker:
     def _sleep_time(self, now: float) -> float:
         """Until the next thing to watch: a run deadline, a wind-down, the grace, the poll."""
         deadlines = [attempt.wind_down_until for attempt in self._winding_down.values()]
-        if self._thread_retry_at is not None:
-            deadlines.append(self._thread_retry_at)
+        if self.thread_retry_at is not None:
+            deadlines.append(self.thread_retry_at)
         if self._claims_deferred(now):
             deadlines.append(self._claim_retry_at)
         for attempt in self._running.values():
@@ -1136,7 +1061,7 @@ class Worker:
         as a turn of the loop for /healthz: a dispatcher waiting out an outage is alive."""
 
         def turn() -> T:
-            self._last_turn = time.monotonic()
+            self.last_turn = time.monotonic()
             return call()
 
         return retry_while_unavailable(what, turn, stopping=(lambda: self.stopping) if interruptible else None)
