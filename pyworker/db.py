@@ -91,27 +91,8 @@ DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
 SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
 
 RECOVER_STALE_OF_ROLE = "SELECT recover_stale_tasks_of_role(%(role)s::text) AS recovered"
-# A role's settings, as create_role, update_role and diff_role take them (task_roles' columns).
-ROLE_FIELDS = {
-    "description": "text",
-    "max_retries": "integer",
-    "stale_threshold": "interval",
-    "run_timeout": "interval",
-    "backoff_base": "interval",
-    "backoff_cap": "interval",
-    "backoff_multiplier": "numeric",
-    "backoff_jitter": "text",
-    "max_payload_bytes": "integer",
-    "requires_store": "boolean",
-}
 # When a role's ready tasks next get a platform token (the worker claims again then)
 PLATFORM_TOKEN_WAIT = "SELECT platform_token_wait(%(role)s::text) AS wait_seconds"
-# diff_role with every setting named, NULL for those not declared (which it does not compare).
-DIFF_ROLE = (
-    "SELECT * FROM diff_role(%(role)s::text, "
-    + ", ".join(f"{name} => %({name})s::{sql_type}" for name, sql_type in ROLE_FIELDS.items())
-    + ")"
-)
 
 
 def parse_schema_version(version: Any) -> tuple[int, ...]:
@@ -701,20 +682,12 @@ class Database:
             raise TaskLost(str(refused)) from refused
         return row["status"]
 
-    # Roles: the worker recovers its roles' stale tasks and compares their declared settings
+    # Roles: the worker recovers its roles' stale tasks
 
     def recover_stale_tasks_of_role(self, role: str) -> int | None:
         """Recover the role's stale tasks, unless a recovery of the role ran less than half its
         stale_threshold ago (then None): what a worker does where no tick runs."""
         return self._one(RECOVER_STALE_OF_ROLE, {"role": role})["recovered"]
-
-    def diff_role(self, role: str, **fields: Any) -> list[dict[str, Any]]:
-        """diff_role(role, ...): a row (field, in_database, declared) per ROLE_FIELD given that
-        differs from the database's; InvalidInput for an unknown role."""
-        unknown = set(fields) - set(ROLE_FIELDS)
-        if unknown:
-            raise TypeError(f"diff_role takes no {', '.join(sorted(unknown))}")
-        return self._rows(DIFF_ROLE, {"role": role, **dict.fromkeys(ROLE_FIELDS), **fields})
 
     # Transactions: what handlers build on
 

@@ -134,6 +134,9 @@ PLATFORM_TOKEN_WAIT_MIN_SECONDS = 0.05
 # for the worker's run. The core serves none itself, so that a worker without --metrics-port loads
 # no HTTP server and no metrics library.
 ProbeServing = Callable[["Worker"], contextlib.AbstractContextManager[object]]
+# What compares the roles the handlers declare with the database's at start (diff_role): raises
+# ConfigurationError to refuse the start.
+DeclarationCheck = Callable[[Database, list[handlers.RoleDeclaration]], None]
 
 
 @dataclass(eq=False)
@@ -229,6 +232,7 @@ class Worker:
         until_empty: bool = False,
         serve_probes: ProbeServing | None = None,
         batch_runtime: Callable[[Worker], Any] | None = None,
+        compare_declarations: DeclarationCheck | None = None,
     ) -> None:
         """`until_empty`: drain mode (pyworker.testing.drain): return from run() once a claim
         made with nothing in flight finds nothing, instead of sleeping until a signal; no signal
@@ -236,7 +240,9 @@ class Worker:
         serves the probes of config.metrics_port (pyworker.admin.probes.serve), from before the
         worker registers until it has stopped. `batch_runtime`: what runs the async roles once
         the worker has registered (`--batch-runtime`: pyworker.admin.batches), its shares of the
-        concurrency taken from the dispatcher's."""
+        concurrency taken from the dispatcher's. `compare_declarations`: what compares the roles
+        the handlers declare with the database's before the worker registers, when any of its
+        roles is declared (`pyworker`: pyworker.admin.declarations.compare_declarations)."""
         if config.metrics_port is not None and serve_probes is None:
             raise ConfigurationError(
                 f"metrics port {config.metrics_port}: nothing serves the probes"
@@ -276,6 +282,7 @@ class Worker:
         self.capacity = max(config.concurrency, config.prefetch)
         self._concurrency = config.concurrency
         self._batch_runtime = batch_runtime
+        self._compare_declarations = compare_declarations
         self._batch: Any = None
         self._dispatched_roles = self.roles
         self._doorbell = Doorbell()
@@ -420,9 +427,13 @@ class Worker:
         self._retrying("connect", self.db.check_schema)
         if self.stopping:
             return False
-        self._retrying("compare the role declarations", self._check_declarations)
-        if self.stopping:
-            return False
+        declarations = [self.registry.declaration(role) for role in self.roles]
+        declared = [declaration for declaration in declarations if declaration is not None]
+        if declared and self._compare_declarations is not None:
+            compare = self._compare_declarations
+            self._retrying("compare the role declarations", lambda: compare(self.db, declared))
+            if self.stopping:
+                return False
         try:
             registrations = self._retrying(
                 "register",
@@ -463,45 +474,6 @@ class Worker:
                 extra=event("worker_started"),
             )
         return True
-
-    def _check_declarations(self) -> None:
-        """Compare the roles the handlers declare with the database's (diff_role): a role missing
-        there refuses the start, a role whose settings differ is warned about; either way saying
-        the command that applies the declarations. The worker runs by the database's settings."""
-        missing: list[tuple[handlers.RoleDeclaration, NotFound]] = []
-        for role in self.roles:
-            declaration = self.registry.declaration(role)
-            if declaration is None:
-                continue
-            try:
-                differences = self.db.diff_role(role, **declaration.settings())
-            except NotFound as error:
-                missing.append((declaration, error))
-                continue
-            except InvalidInput as error:
-                raise ConfigurationError(f"role {role!r}, declared in {declaration.module}: {error}") from error
-            if differences:
-                log.warning(
-                    "Role %s differs from its declaration in %s: %s. This worker runs by the database's"
-                    " settings; apply the declaration with `%s`",
-                    role,
-                    declaration.module,
-                    "; ".join(
-                        f"{row['field']} is {row['in_database']} in the database, {row['declared']} declared"
-                        for row in differences
-                    ),
-                    handlers.sync_command([declaration]),
-                    extra=event("role_declaration_differs"),
-                )
-        if missing:
-            # diff_role's own words first (the role, and the roles there are), then what to run.
-            unknown = "; ".join(str(error) for _, error in missing)
-            declarations = [declaration for declaration, _ in missing]
-            raise ConfigurationError(
-                f"{unknown}: the handlers declare {'it' if len(missing) == 1 else 'them'}; create"
-                f" {'it' if len(missing) == 1 else 'them'} with `{handlers.sync_command(declarations)}`,"
-                " then start the worker again"
-            )
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""
@@ -1250,7 +1222,10 @@ class Worker:
 
 
 def run_worker(
-    config: WorkerConfig, serve_probes: ProbeServing | None = None, batch_runtime: Callable[[Worker], Any] | None = None
+    config: WorkerConfig,
+    serve_probes: ProbeServing | None = None,
+    batch_runtime: Callable[[Worker], Any] | None = None,
+    compare_declarations: DeclarationCheck | None = None,
 ) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code."""
     logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
@@ -1261,7 +1236,9 @@ def run_worker(
     environment.export(WORKER_ID_ENVVAR, config.worker_id)
     environment.export(POOLED_ENVVAR, "1" if config.pooled else None)
     handlers.load(config.handler_modules)
-    worker = Worker(config, serve_probes=serve_probes, batch_runtime=batch_runtime)
+    worker = Worker(
+        config, serve_probes=serve_probes, batch_runtime=batch_runtime, compare_declarations=compare_declarations
+    )
     try:
         return worker.run()
     except Exception as error:

@@ -189,7 +189,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
     module = types.ModuleType("pyworker.worker")
 
-    def run_worker(config: Any, serve_probes: Any = None, batch_runtime: Any = None) -> int:
+    def run_worker(config: Any, serve_probes: Any = None, batch_runtime: Any = None, **hooks: Any) -> int:
         calls.run_worker.append(config)
         if calls.error:
             raise calls.error

@@ -54,6 +54,8 @@ from pyworker.logs import LEVELS as LOG_LEVELS
 
 if TYPE_CHECKING:
     from pyworker.admin.queries import AdminDatabase
+    from pyworker.db import Database
+    from pyworker.handlers import RoleDeclaration
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -531,8 +533,15 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         batch_runtime = (
             importlib.import_module("pyworker.admin.batches").start_batch_runtime if worker["batch_runtime"] else None
         )
-        code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes, batch_runtime)
+        code = importlib.import_module("pyworker.worker").run_worker(
+            config, serve_probes, batch_runtime, compare_declarations=_compare_declarations
+        )
     else:
         supervisor = importlib.import_module("pyworker.admin.supervisor")
         code = supervisor.run_workers(config, worker["processes"], supervisor.worker_environment(settings, ctx))
     ctx.exit(code)
+
+
+def _compare_declarations(db: Database, declarations: list[RoleDeclaration]) -> None:
+    """The worker's check of its declared roles, loaded only for a worker that has some."""
+    importlib.import_module("pyworker.admin.declarations").compare_declarations(db, declarations)
