@@ -564,10 +564,6 @@ class Database:
             {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid, "concurrency": concurrency},
         )
 
-    def metrics(self) -> list[dict[str, Any]]:
-        """taskpool_metrics(): a row per sample (metric, kind, help, labels, value)."""
-        return self._rows("SELECT metric, kind, help, labels, value FROM taskpool_metrics()")
-
     def heartbeat_worker(self, worker_id: str) -> bool:
         return self._one(HEARTBEAT_WORKER, {"worker_id": worker_id})["known"]
 
