@@ -50,8 +50,6 @@ from pyworker.errors import (
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
 REQUIRED_SCHEMA_VERSION = (0, 9, 0)
-# The schedules, the tick, resync planning and capacity came with this one.
-SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
 
 # Worker side

@@ -22,12 +22,14 @@ from typing import Any
 
 from pyworker import logs
 from pyworker.admin.queries import AdminDatabase
-from pyworker.db import SCHEDULES_SCHEMA_VERSION
 from pyworker.errors import TaskpoolError
 from pyworker.logs import event
 from pyworker.runtime import BACKOFF_FIRST, BACKOFF_MAX, Doorbell, retry_while_unavailable, stop_signals
 
 log = logging.getLogger("pyworker")
+
+# The schedules, the tick, resync planning and capacity came with this schema version.
+SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
 
 class Scheduler:
