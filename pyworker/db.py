@@ -69,7 +69,6 @@ HEARTBEAT_TASKS = (
     " FROM heartbeat_tasks(%(worker_id)s::text, %(task_ids)s::bigint[], %(attempts)s::integer[],"
     " %(claim_tokens)s::uuid[])"
 )
-COMPLETE_TASK = f"SELECT status FROM complete_task({_CLAIM}, %(result)s::jsonb, %(follow_ups)s::jsonb)"
 FAIL_TASK = (
     f"SELECT * FROM fail_task({_CLAIM},"
     " %(error_message)s::text, %(retryable)s::boolean, error_details => %(error_details)s::text,"
@@ -622,16 +621,6 @@ class Database:
             },
         )
         return {row["task_id"]: row["answer"] for row in rows}
-
-    def complete_task(
-        self, task: Task, result: Any = None, follow_ups: list[dict[str, Any]] | None = None
-    ) -> None:
-        self._owned(
-            COMPLETE_TASK,
-            task,
-            result=None if result is None else Jsonb(result, dumps=dump_json),
-            follow_ups=None if follow_ups is None else Jsonb(follow_ups, dumps=dump_json),
-        )
 
     def fail_task(
         self,

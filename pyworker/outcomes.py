@@ -154,35 +154,6 @@ class OutcomeRecorder:
         finally:
             self._held.pop(task.id, None)
 
-    def _complete(
-        self,
-        task: Task,
-        result: JsonText | None,
-        follow_ups: JsonText | None,
-        *,
-        duration: float | None = None,
-        db: Database | None = None,
-    ) -> None:
-        """Record one completion; a result or follow-up the database refuses fails the attempt."""
-        db = db or self.db
-        try:
-            retry_while_unavailable(
-                "complete task",
-                lambda: db.complete_task(task, result, follow_ups),
-            )
-            self.metrics.ended(task.role, "completed")
-            log.info(
-                "Task %s completed successfully",
-                task.id,
-                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
-            )
-        except TaskLost:
-            raise
-        except Exception as error:  # noqa: BLE001 - fails this task alone
-            self._outcome_not_stored(task, error, db=db)
-        finally:
-            self._held.pop(task.id, None)
-
     def flush(self) -> None:
         """Hand the buffered completions to the recorder thread."""
         if self.buffered:
@@ -247,6 +218,15 @@ class OutcomeRecorder:
                 lambda: db.complete_tasks(self.config.worker_id, entries),
             )
         except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
+            if len(completions) == 1:
+                # A result or follow-up the database refuses fails this attempt alone.
+                task = completions[0][0]
+                token = handlers.current_task.set(task)
+                try:
+                    self._outcome_not_stored(task, error, db=db)
+                finally:
+                    handlers.current_task.reset(token)
+                return
             # One bad result or follow-up refuses the whole batch: find it by recording each alone.
             log.warning(
                 "Recording %d completions at once failed (%s): recording them one by one",
@@ -254,14 +234,8 @@ class OutcomeRecorder:
                 describe(error),
                 extra=event("batch_completion_refused"),
             )
-            for task, result, follow_ups, duration in completions:
-                token = handlers.current_task.set(task)
-                try:
-                    self._complete(task, result, follow_ups, duration=duration, db=db)
-                except TaskLost as lost:
-                    self._lost(task, "its outcome was recorded", lost, duration)
-                finally:
-                    handlers.current_task.reset(token)
+            for completion in completions:
+                self._record_completions([completion], db)
             return
         completed = []
         for task, _result, _follow_ups, duration in completions:
