@@ -32,5 +32,14 @@ class WorkerMetrics:
     def heartbeat_failed(self) -> None:
         """A heartbeat round failed (the database did not answer or refused)."""
 
+    def listener_connected(self) -> None:
+        """The listener LISTENs (again)."""
+
+    def listener_heard(self) -> None:
+        """The listener heard from the database: a notification, or the answer to its check."""
+
+    def listener_lost(self, reason: str) -> None:
+        """The listener is not listening, for `reason`."""
+
     def event_loop_replaced(self) -> None:
         """An async handler blocked the event loop past the limit: a new loop replaced it."""

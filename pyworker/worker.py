@@ -16,8 +16,9 @@ concurrency, one connection per attempt that asks, pyworker/connections.py):
 - a listener thread LISTENs on the worker's own wake channel (on --listen-database-url when given;
   none when the database URL is pooled and no listen URL is given: the worker polls): a role's
   name there means its tasks are ready; 'abort:<task id>', that a task the worker holds was
-  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. Its
-  state is a metric, and /readyz fails once it has been down for long (pyworker/admin/probes.py).
+  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. It tells
+  its state to the worker's metrics, and /readyz fails once it has been down for long
+  (pyworker/admin/worker_metrics.py, pyworker/admin/probes.py).
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
@@ -153,45 +154,6 @@ class Attempt:
     wind_down_until: float | None = None
 
 
-class ListenerState:
-    """The listener's connection as /metrics and /readyz see it: its state (LISTENER_STATES) and
-    since when, when it last heard from the database, and why it is not listening. Written by
-    the listener thread only and read by the probes' threads: each change is one assignment of
-    a tuple, so a reader never sees half of one."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._state = ("reconnecting" if enabled else "disabled", time.monotonic(), time.time())
-        self.reason = "not connected yet"
-        self.last_heard = 0.0
-
-    @property
-    def state(self) -> str:
-        return self._state[0]
-
-    @property
-    def since(self) -> float:
-        """When it entered its state (Unix time)."""
-        return self._state[2]
-
-    def down_for(self) -> float:
-        """How long it has not been listening, in seconds (0 while connected or disabled)."""
-        state, entered, _wall = self._state
-        return time.monotonic() - entered if state == "reconnecting" else 0.0
-
-    def connected(self) -> None:
-        self._state = ("connected", time.monotonic(), time.time())
-        self.heard()
-
-    def heard(self) -> None:
-        self.last_heard = time.time()
-
-    def lost(self, reason: str) -> None:
-        """It is not listening, for `reason`; since when it stopped, if it was listening."""
-        self.reason = " ".join(reason.split())
-        if self.state != "reconnecting":
-            self._state = ("reconnecting", time.monotonic(), time.time())
-
-
 @dataclass
 class RoleState:
     """What the worker knows and counts of one of its roles. The main thread changes it, except
@@ -264,7 +226,6 @@ class Worker:
         self.started = False
         self.roles = config.role_names
         self._role_states = {role: RoleState(share=config.share(role)) for role in self.roles}
-        self.listener = ListenerState(enabled=config.listen_url is not None and not until_empty)
         self.metrics = WorkerMetrics()
         self._probes = serve_probes and serve_probes(self)
         self.db = Database(
@@ -1142,7 +1103,7 @@ class Worker:
             self._listen()
         finally:
             if not self._exiting.is_set():
-                self.listener.lost("the listener thread stopped on an unexpected error")
+                self.metrics.listener_lost("the listener thread stopped on an unexpected error")
 
     def _listen(self) -> None:
         backoff = Backoff()
@@ -1168,14 +1129,14 @@ class Worker:
                         require_writable(conn)
                         channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                         conn.execute(listen_query(channel))
-                    self.listener.connected()
+                    self.metrics.listener_connected()
                     # Whatever was enqueued while nobody listened: look once.
                     self._notify(self.roles)
                     backoff.reset()
                     checked = time.monotonic()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
-                            self.listener.heard()
+                            self.metrics.listener_heard()
                             if notification.payload.startswith(TASK_TAKEN_PREFIX):
                                 self._beat_now.set()
                                 continue
@@ -1187,7 +1148,7 @@ class Worker:
                         if suspect or time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
                             with bounded(deadline):
                                 conn.execute("SELECT 1")
-                            self.listener.heard()
+                            self.metrics.listener_heard()
                             checked = time.monotonic()
             except (psycopg.Error, DatabaseReadOnly) as error:
                 if self._exiting.is_set():
@@ -1195,7 +1156,7 @@ class Worker:
                 pause = backoff.pause()
                 translated = translate(error) if isinstance(error, psycopg.Error) else error
                 if isinstance(translated, DatabaseReadOnly):
-                    self.listener.lost(str(translated))
+                    self.metrics.listener_lost(str(translated))
                     read_only_notice.seen("listener", translated, pause)
                 else:
                     reason = (
@@ -1203,7 +1164,7 @@ class Worker:
                         if deadline is not None and deadline.passed
                         else str(error).strip()
                     )
-                    self.listener.lost(reason)
+                    self.metrics.listener_lost(reason)
                     log.warning(
                         "Listener: %s; reconnecting in %.1f s",
                         reason,

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from pyworker.admin.worker_metrics import PrometheusMetrics
+from pyworker.admin.worker_metrics import ListenerState, PrometheusMetrics
 from pyworker.db import Database
 from pyworker.deadlines import DEFAULT_CONNECT_TIMEOUT, PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS
 from pyworker.errors import ConfigurationError, DatabaseUnavailable, TaskpoolError
@@ -54,13 +54,15 @@ def serve(worker: Worker) -> AbstractContextManager[ProbeServer]:
     if port is None:
         raise ConfigurationError("the worker has no metrics port to serve its probes on")
     metrics = worker.metrics = PrometheusMetrics(worker)
-    return _serving(worker, port, metrics.registry)
+    return _serving(worker, port, metrics)
 
 
 @contextmanager
-def _serving(worker: Worker, port: int, registry: CollectorRegistry) -> Iterator[ProbeServer]:
+def _serving(worker: Worker, port: int, metrics: PrometheusMetrics) -> Iterator[ProbeServer]:
     try:
-        probes = ProbeServer(port, registry, lambda: liveness(worker), lambda: readiness(worker))
+        probes = ProbeServer(
+            port, metrics.registry, lambda: liveness(worker), lambda: readiness(worker, metrics.listener)
+        )
     except OSError as error:
         raise ConfigurationError(f"cannot serve metrics on port {port}: {error.strerror}") from error
     probes.start()
@@ -100,9 +102,9 @@ def liveness(worker: Worker) -> str | None:
     return None
 
 
-def readiness(worker: Worker) -> str | None:
+def readiness(worker: Worker, listener: ListenerState) -> str | None:
     """/readyz: None when the database answers with a schema the worker can use (on a
-    connection of its own, each probe) and its listener has not been down longer than
+    connection of its own, each probe) and its `listener` has not been down longer than
     LISTENER_UNREADY_AFTER_SECONDS, else why not."""
     if worker.stopping:
         return "the worker is stopping"
@@ -118,7 +120,6 @@ def readiness(worker: Worker) -> str | None:
         return str(error)
     finally:
         probe.close()
-    listener = worker.listener
     down_for = listener.down_for()
     if down_for > LISTENER_UNREADY_AFTER_SECONDS:
         since = time.strftime("%H:%M:%S UTC", time.gmtime(listener.since))

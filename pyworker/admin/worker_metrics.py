@@ -9,6 +9,7 @@ docs/metrics.md lists every metric, its labels and what to alert on.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,46 @@ CONNECTIONS = ("dispatcher", "recorder", "heartbeat", "listener")
 # The listener's states (the label of pyworker_listener_state): LISTENing; not listening (before
 # its first connection, or since it lost one); none at all (--pooled without a listen URL: it polls).
 LISTENER_STATES = ("connected", "reconnecting", "disabled")
+
+
+class ListenerState:
+    """The worker's listener connection as /metrics and /readyz see it: its state (LISTENER_STATES) and
+    since when, when it last heard from the database, and why it is not listening. Written by
+    the listener thread only and read by the probes' threads: each change is one assignment of
+    a tuple, so a reader never sees half of one."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._state = ("reconnecting" if enabled else "disabled", time.monotonic(), time.time())
+        self.reason = "not connected yet"
+        self.last_heard = 0.0
+
+    @property
+    def state(self) -> str:
+        return self._state[0]
+
+    @property
+    def since(self) -> float:
+        """When it entered its state (Unix time)."""
+        return self._state[2]
+
+    def down_for(self) -> float:
+        """How long it has not been listening, in seconds (0 while connected or disabled)."""
+        state, entered, _wall = self._state
+        return time.monotonic() - entered if state == "reconnecting" else 0.0
+
+    def connected(self) -> None:
+        self._state = ("connected", time.monotonic(), time.time())
+        self.heard()
+
+    def heard(self) -> None:
+        self.last_heard = time.time()
+
+    def lost(self, reason: str) -> None:
+        """It is not listening, for `reason`; since when it stopped, if it was listening."""
+        self.reason = " ".join(reason.split())
+        if self.state != "reconnecting":
+            self._state = ("reconnecting", time.monotonic(), time.time())
+
 
 
 class PrometheusMetrics(WorkerMetrics):
@@ -110,7 +151,8 @@ class PrometheusMetrics(WorkerMetrics):
             self.in_flight.labels(role).set_function(lambda role=role: worker.running(role))
         for connection in CONNECTIONS:
             self.reconnects.labels(connection)
-        listener = worker.listener
+        enabled = worker.config.listen_url is not None and not worker.until_empty
+        listener = self.listener = ListenerState(enabled)
         for state in LISTENER_STATES:
             self.listener_state.labels(state).set_function(lambda state=state: listener.state == state)
         self.listener_state_since.set_function(lambda: listener.since)
@@ -133,6 +175,15 @@ class PrometheusMetrics(WorkerMetrics):
 
     def heartbeat_failed(self) -> None:
         self.heartbeat_failures.inc()
+
+    def listener_connected(self) -> None:
+        self.listener.connected()
+
+    def listener_heard(self) -> None:
+        self.listener.heard()
+
+    def listener_lost(self, reason: str) -> None:
+        self.listener.lost(reason)
 
     def event_loop_replaced(self) -> None:
         self.event_loops_replaced.inc()
