@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import environment, handlers, logs
+from pyworker import environment, handlers
 from pyworker.config import (
     POOLED_ENVVAR,
     WORKER_ID_ENVVAR,
@@ -1188,8 +1188,8 @@ def run_worker(
     batch_runtime: Callable[[Worker], Any] | None = None,
     compare_declarations: DeclarationCheck | None = None,
 ) -> int:
-    """Load the handlers, then run one worker until it is told to stop; the exit code."""
-    logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+    """Load the handlers, then run one worker until it is told to stop; the exit code. The
+    process's logging is its caller's to set up (the command line: pyworker.admin.logs)."""
     warn_if_pid_1()
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).

@@ -32,6 +32,7 @@ import click
 from click.core import ParameterSource
 
 from pyworker import __version__, environment, logs
+from pyworker.admin.logs import setup as setup_logs
 from pyworker.config import (
     DEFAULT_LOOP_BLOCK_LIMIT,
     DEFAULT_MAX_ABANDONED_THREADS,
@@ -231,7 +232,7 @@ class TaskpoolGroup(SharedOptionsGroup):
             # A worker logging JSON says why it cannot run in JSON too: a log shipper reading its
             # stderr gets no line it cannot parse.
             worker = settings.worker
-            logs.setup(worker["log_format"], worker["log_level"], worker["worker_id"], " ".join(worker["role"]))
+            setup_logs(worker["log_format"], worker["log_level"], worker["worker_id"], " ".join(worker["role"]))
             failed = isinstance(error.__cause__, WorkerFailed)
             logs.log.error(
                 error.format_message(), extra=logs.event("worker_failed" if failed else "worker_refused_to_start")
@@ -528,6 +529,7 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
+        setup_logs(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
         # The probes' HTTP server only when asked for: a worker without it loads none.
         serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
         batch_runtime = (
