@@ -47,7 +47,6 @@ from datetime import timedelta
 from importlib.metadata import entry_points
 from typing import Any, Literal, TypeVar
 
-from pyworker import payloads
 from pyworker.task import Task
 from pyworker.errors import ConfigurationError, PermanentError
 
@@ -175,6 +174,9 @@ class RoleDeclaration:
         if backoff.jitter is not None and backoff.jitter not in ("full", "equal", "none"):
             raise ConfigurationError(f"{where}: backoff.jitter must be 'full', 'equal' or 'none', not {backoff.jitter!r}")
         if self.payload_type is not None:
+            # Typed payloads (and dacite) load only for a handler that declares one.
+            from pyworker import payloads
+
             payloads.check_payload_type(self.payload_type, self.role)
 
 
@@ -186,6 +188,7 @@ def declaration_of(fn: Any) -> RoleDeclaration | None:
 def _with_typed_payload(fn: Callable[..., Any], payload_type: type) -> Handler:
     """`fn(task, payload)` as a handler of the task alone: the payload read as `payload_type`
     first, a payload that does not fit failing the attempt for good (PermanentError)."""
+    from pyworker import payloads
 
     def typed(task: Task) -> Any:
         try:

@@ -67,8 +67,17 @@ def loaded_modules(statements: str, cwd: Path) -> dict[str, int]:
 def test_a_handler_module_loads_the_handler_s_names_only(tmp_path: Path) -> None:
     (tmp_path / "welcome_handlers.py").write_text(HANDLER_MODULE)
     loaded = loaded_modules("import welcome_handlers", tmp_path)
-    assert set(loaded) == {"pyworker", "pyworker.errors", "pyworker.handlers", "pyworker.payloads", "pyworker.task"}
+    assert set(loaded) == {"pyworker", "pyworker.errors", "pyworker.handlers", "pyworker.task"}
     assert sum(loaded.values()) <= HANDLER_MODULE_MAX_LINES, loaded
+
+
+def test_a_handler_module_that_declares_a_payload_type_loads_the_payload_reader_too(tmp_path: Path) -> None:
+    (tmp_path / "typed_handlers.py").write_text(
+        "import dataclasses\nfrom pyworker import Task, handler\n\n\n@dataclasses.dataclass\nclass Welcome:\n"
+        "    to: str\n\n\n@handler('typed_welcome', payload_type=Welcome)\ndef welcome(task: Task, payload: Welcome) -> None:\n"
+        "    pass\n"
+    )
+    assert "pyworker.payloads" in loaded_modules("import typed_handlers", tmp_path)
 
 
 def test_a_worker_loads_the_core_and_the_cli_s_group_only(tmp_path: Path) -> None:
