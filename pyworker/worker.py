@@ -100,7 +100,6 @@ from pyworker.runtime import (
     read_only_notice,
     retry_while_unavailable,
     stop_signals,
-    warn_if_pid_1,
 )
 
 log = logging.getLogger("pyworker")
@@ -1190,7 +1189,6 @@ def run_worker(
 ) -> int:
     """Load the handlers, then run one worker until it is told to stop; the exit code. The
     process's logging is its caller's to set up (the command line: pyworker.admin.logs)."""
-    warn_if_pid_1()
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url

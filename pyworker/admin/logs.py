@@ -1,7 +1,8 @@
 """Logging for every long-running process the command line starts (a worker, the supervisor of
 --processes, the scheduler): one handler on the root logger, writing text or JSON lines to
 stderr. The process sets it up, not the worker: a drain() in a test's process logs as that
-process does. The lines pyworker writes, and their tags, are pyworker.logs'.
+process does. The lines pyworker writes, and their tags, are pyworker.logs'. A process run as
+PID 1 is warned that it reaps no orphans (warn_if_pid_1).
 
 Everything that logs goes through it: pyworker itself, the handlers, the libraries they use,
 warnings (logging.captureWarnings) and exceptions that end a thread. Each record is tagged
@@ -17,6 +18,7 @@ var gets the same lines.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -77,6 +79,19 @@ def setup(log_format: str, log_level: str, worker_id: str, role: str | None = No
     root.setLevel(log_level.upper())
     logging.captureWarnings(True)
     threading.excepthook = _log_thread_exception
+
+
+def warn_if_pid_1() -> None:
+    """Warn when this process is PID 1 (a container's first process): the orphans of the
+    commands the workers run are re-parented to it, and pyworker does not reap them (reaping
+    any child could take the exit status a handler's own subprocess waits for). The image runs
+    pyworker under tini, which does (docs/kubernetes.md)."""
+    if os.getpid() == 1:
+        log.warning(
+            "pyworker runs as PID 1: orphaned children of its handlers' commands are never reaped"
+            " and stay zombies; run it under an init (tini -- pyworker ..., as the image does)",
+            extra=event("running_as_pid_1"),
+        )
 
 
 def _log_thread_exception(args: threading.ExceptHookArgs) -> None:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pyworker.admin.logs import setup as setup_logs
+from pyworker.admin.logs import setup as setup_logs, warn_if_pid_1
 from pyworker.config import POOLED_ENVVAR, WORKER_ID_ENVVAR, WorkerConfig
 from pyworker.environment import lookup
 from pyworker.errors import ConfigurationError
 from pyworker.logs import event
-from pyworker.runtime import Doorbell, stop_signals, warn_if_pid_1
+from pyworker.runtime import Doorbell, stop_signals
 
 if TYPE_CHECKING:
     from pyworker.admin.cli import Settings

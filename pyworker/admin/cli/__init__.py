@@ -32,7 +32,7 @@ import click
 from click.core import ParameterSource
 
 from pyworker import __version__, environment, logs
-from pyworker.admin.logs import setup as setup_logs
+from pyworker.admin.logs import setup as setup_logs, warn_if_pid_1
 from pyworker.config import (
     DEFAULT_LOOP_BLOCK_LIMIT,
     DEFAULT_MAX_ABANDONED_THREADS,
@@ -530,6 +530,7 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
         setup_logs(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+        warn_if_pid_1()
         # The probes' HTTP server only when asked for: a worker without it loads none.
         serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
         batch_runtime = (
