@@ -40,6 +40,19 @@ FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cance
 Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
 
 
+def worker_database(config: WorkerConfig, metrics: WorkerMetrics, connection: str) -> Database:
+    """One of the worker's own connections, by what it serves (`connection`, as its metrics name
+    it): its application_name is the worker's, followed by that but for the dispatcher's."""
+    name = f"pyworker {config.worker_id}" + ("" if connection == "dispatcher" else f" {connection}")
+    return Database(
+        config.database_url,
+        application_name=name,
+        pooled=config.pooled,
+        on_reconnect=metrics.reconnected(connection),
+        call_timeout=config.call_timeout,
+    )
+
+
 class OutcomeRecorder:
     """Records the outcomes of one worker's attempts. `held`: the worker's tasks from claim to
     recorded outcome, shared with the worker; each is dropped from it once its outcome is
@@ -163,13 +176,7 @@ class OutcomeRecorder:
     def _record_loop(self) -> None:
         """Record the completions the dispatcher hands over, on a connection of its own, while
         the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
-        db = Database(
-            self.config.database_url,
-            application_name=f"pyworker {self.config.worker_id} recorder",
-            pooled=self.config.pooled,
-            on_reconnect=self.metrics.reconnected("recorder"),
-            call_timeout=self.config.call_timeout,
-        )
+        db = worker_database(self.config, self.metrics, "recorder")
         try:
             done = False
             while not done:

@@ -44,7 +44,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -91,7 +91,7 @@ from pyworker.attempts import (
     run_attempt_async,
 )
 from pyworker.metrics import WorkerMetrics
-from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
+from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder, worker_database
 from pyworker.task import Task
 from pyworker.runtime import (
     Backoff,
@@ -227,13 +227,7 @@ class Worker:
         self._role_states = {role: RoleState(share=config.share(role)) for role in self.roles}
         self.metrics = WorkerMetrics()
         self._probes = serve_probes and serve_probes(self)
-        self.db = Database(
-            config.database_url,
-            application_name=f"pyworker {config.worker_id}",
-            pooled=config.pooled,
-            on_reconnect=self.metrics.reconnected("dispatcher"),
-            call_timeout=config.call_timeout,
-        )
+        self.db = worker_database(config, self.metrics, "dispatcher")
         self.host = socket.gethostname()
         # With one run timeout for all roles, the attempts' run deadlines come in the order they began.
         self._one_run_timeout = True
@@ -423,16 +417,12 @@ class Worker:
             self._dispatched_roles = tuple(role for role in self.roles if role not in self._batch.roles)
             self._concurrency -= sum(map(config.share, self._batch.roles))
             self.capacity = max(self._concurrency, config.prefetch)
-        if len(self.roles) == 1:
-            log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
-        else:
-            log.info(
-                "Starting worker %s for roles: %s (up to %d tasks at once)",
-                config.worker_id,
-                ", ".join(map(str, config.roles)),
-                config.concurrency,
-                extra=event("worker_started"),
-            )
+        serves = (
+            f"role: {self.roles[0]}"
+            if len(self.roles) == 1
+            else f"roles: {', '.join(map(str, config.roles))} (up to {config.concurrency} tasks at once)"
+        )
+        log.info("Starting worker %s for %s", config.worker_id, serves, extra=event("worker_started"))
         return True
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
@@ -856,11 +846,7 @@ class Worker:
 
     def _collect(self, now: float) -> None:
         """Record the outcomes the handlers queued, and start the wind-down of aborted attempts."""
-        while True:
-            try:
-                attempt, outcome = self._outcomes.get_nowait()
-            except queue.Empty:
-                break
+        for attempt, outcome in drained(self._outcomes):
             # An attempt left behind or handed back has its outcome already.
             if self._running.get(attempt.task.id) is attempt:
                 self._end(attempt, outcome, now)
@@ -870,17 +856,9 @@ class Worker:
             if attempt.future is None:
                 # A pool thread is idle: the next sync handler needs no new one.
                 self.thread_retry_at = None
-        while True:
-            try:
-                blocked = self._blocked_loops.get_nowait()
-            except queue.Empty:
-                break
+        for blocked in drained(self._blocked_loops):
             self._loop_blocked(blocked, now)
-        while True:
-            try:
-                task_id = self._aborted.get_nowait()
-            except queue.Empty:
-                break
+        for task_id in drained(self._aborted):
             attempt = self._running.get(task_id)
             if attempt is not None:
                 self._wind_down(attempt, now)
@@ -1001,13 +979,7 @@ class Worker:
     # Background threads
 
     def _heartbeat_loop(self) -> None:
-        db = Database(
-            self.config.database_url,
-            application_name=f"pyworker {self.config.worker_id} heartbeat",
-            pooled=self.config.pooled,
-            on_reconnect=self.metrics.reconnected("heartbeat"),
-            call_timeout=self.config.call_timeout,
-        )
+        db = worker_database(self.config, self.metrics, "heartbeat")
         try:
             while True:
                 self._beat_now.wait(self.config.heartbeat_interval)
@@ -1205,6 +1177,15 @@ def run_worker(
             raise
         # Not a refusal to start: the CLI logs it as the failure of a running worker.
         raise WorkerFailed(f"worker {config.worker_id} stopped on an error: {describe(error)}") from error
+
+
+def drained(waiting: queue.SimpleQueue[T]) -> Iterator[T]:
+    """What `waiting` holds now, taken without waiting for more."""
+    while True:
+        try:
+            yield waiting.get_nowait()
+        except queue.Empty:
+            return
 
 
 def log_claimed(tasks: list[Task]) -> None:
