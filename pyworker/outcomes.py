@@ -107,14 +107,10 @@ class OutcomeRecorder:
             if decision.kind == "released":
                 self.release([task], duration=duration)
             elif decision.kind == "lost":
-                log.warning(
-                    "Task %s was lost (%s): its result is dropped",
-                    task.id,
-                    decision.message,
-                    extra=event("task_lost", outcome="lost", duration=duration),
+                self._ended(
+                    task, "lost", duration, logging.WARNING, "task_lost",
+                    "Task %s was lost (%s): its result is dropped", task.id, decision.message,
                 )
-                self.metrics.ended(task.role, "lost")
-                self._held.pop(task.id, None)
             elif decision.kind == "failed":
                 self._fail(
                     task, decision.message, retryable=decision.retryable, error=decision.error, duration=duration
@@ -138,13 +134,8 @@ class OutcomeRecorder:
         except TaskpoolError as refused:
             self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
             return
-        self._held.pop(task.id, None)
-        self.metrics.ended(task.role, "released")
-        log.info(
-            "Task %s snoozed for %s s",
-            task.id,
-            seconds,
-            extra=event("task_snoozed", outcome="released", duration=duration),
+        self._ended(
+            task, "released", duration, logging.INFO, "task_snoozed", "Task %s snoozed for %s s", task.id, seconds
         )
 
     def _outcome_not_stored(self, task: Task, error: BaseException | str, *, db: Database | None = None) -> None:
@@ -270,15 +261,20 @@ class OutcomeRecorder:
 
     def _lost(self, task: Task, before: str, why: object, duration: float | None = None) -> None:
         """The attempt was no longer the worker's by the time `before`: say so, drop the task."""
-        log.warning(
-            "Task %s was lost before %s: %s",
-            task.id,
-            before,
-            why,
-            extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
+        self._ended(
+            task, "lost", duration, logging.WARNING, "task_lost", "Task %s was lost before %s: %s", task.id, before, why
         )
-        self.metrics.ended(task.role, "lost")
+
+    def _ended(
+        self, task: Task, outcome: str, duration: float | None, level: int, name: str, message: str, *args: object,
+        error: BaseException | None = None,
+    ) -> None:
+        """The attempt ended so (`outcome`, one of the metrics'): drop the task, count it, and log
+        `message` (the event `name`, with the handler's `error` if any)."""
         self._held.pop(task.id, None)
+        self.metrics.ended(task.role, outcome)
+        tags = event(name, task_id=task.id, outcome=outcome, duration=duration)
+        log.log(level, message, *args, exc_info=error, extra=tags)
 
     def release(
         self, tasks: list[Task], *, duration: float | None = None, because: str = "the worker is stopping"
@@ -288,16 +284,12 @@ class OutcomeRecorder:
         for task in tasks:
             try:
                 retry_while_unavailable("release task", lambda: self.db.release_task(task))
-                self.metrics.ended(task.role, "released")
-                log.info(
-                    "Task %s handed back: %s",
-                    task.id,
-                    because,
-                    extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
+                self._ended(
+                    task, "released", duration, logging.INFO, "task_released",
+                    "Task %s handed back: %s", task.id, because,
                 )
             except TaskLost as lost:
                 self._lost(task, "it was handed back", lost, duration)
-            self._held.pop(task.id, None)
 
     def _fail(
         self,
@@ -322,13 +314,8 @@ class OutcomeRecorder:
             )
         finally:
             self._held.pop(task.id, None)
-        self.metrics.ended(task.role, FAILED_OUTCOMES[status])
-        log.log(
-            logging.INFO if error is None and status == "cancelled" else logging.WARNING,
-            "Task %s failed: %s (now %s)",
-            task.id,
-            message,
-            status,
-            exc_info=error,
-            extra=event("task_failed", outcome=FAILED_OUTCOMES[status], duration=duration),
+        level = logging.INFO if error is None and status == "cancelled" else logging.WARNING
+        self._ended(
+            task, FAILED_OUTCOMES[status], duration, level, "task_failed", "Task %s failed: %s (now %s)",
+            task.id, message, status, error=error,
         )
