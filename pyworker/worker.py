@@ -298,19 +298,14 @@ class Worker:
 
     def run(self) -> int:
         """Run until SIGTERM/SIGINT; the process exit code."""
-        # Drain mode claims until nothing is ready, never waits for a notification, and leaves
-        # the signals to the test process that runs it. Otherwise the signals are caught before
-        # anything else: a SIGTERM while the worker starts stops it cleanly, never by default.
-        signals: contextlib.AbstractContextManager = (
-            contextlib.nullcontext() if self.until_empty else stop_signals(self._doorbell, self._on_signal)
-        )
-        with signals:
-            return self._run()
-
-    def _run(self) -> int:
         # Whatever happens (a refusal to start, a stop before registering, a run to its end),
         # nothing is left open behind it: for a drain in a test process as for a worker process.
         with contextlib.ExitStack() as opened:
+            # Drain mode claims until nothing is ready, never waits for a notification, and leaves
+            # the signals to the test process that runs it. Otherwise the signals are caught before
+            # anything else: a SIGTERM while the worker starts stops it cleanly, never by default.
+            if not self.until_empty:
+                opened.enter_context(stop_signals(self._doorbell, self._on_signal))
             opened.callback(self._doorbell.close)
             opened.callback(self.db.close)
             if self._probes is not None:
