@@ -192,11 +192,6 @@ class WorkerConfig:
         return None if self.pooled else self.database_url
 
     @property
-    def role(self) -> str:
-        """The first role (a worker of one role: its role)."""
-        return self.roles[0].role
-
-    @property
     def role_names(self) -> tuple[str, ...]:
         return tuple(share.role for share in self.roles)
 
