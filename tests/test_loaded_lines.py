@@ -14,7 +14,8 @@ import tokenize
 from pathlib import Path
 
 # What `pyworker --role R` imports before its loop: the CLI's group, whose callback imports the
-# worker (the core imports nothing lazily on its run path: tests/test_import_graph.py).
+# worker. What a worker loads only for a feature it uses (typed payloads, roles declared in code,
+# --metrics-port, --batch-runtime) is not counted here.
 WORKER_STARTUP = "from pyworker.admin.cli import main\nimport pyworker.worker\n"
 HANDLER_MODULE = '''\
 from pyworker import Completion, PermanentError, Snooze, Task, handler
@@ -26,12 +27,12 @@ def send_welcome(task: Task) -> Completion:
         raise PermanentError("no payload")
     return Completion({"sent": True})
 '''
-# Each bound is the figure when it was last set, with a little headroom: 492 lines for a handler
-# module (issue 27 asks for about 500), 3,809 for a worker (about 3,500; the batch runtime's hooks came after) and 3,362 for the core
+# Each bound is the figure when it was last set, with a little headroom: 435 lines for a handler
+# module (issue 27 asks for about 500), 3,478 for a worker (about 3,500) and 2,995 for the core
 # room, pyworker/*.py but the client and __main__ (at most 3,000).
-HANDLER_MODULE_MAX_LINES = 510
-WORKER_MAX_LINES = 3_850
-CORE_MAX_LINES = 3_375
+HANDLER_MODULE_MAX_LINES = 450
+WORKER_MAX_LINES = 3_500
+CORE_MAX_LINES = 3_000
 PACKAGE = Path(__file__).resolve().parent.parent / "pyworker"
 
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
