@@ -40,7 +40,6 @@ from pyworker.task import Task
 from pyworker.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
-    NotFound,
     Refused,
     SchemaMismatch,
     SchemaMissing,
