@@ -8,7 +8,6 @@ import secrets
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -22,18 +21,6 @@ def default_database_url() -> str:
     (PGHOST, PGPORT, PGUSER, PGDATABASE, PGSERVICE, ..., else the local socket and the login
     name). An empty URL: the environment is read when connecting, never here."""
     return "postgresql://"
-
-
-def database_url_for(url: str, dbname: str) -> str:
-    """The same server, user and options as `url` (a URL or a key=value string), another database."""
-    if "://" in url:
-        # Not urlunsplit(): it drops the "//" of an empty host (postgresql:///db?host=/socket).
-        parts = urlsplit(url)
-        # A dbname query parameter would override the path: drop it.
-        params = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"]
-        query = f"?{urlencode(params, safe='/', quote_via=quote)}" if params else ""
-        return f"{parts.scheme}://{parts.netloc}/{quote(dbname, safe='')}{query}"
-    return make_conninfo(url, dbname=dbname)
 
 
 def hosts_without_session_attrs(url: str, environ: Mapping[str, str] = os.environ) -> str | None:
@@ -203,11 +190,6 @@ class WorkerConfig:
         if self.listen_database_url:
             return self.listen_database_url
         return None if self.pooled else self.database_url
-
-    @property
-    def role(self) -> str:
-        """The first role (a worker of one role: its role)."""
-        return self.roles[0].role
 
     @property
     def role_names(self) -> tuple[str, ...]:

@@ -40,7 +40,6 @@ from pyworker.task import Task
 from pyworker.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
-    NotFound,
     Refused,
     SchemaMismatch,
     SchemaMissing,
@@ -50,8 +49,6 @@ from pyworker.errors import (
 
 # The schema version (taskpool_schema_version()) this pyworker was written against.
 REQUIRED_SCHEMA_VERSION = (0, 9, 0)
-# The schedules, the tick, resync planning and capacity came with this one.
-SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
 
 # Worker side
@@ -66,13 +63,11 @@ COMPLETE_TASKS = (
 )
 # Every call on a claimed task names its claim: the task, the worker, the attempt and the claim_token.
 _CLAIM = "%(task_id)s::bigint, %(worker_id)s::text, %(attempt)s::integer, %(claim_token)s::uuid"
-HEARTBEAT_TASK = f"SELECT heartbeat_task({_CLAIM}) AS answer"
 HEARTBEAT_TASKS = (
     "SELECT task_id, answer"
     " FROM heartbeat_tasks(%(worker_id)s::text, %(task_ids)s::bigint[], %(attempts)s::integer[],"
     " %(claim_tokens)s::uuid[])"
 )
-COMPLETE_TASK = f"SELECT status FROM complete_task({_CLAIM}, %(result)s::jsonb, %(follow_ups)s::jsonb)"
 FAIL_TASK = (
     f"SELECT * FROM fail_task({_CLAIM},"
     " %(error_message)s::text, %(retryable)s::boolean, error_details => %(error_details)s::text,"
@@ -92,27 +87,8 @@ DEREGISTER_WORKER = "SELECT deregister_worker(%(worker_id)s::text) AS known"
 SCHEMA_VERSION = "SELECT taskpool_schema_version() AS version"
 
 RECOVER_STALE_OF_ROLE = "SELECT recover_stale_tasks_of_role(%(role)s::text) AS recovered"
-# A role's settings, as create_role, update_role and diff_role take them (task_roles' columns).
-ROLE_FIELDS = {
-    "description": "text",
-    "max_retries": "integer",
-    "stale_threshold": "interval",
-    "run_timeout": "interval",
-    "backoff_base": "interval",
-    "backoff_cap": "interval",
-    "backoff_multiplier": "numeric",
-    "backoff_jitter": "text",
-    "max_payload_bytes": "integer",
-    "requires_store": "boolean",
-}
 # When a role's ready tasks next get a platform token (the worker claims again then)
 PLATFORM_TOKEN_WAIT = "SELECT platform_token_wait(%(role)s::text) AS wait_seconds"
-# diff_role with every setting named, NULL for those not declared (which it does not compare).
-DIFF_ROLE = (
-    "SELECT * FROM diff_role(%(role)s::text, "
-    + ", ".join(f"{name} => %({name})s::{sql_type}" for name, sql_type in ROLE_FIELDS.items())
-    + ")"
-)
 
 
 def parse_schema_version(version: Any) -> tuple[int, ...]:
@@ -581,10 +557,6 @@ class Database:
             {"worker_id": worker_id, "roles": list(roles), "host": host, "pid": pid, "concurrency": concurrency},
         )
 
-    def metrics(self) -> list[dict[str, Any]]:
-        """taskpool_metrics(): a row per sample (metric, kind, help, labels, value)."""
-        return self._rows("SELECT metric, kind, help, labels, value FROM taskpool_metrics()")
-
     def heartbeat_worker(self, worker_id: str) -> bool:
         return self._one(HEARTBEAT_WORKER, {"worker_id": worker_id})["known"]
 
@@ -628,13 +600,9 @@ class Database:
         token again (a claim then hands one out); None when no ready task waits so."""
         return self._one(PLATFORM_TOKEN_WAIT, {"role": role})["wait_seconds"]
 
-    def heartbeat_task(self, task: Task) -> str:
-        """continue, cancel_requested, lost or not_found."""
-        return self._one(HEARTBEAT_TASK, self._owner(task))["answer"]
-
     def heartbeat_tasks(self, worker_id: str, tasks: Sequence[Task]) -> dict[int, str]:
         """Heartbeat several tasks of the worker in one call: each task's answer by id, as
-        heartbeat_task's (continue, cancel_requested, lost or not_found), or busy (another
+        the SQL function heartbeat_task's (continue, cancel_requested, lost or not_found), or busy (another
         transaction is changing the task right now: it is beaten at the next interval, and the
         answer then says what became of it); at most 1000 tasks."""
         if not tasks:
@@ -649,16 +617,6 @@ class Database:
             },
         )
         return {row["task_id"]: row["answer"] for row in rows}
-
-    def complete_task(
-        self, task: Task, result: Any = None, follow_ups: list[dict[str, Any]] | None = None
-    ) -> None:
-        self._owned(
-            COMPLETE_TASK,
-            task,
-            result=None if result is None else Jsonb(result, dumps=dump_json),
-            follow_ups=None if follow_ups is None else Jsonb(follow_ups, dumps=dump_json),
-        )
 
     def fail_task(
         self,
@@ -703,20 +661,12 @@ class Database:
             raise TaskLost(str(refused)) from refused
         return row["status"]
 
-    # Roles: the worker recovers its roles' stale tasks and compares their declared settings
+    # Roles: the worker recovers its roles' stale tasks
 
     def recover_stale_tasks_of_role(self, role: str) -> int | None:
         """Recover the role's stale tasks, unless a recovery of the role ran less than half its
         stale_threshold ago (then None): what a worker does where no tick runs."""
         return self._one(RECOVER_STALE_OF_ROLE, {"role": role})["recovered"]
-
-    def diff_role(self, role: str, **fields: Any) -> list[dict[str, Any]]:
-        """diff_role(role, ...): a row (field, in_database, declared) per ROLE_FIELD given that
-        differs from the database's; InvalidInput for an unknown role."""
-        unknown = set(fields) - set(ROLE_FIELDS)
-        if unknown:
-            raise TypeError(f"diff_role takes no {', '.join(sorted(unknown))}")
-        return self._rows(DIFF_ROLE, {"role": role, **dict.fromkeys(ROLE_FIELDS), **fields})
 
     # Transactions: what handlers build on
 

@@ -22,7 +22,7 @@ the type of its payload, which the handler then receives as a second argument:
 
 `pyworker roles sync --handlers myapp.tasks` applies the declarations to the database (a setting
 not named is not declared: a new role takes its default, an existing one keeps its value), and a
-starting worker compares them with the database's (pyworker/admin/roles.py, docs/worker.md). Raise PermanentError to fail
+starting worker compares them with the database's (pyworker/admin/declarations.py, docs/worker.md). Raise PermanentError to fail
 the task now, Snooze(seconds) to put it back without spending a retry; any other exception is
 retried with the role's backoff. `task.abort` fires when the attempt must stop (cancelled, lost,
 timed out, shutdown): a long handler should poll it (`task.abort.fired`) or wait on it.
@@ -47,7 +47,6 @@ from datetime import timedelta
 from importlib.metadata import entry_points
 from typing import Any, Literal, TypeVar
 
-from pyworker import payloads
 from pyworker.task import Task
 from pyworker.errors import ConfigurationError, PermanentError
 
@@ -175,31 +174,10 @@ class RoleDeclaration:
         if backoff.jitter is not None and backoff.jitter not in ("full", "equal", "none"):
             raise ConfigurationError(f"{where}: backoff.jitter must be 'full', 'equal' or 'none', not {backoff.jitter!r}")
         if self.payload_type is not None:
+            # Typed payloads (and dacite) load only for a handler that declares one.
+            from pyworker import payloads
+
             payloads.check_payload_type(self.payload_type, self.role)
-
-    def settings(self) -> dict[str, Any]:
-        """The settings declared, by task_roles column, as create_role, update_role and
-        diff_role take them."""
-        backoff = self.backoff if self.backoff is not None else Backoff()
-        every = {
-            "description": self.description,
-            "max_retries": self.max_retries,
-            "stale_threshold": self.stale_threshold,
-            "run_timeout": self.run_timeout,
-            "backoff_base": backoff.base,
-            "backoff_cap": backoff.cap,
-            "backoff_multiplier": backoff.multiplier,
-            "backoff_jitter": backoff.jitter,
-            "max_payload_bytes": self.max_payload_bytes,
-            "requires_store": self.requires_store,
-        }
-        return {name: value for name, value in every.items() if value is not None}
-
-
-def sync_command(declarations: Iterable[RoleDeclaration]) -> str:
-    """The command that applies `declarations` to the database."""
-    modules = dict.fromkeys(declaration.module for declaration in declarations)
-    return " ".join(["pyworker roles sync", *(f"--handlers {module}" for module in modules)])
 
 
 def declaration_of(fn: Any) -> RoleDeclaration | None:
@@ -210,6 +188,7 @@ def declaration_of(fn: Any) -> RoleDeclaration | None:
 def _with_typed_payload(fn: Callable[..., Any], payload_type: type) -> Handler:
     """`fn(task, payload)` as a handler of the task alone: the payload read as `payload_type`
     first, a payload that does not fit failing the attempt for good (PermanentError)."""
+    from pyworker import payloads
 
     def typed(task: Task) -> Any:
         try:

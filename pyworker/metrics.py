@@ -1,122 +1,45 @@
-"""A worker's own Prometheus metrics (`WorkerMetrics`), on a registry of their own, not
-prometheus_client's global one: always kept, served only with `pyworker --metrics-port N`
-(pyworker.admin.probes, with /healthz and /readyz). The pool's metrics, read from the database,
-are pyworker.admin.metrics'.
-
-docs/metrics.md lists every metric, its labels and what to alert on.
-"""
+"""What a worker counts as it runs: the calls its runtime makes, which count nothing here. A
+worker served with `pyworker --metrics-port N` counts them for Prometheus instead
+(pyworker.admin.worker_metrics.PrometheusMetrics, handed over through the serve_probes hook), so
+that a worker without the port loads no metrics library. docs/metrics.md lists the metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Callable
 
 
-# How a worker's attempt ended: the `outcome` field of its log line (docs/worker.md).
-OUTCOMES = ("completed", "retried", "failed", "cancelled", "released", "lost")
-
-# Handler durations from a millisecond to an hour (the default run timeout).
-DURATION_BUCKETS = (0.001, 0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
-
-# The worker's connections, by what they do (the label of pyworker_database_reconnects_total).
-CONNECTIONS = ("dispatcher", "recorder", "heartbeat", "listener")
-
-# The listener's states (the label of pyworker_listener_state): LISTENing; not listening (before
-# its first connection, or since it lost one); none at all (--pooled without a listen URL: it polls).
-LISTENER_STATES = ("connected", "reconnecting", "disabled")
+def _uncounted() -> None:
+    pass
 
 
 class WorkerMetrics:
-    """A worker's own metrics, on a registry of their own. Always kept (an increment costs
-    about a microsecond); served only with --metrics-port."""
-
-    def __init__(self, roles: Iterable[str]) -> None:
-        self.registry = CollectorRegistry()
-        registry = self.registry
-        self.tasks = Counter(
-            "pyworker_tasks", "Attempts this worker ended, by role and outcome (the outcome of its log line).",
-            ["role", "outcome"], registry=registry,
-        )
-        self.handler_duration = Histogram(
-            "pyworker_handler_duration_seconds", "How long handlers ran, from their start to their outcome.",
-            ["role"], buckets=DURATION_BUCKETS, registry=registry,
-        )
-        self.in_flight = Gauge(
-            "pyworker_tasks_in_flight", "Tasks whose handler runs now.", ["role"], registry=registry
-        )
-        self.claims = Counter(
-            "pyworker_claims", "Claim calls (claim_and_start_tasks), those that found nothing included.",
-            ["role"], registry=registry,
-        )
-        self.claimed = Counter("pyworker_tasks_claimed", "Tasks claimed.", ["role"], registry=registry)
-        self.heartbeat_failures = Counter(
-            "pyworker_heartbeat_failures", "Heartbeat rounds that failed (the database did not answer or refused).",
-            registry=registry,
-        )
-        self.reconnects = Counter(
-            "pyworker_database_reconnects", "Connections opened again after one was lost, by what they serve.",
-            ["connection"], registry=registry,
-        )
-        self.event_loop_lag = Gauge(
-            "pyworker_event_loop_lag_seconds",
-            "How long the async handlers' event loop keeps a callback waiting (the longest of the"
-            " current loop and any replaced one a handler still blocks); 0 before the first async handler.",
-            registry=registry,
-        )
-        self.event_loops_replaced = Counter(
-            "pyworker_event_loops_replaced",
-            "Event loops replaced because an async handler blocked one past --loop-block-limit-seconds.",
-            registry=registry,
-        )
-        self.abandoned_threads = Gauge(
-            "pyworker_abandoned_threads",
-            "Handler threads left behind still running (a sync handler past its abort, an event loop a"
-            " handler blocks); at --max-abandoned-threads the worker stops claiming.",
-            registry=registry,
-        )
-        self.listener_state = Gauge(
-            "pyworker_listener_state",
-            "1 for the state the listener's LISTEN connection is in (connected, reconnecting, disabled),"
-            " 0 for the others.",
-            ["state"], registry=registry,
-        )
-        self.listener_state_since = Gauge(
-            "pyworker_listener_state_since_timestamp_seconds",
-            "When the listener entered its current state (Unix time).",
-            registry=registry,
-        )
-        self.listener_last_heard = Gauge(
-            "pyworker_listener_last_heard_timestamp_seconds",
-            "When the listener last heard from the database (Unix time; 0: never): its LISTEN, a"
-            " notification, or the answer to its idle check (every 10 s).",
-            registry=registry,
-        )
-        # Every series from the start, at 0 (an alert on a rate sees it before the first event),
-        # each bound once: labels() takes a lock and builds a key, twice the cost of an increment.
-        roles = tuple(roles)
-        self._ended = {(role, outcome): self.tasks.labels(role, outcome) for role in roles for outcome in OUTCOMES}
-        self._durations = {role: self.handler_duration.labels(role) for role in roles}
-        self._claims = {role: self.claims.labels(role) for role in roles}
-        self._claimed = {role: self.claimed.labels(role) for role in roles}
-        for role in roles:
-            self.in_flight.labels(role)
-        for connection in CONNECTIONS:
-            self.reconnects.labels(connection)
+    """What the worker's runtime tells its metrics."""
 
     def ended(self, role: str, outcome: str) -> None:
-        """An attempt of the role ended so (one of OUTCOMES)."""
-        self._ended[(role, outcome)].inc()
+        """An attempt of the role ended so: completed, retried, failed, cancelled, released or lost
+        (the `outcome` of its log line)."""
 
     def ran(self, role: str, seconds: float) -> None:
         """A handler of the role ran this long."""
-        self._durations[role].observe(seconds)
 
     def claimed_tasks(self, role: str, count: int) -> None:
         """A claim call for the role took `count` tasks (0: it found none)."""
-        self._claims[role].inc()
-        self._claimed[role].inc(count)
 
     def reconnected(self, connection: str) -> Callable[[], None]:
         """The callback a Database of that connection calls when it connects again."""
-        return self.reconnects.labels(connection).inc
+        return _uncounted
+
+    def heartbeat_failed(self) -> None:
+        """A heartbeat round failed (the database did not answer or refused)."""
+
+    def listener_connected(self) -> None:
+        """The listener LISTENs (again)."""
+
+    def listener_heard(self) -> None:
+        """The listener heard from the database: a notification, or the answer to its check."""
+
+    def listener_lost(self, reason: str) -> None:
+        """The listener is not listening, for `reason`."""
+
+    def event_loop_replaced(self) -> None:
+        """An async handler blocked the event loop past the limit: a new loop replaced it."""

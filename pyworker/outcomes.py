@@ -40,6 +40,19 @@ FAILED_OUTCOMES = {"pending": "retried", "failed": "failed", "cancelled": "cance
 Completed = tuple[Task, JsonText | None, JsonText | None, float | None]
 
 
+def worker_database(config: WorkerConfig, metrics: WorkerMetrics, connection: str) -> Database:
+    """One of the worker's own connections, by what it serves (`connection`, as its metrics name
+    it): its application_name is the worker's, followed by that but for the dispatcher's."""
+    name = f"pyworker {config.worker_id}" + ("" if connection == "dispatcher" else f" {connection}")
+    return Database(
+        config.database_url,
+        application_name=name,
+        pooled=config.pooled,
+        on_reconnect=metrics.reconnected(connection),
+        call_timeout=config.call_timeout,
+    )
+
+
 class OutcomeRecorder:
     """Records the outcomes of one worker's attempts. `held`: the worker's tasks from claim to
     recorded outcome, shared with the worker; each is dropped from it once its outcome is
@@ -94,14 +107,10 @@ class OutcomeRecorder:
             if decision.kind == "released":
                 self.release([task], duration=duration)
             elif decision.kind == "lost":
-                log.warning(
-                    "Task %s was lost (%s): its result is dropped",
-                    task.id,
-                    decision.message,
-                    extra=event("task_lost", outcome="lost", duration=duration),
+                self._ended(
+                    task, "lost", duration, logging.WARNING, "task_lost",
+                    "Task %s was lost (%s): its result is dropped", task.id, decision.message,
                 )
-                self.metrics.ended(task.role, "lost")
-                self._held.pop(task.id, None)
             elif decision.kind == "failed":
                 self._fail(
                     task, decision.message, retryable=decision.retryable, error=decision.error, duration=duration
@@ -125,13 +134,8 @@ class OutcomeRecorder:
         except TaskpoolError as refused:
             self._outcome_not_stored(task, f"the snooze of {seconds!r} s was refused: {refused}")
             return
-        self._held.pop(task.id, None)
-        self.metrics.ended(task.role, "released")
-        log.info(
-            "Task %s snoozed for %s s",
-            task.id,
-            seconds,
-            extra=event("task_snoozed", outcome="released", duration=duration),
+        self._ended(
+            task, "released", duration, logging.INFO, "task_snoozed", "Task %s snoozed for %s s", task.id, seconds
         )
 
     def _outcome_not_stored(self, task: Task, error: BaseException | str, *, db: Database | None = None) -> None:
@@ -154,35 +158,6 @@ class OutcomeRecorder:
         finally:
             self._held.pop(task.id, None)
 
-    def _complete(
-        self,
-        task: Task,
-        result: JsonText | None,
-        follow_ups: JsonText | None,
-        *,
-        duration: float | None = None,
-        db: Database | None = None,
-    ) -> None:
-        """Record one completion; a result or follow-up the database refuses fails the attempt."""
-        db = db or self.db
-        try:
-            retry_while_unavailable(
-                "complete task",
-                lambda: db.complete_task(task, result, follow_ups),
-            )
-            self.metrics.ended(task.role, "completed")
-            log.info(
-                "Task %s completed successfully",
-                task.id,
-                extra=event("task_completed", task_id=task.id, outcome="completed", duration=duration),
-            )
-        except TaskLost:
-            raise
-        except Exception as error:  # noqa: BLE001 - fails this task alone
-            self._outcome_not_stored(task, error, db=db)
-        finally:
-            self._held.pop(task.id, None)
-
     def flush(self) -> None:
         """Hand the buffered completions to the recorder thread."""
         if self.buffered:
@@ -192,13 +167,7 @@ class OutcomeRecorder:
     def _record_loop(self) -> None:
         """Record the completions the dispatcher hands over, on a connection of its own, while
         the dispatcher claims: up to COMPLETION_BATCH_MAX a call, those that waited together."""
-        db = Database(
-            self.config.database_url,
-            application_name=f"pyworker {self.config.worker_id} recorder",
-            pooled=self.config.pooled,
-            on_reconnect=self.metrics.reconnected("recorder"),
-            call_timeout=self.config.call_timeout,
-        )
+        db = worker_database(self.config, self.metrics, "recorder")
         try:
             done = False
             while not done:
@@ -247,6 +216,15 @@ class OutcomeRecorder:
                 lambda: db.complete_tasks(self.config.worker_id, entries),
             )
         except Exception as error:  # noqa: BLE001 - the others of the batch must still be recorded
+            if len(completions) == 1:
+                # A result or follow-up the database refuses fails this attempt alone.
+                task = completions[0][0]
+                token = handlers.current_task.set(task)
+                try:
+                    self._outcome_not_stored(task, error, db=db)
+                finally:
+                    handlers.current_task.reset(token)
+                return
             # One bad result or follow-up refuses the whole batch: find it by recording each alone.
             log.warning(
                 "Recording %d completions at once failed (%s): recording them one by one",
@@ -254,14 +232,8 @@ class OutcomeRecorder:
                 describe(error),
                 extra=event("batch_completion_refused"),
             )
-            for task, result, follow_ups, duration in completions:
-                token = handlers.current_task.set(task)
-                try:
-                    self._complete(task, result, follow_ups, duration=duration, db=db)
-                except TaskLost as lost:
-                    self._lost(task, "its outcome was recorded", lost, duration)
-                finally:
-                    handlers.current_task.reset(token)
+            for completion in completions:
+                self._record_completions([completion], db)
             return
         completed = []
         for task, _result, _follow_ups, duration in completions:
@@ -289,15 +261,20 @@ class OutcomeRecorder:
 
     def _lost(self, task: Task, before: str, why: object, duration: float | None = None) -> None:
         """The attempt was no longer the worker's by the time `before`: say so, drop the task."""
-        log.warning(
-            "Task %s was lost before %s: %s",
-            task.id,
-            before,
-            why,
-            extra=event("task_lost", task_id=task.id, outcome="lost", duration=duration),
+        self._ended(
+            task, "lost", duration, logging.WARNING, "task_lost", "Task %s was lost before %s: %s", task.id, before, why
         )
-        self.metrics.ended(task.role, "lost")
+
+    def _ended(
+        self, task: Task, outcome: str, duration: float | None, level: int, name: str, message: str, *args: object,
+        error: BaseException | None = None,
+    ) -> None:
+        """The attempt ended so (`outcome`, one of the metrics'): drop the task, count it, and log
+        `message` (the event `name`, with the handler's `error` if any)."""
         self._held.pop(task.id, None)
+        self.metrics.ended(task.role, outcome)
+        tags = event(name, task_id=task.id, outcome=outcome, duration=duration)
+        log.log(level, message, *args, exc_info=error, extra=tags)
 
     def release(
         self, tasks: list[Task], *, duration: float | None = None, because: str = "the worker is stopping"
@@ -307,16 +284,12 @@ class OutcomeRecorder:
         for task in tasks:
             try:
                 retry_while_unavailable("release task", lambda: self.db.release_task(task))
-                self.metrics.ended(task.role, "released")
-                log.info(
-                    "Task %s handed back: %s",
-                    task.id,
-                    because,
-                    extra=event("task_released", task_id=task.id, outcome="released", duration=duration),
+                self._ended(
+                    task, "released", duration, logging.INFO, "task_released",
+                    "Task %s handed back: %s", task.id, because,
                 )
             except TaskLost as lost:
                 self._lost(task, "it was handed back", lost, duration)
-            self._held.pop(task.id, None)
 
     def _fail(
         self,
@@ -341,13 +314,8 @@ class OutcomeRecorder:
             )
         finally:
             self._held.pop(task.id, None)
-        self.metrics.ended(task.role, FAILED_OUTCOMES[status])
-        log.log(
-            logging.INFO if error is None and status == "cancelled" else logging.WARNING,
-            "Task %s failed: %s (now %s)",
-            task.id,
-            message,
-            status,
-            exc_info=error,
-            extra=event("task_failed", outcome=FAILED_OUTCOMES[status], duration=duration),
+        level = logging.INFO if error is None and status == "cancelled" else logging.WARNING
+        self._ended(
+            task, FAILED_OUTCOMES[status], duration, level, "task_failed", "Task %s failed: %s (now %s)",
+            task.id, message, status, error=error,
         )

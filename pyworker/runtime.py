@@ -36,19 +36,6 @@ BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 3.0
 
 
-def warn_if_pid_1() -> None:
-    """Warn when this process is PID 1 (a container's first process): the orphans of the
-    commands the workers run are re-parented to it, and pyworker does not reap them (reaping
-    any child could take the exit status a handler's own subprocess waits for). The image runs
-    pyworker under tini, which does (docs/kubernetes.md)."""
-    if os.getpid() == 1:
-        log.warning(
-            "pyworker runs as PID 1: orphaned children of its handlers' commands are never reaped"
-            " and stay zombies; run it under an init (tini -- pyworker ..., as the image does)",
-            extra=event("running_as_pid_1"),
-        )
-
-
 class Doorbell:
     """A self-pipe: any thread (or the interpreter, on a signal) rings; the main thread waits."""
 

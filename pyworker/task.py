@@ -110,14 +110,12 @@ class Task:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Task:
-        task = cls(**{name: row[name] for name in TASK_COLUMNS if name not in _OPTIONAL_COLUMNS})
-        # A schema before headers and parent_id returns neither.
-        task.headers = dict(row.get("headers") or {})
-        task.parent_id = row.get("parent_id")
+        task = cls(**{name: row[name] for name in TASK_COLUMNS})
+        # NULL for a task enqueued without headers.
+        task.headers = dict(task.headers or {})
         return task
 
 
 # The columns of worker_tasks a Task holds: all its fields but the attempt's own, its abort
 # signal and its connection.
 TASK_COLUMNS = tuple(f.name for f in dataclasses.fields(Task) if f.name not in ("abort", "lease"))
-_OPTIONAL_COLUMNS = frozenset({"headers", "parent_id"})

@@ -16,8 +16,9 @@ concurrency, one connection per attempt that asks, pyworker/connections.py):
 - a listener thread LISTENs on the worker's own wake channel (on --listen-database-url when given;
   none when the database URL is pooled and no listen URL is given: the worker polls): a role's
   name there means its tasks are ready; 'abort:<task id>', that a task the worker holds was
-  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. Its
-  state is a metric, and /readyz fails once it has been down for LISTENER_UNREADY_AFTER_SECONDS.
+  cancelled or recovered, and the heartbeat thread beats at once, aborting its handler. It tells
+  its state to the worker's metrics, and /readyz fails once it has been down for long
+  (pyworker/admin/worker_metrics.py, pyworker/admin/probes.py).
 
 Sync handlers run in a pool of handler threads, at most one per running task, kept and reused
 (starting a thread per task costs more than a no-op handler); a handler that will not stop after
@@ -43,13 +44,13 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
 
-from pyworker import environment, handlers, logs
+from pyworker import environment, handlers
 from pyworker.config import (
     POOLED_ENVVAR,
     WORKER_ID_ENVVAR,
@@ -65,14 +66,7 @@ from pyworker.db import (
     listen_query,
     require_writable,
 )
-from pyworker.deadlines import (
-    DEFAULT_CONNECT_TIMEOUT,
-    PROBE_CONNECT_TIMEOUT,
-    PROBE_TIMEOUT_SECONDS,
-    CallDeadline,
-    bounded,
-    connection_options,
-)
+from pyworker.deadlines import CallDeadline, bounded, connection_options
 from pyworker.errors import (
     ConfigurationError,
     DatabaseReadOnly,
@@ -96,18 +90,16 @@ from pyworker.attempts import (
     run_attempt,
     run_attempt_async,
 )
-from pyworker.metrics import LISTENER_STATES, WorkerMetrics
-from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
+from pyworker.metrics import WorkerMetrics
+from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder, worker_database
 from pyworker.task import Task
 from pyworker.runtime import (
-    BACKOFF_MAX,
     Backoff,
     Doorbell,
     Unavailability,
     read_only_notice,
     retry_while_unavailable,
     stop_signals,
-    warn_if_pid_1,
 )
 
 log = logging.getLogger("pyworker")
@@ -130,25 +122,21 @@ HEARTBEAT_BATCH_MAX = 1000
 # The dispatcher sleeps at most this long, so that /healthz can tell a loop that turns from one
 # that hangs; a wake-up with nothing to do costs no query.
 LOOP_TURN_MAX_SECONDS = 10.0
-# /healthz answers 503 once the dispatcher has not turned for this long: longer than its longest
-# sleep, and than a database call retried while the database is away or frozen (a call's deadline,
-# a connect timeout and a backoff between tries), so that an outage alone never fails liveness.
-LOOP_STALLED_AFTER_SECONDS = 60.0
 # The listener checks its idle connection this often (a query within the call's deadline): a
 # frozen server sends no notification and no error, and its host's kernel still answers keepalives.
 LISTENER_CHECK_SECONDS = 10.0
-# /readyz answers 503 once the listener has not been listening for this long (the worker still
-# polls, every --poll-interval-ms, but wakes no sooner). Longer than a reconnection that goes well
-# after a failover: a backoff pause (at most 10 s) then a connect that may wait out a dead first
-# host of a multi-host URL (its connect_timeout, 10 s).
-LISTENER_UNREADY_AFTER_SECONDS = 30.0
 # The soonest an idle role claims again for a platform's next token: a bucket that shows a token
 # due now but hands none out (its tasks' stores busy) must not make the dispatcher spin.
 PLATFORM_TOKEN_WAIT_MIN_SECONDS = 0.05
 
-# What serves a worker's /metrics, /healthz and /readyz while it runs (pyworker.admin.probes.serve):
-# the core serves none itself, so that a worker without --metrics-port loads no HTTP server.
+# What serves a worker's /metrics, /healthz and /readyz (pyworker.admin.probes.serve): called as the
+# worker is built, it may count the worker's metrics (Worker.metrics); what it returns is entered
+# for the worker's run. The core serves none itself, so that a worker without --metrics-port loads
+# no HTTP server and no metrics library.
 ProbeServing = Callable[["Worker"], contextlib.AbstractContextManager[object]]
+# What compares the roles the handlers declare with the database's at start (diff_role): raises
+# ConfigurationError to refuse the start.
+DeclarationCheck = Callable[[Database, list[handlers.RoleDeclaration]], None]
 
 
 @dataclass(eq=False)
@@ -163,45 +151,6 @@ class Attempt:
     future: concurrent.futures.Future | None = None
     event_loop: EventLoopThread | None = None
     wind_down_until: float | None = None
-
-
-class ListenerState:
-    """The listener's connection as /metrics and /readyz see it: its state (LISTENER_STATES) and
-    since when, when it last heard from the database, and why it is not listening. Written by
-    the listener thread only and read by the probes' threads: each change is one assignment of
-    a tuple, so a reader never sees half of one."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._state = ("reconnecting" if enabled else "disabled", time.monotonic(), time.time())
-        self.reason = "not connected yet"
-        self.last_heard = 0.0
-
-    @property
-    def state(self) -> str:
-        return self._state[0]
-
-    @property
-    def since(self) -> float:
-        """When it entered its state (Unix time)."""
-        return self._state[2]
-
-    def down_for(self) -> float:
-        """How long it has not been listening, in seconds (0 while connected or disabled)."""
-        state, entered, _wall = self._state
-        return time.monotonic() - entered if state == "reconnecting" else 0.0
-
-    def connected(self) -> None:
-        self._state = ("connected", time.monotonic(), time.time())
-        self.heard()
-
-    def heard(self) -> None:
-        self.last_heard = time.time()
-
-    def lost(self, reason: str) -> None:
-        """It is not listening, for `reason`; since when it stopped, if it was listening."""
-        self.reason = " ".join(reason.split())
-        if self.state != "reconnecting":
-            self._state = ("reconnecting", time.monotonic(), time.time())
 
 
 @dataclass
@@ -244,6 +193,7 @@ class Worker:
         until_empty: bool = False,
         serve_probes: ProbeServing | None = None,
         batch_runtime: Callable[[Worker], Any] | None = None,
+        compare_declarations: DeclarationCheck | None = None,
     ) -> None:
         """`until_empty`: drain mode (pyworker.testing.drain): return from run() once a claim
         made with nothing in flight finds nothing, instead of sleeping until a signal; no signal
@@ -251,13 +201,14 @@ class Worker:
         serves the probes of config.metrics_port (pyworker.admin.probes.serve), from before the
         worker registers until it has stopped. `batch_runtime`: what runs the async roles once
         the worker has registered (`--batch-runtime`: pyworker.admin.batches), its shares of the
-        concurrency taken from the dispatcher's."""
+        concurrency taken from the dispatcher's. `compare_declarations`: what compares the roles
+        the handlers declare with the database's before the worker registers, when any of its
+        roles is declared (`pyworker`: pyworker.admin.declarations.compare_declarations)."""
         if config.metrics_port is not None and serve_probes is None:
             raise ConfigurationError(
                 f"metrics port {config.metrics_port}: nothing serves the probes"
                 " (pass serve_probes=pyworker.admin.probes.serve, as `pyworker --metrics-port` does)"
             )
-        self._serve_probes = serve_probes
         # A multi-host URL without target_session_attrs may land on a standby: the worker's own
         # connections ask for the primary (warned about at start).
         self._hosts_without_session_attrs = hosts_without_session_attrs(config.database_url)
@@ -272,17 +223,12 @@ class Worker:
         # How many tasks the worker claimed in all; whether it has registered and begun to claim.
         self.taken = 0
         self.started = False
-        self.metrics = WorkerMetrics(config.role_names)
-        self.db = Database(
-            config.database_url,
-            application_name=f"pyworker {config.worker_id}",
-            pooled=config.pooled,
-            on_reconnect=self.metrics.reconnected("dispatcher"),
-            call_timeout=config.call_timeout,
-        )
-        self.host = socket.gethostname()
         self.roles = config.role_names
         self._role_states = {role: RoleState(share=config.share(role)) for role in self.roles}
+        self.metrics = WorkerMetrics()
+        self._probes = serve_probes and serve_probes(self)
+        self.db = worker_database(config, self.metrics, "dispatcher")
+        self.host = socket.gethostname()
         # With one run timeout for all roles, the attempts' run deadlines come in the order they began.
         self._one_run_timeout = True
         # How many tasks the worker holds at most: --concurrency running, and with a larger
@@ -290,6 +236,7 @@ class Worker:
         self.capacity = max(config.concurrency, config.prefetch)
         self._concurrency = config.concurrency
         self._batch_runtime = batch_runtime
+        self._compare_declarations = compare_declarations
         self._batch: Any = None
         self._dispatched_roles = self.roles
         self._doorbell = Doorbell()
@@ -310,15 +257,8 @@ class Worker:
         self._recorder = OutcomeRecorder(
             config, self.db, self._held, self._run_timeout_of, self._doorbell, self.metrics
         )
-        for role, role_state in self._role_states.items():
-            self.metrics.in_flight.labels(role).set_function(lambda role_state=role_state: role_state.running)
-        self._listener = ListenerState(enabled=config.listen_url is not None and not until_empty)
-        for state in LISTENER_STATES:
-            self.metrics.listener_state.labels(state).set_function(lambda state=state: self._listener.state == state)
-        self.metrics.listener_state_since.set_function(lambda: self._listener.since)
-        self.metrics.listener_last_heard.set_function(lambda: self._listener.last_heard)
         # When the dispatcher last turned (its loop, or a try of a database call): /healthz.
-        self._last_turn = time.monotonic()
+        self.last_turn = time.monotonic()
         # What the handlers and the heartbeat thread tell the main thread, with a ring.
         self._outcomes: queue.SimpleQueue[tuple[Attempt, Outcome]] = queue.SimpleQueue()
         self._aborted: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -340,22 +280,16 @@ class Worker:
         # Claiming stops while too many threads are left behind (--max-abandoned-threads), and
         # until this time (time.monotonic()) after a handler thread failed to start.
         self._saturated = False
-        self._thread_retry_at: float | None = None
+        self.thread_retry_at: float | None = None
         # While claims find the database away or read-only: when to claim again.
         self._claims_unavailable = Unavailability("claim")
         self._claim_retry_at: float | None = None
-        self.metrics.event_loop_lag.set_function(self._event_loop_lag)
-        self.metrics.abandoned_threads.set_function(self._abandoned_threads)
         # Where the next round of claims starts: each role in turn goes first.
         self._claim_turn = 0
         # Whether the worker has somewhere to LISTEN (not pooled without a listen URL): only then
         # does it ask to be woken.
         self._wakeable = config.listen_url is not None
         self._grace_over = False
-        # A call may take its deadline, then a connect its timeout, then the backoff its pause.
-        self._stalled_after = max(
-            LOOP_STALLED_AFTER_SECONDS, config.call_timeout + DEFAULT_CONNECT_TIMEOUT + BACKOFF_MAX + 10
-        )
         # Written by the signal handler: plain attributes, no locks (see the module docstring).
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -364,23 +298,18 @@ class Worker:
 
     def run(self) -> int:
         """Run until SIGTERM/SIGINT; the process exit code."""
-        # Drain mode claims until nothing is ready, never waits for a notification, and leaves
-        # the signals to the test process that runs it. Otherwise the signals are caught before
-        # anything else: a SIGTERM while the worker starts stops it cleanly, never by default.
-        signals: contextlib.AbstractContextManager = (
-            contextlib.nullcontext() if self.until_empty else stop_signals(self._doorbell, self._on_signal)
-        )
-        with signals:
-            return self._run()
-
-    def _run(self) -> int:
         # Whatever happens (a refusal to start, a stop before registering, a run to its end),
         # nothing is left open behind it: for a drain in a test process as for a worker process.
         with contextlib.ExitStack() as opened:
+            # Drain mode claims until nothing is ready, never waits for a notification, and leaves
+            # the signals to the test process that runs it. Otherwise the signals are caught before
+            # anything else: a SIGTERM while the worker starts stops it cleanly, never by default.
+            if not self.until_empty:
+                opened.enter_context(stop_signals(self._doorbell, self._on_signal))
             opened.callback(self._doorbell.close)
             opened.callback(self.db.close)
-            if self._serve_probes is not None:
-                opened.enter_context(self._serve_probes(self))
+            if self._probes is not None:
+                opened.enter_context(self._probes)
             self.started = self._start()
             if not self.started:
                 log.info("Worker %s stopped before it registered", self.config.worker_id, extra=event("worker_stopped"))
@@ -419,73 +348,15 @@ class Worker:
         log.info("Worker %s stopped", self.config.worker_id, extra=event("worker_stopped"))
         return 0
 
-    def liveness(self) -> str | None:
-        """/healthz: None while the dispatcher turns, no event loop is blocked past the limit,
-        and the worker may claim, else why not (read from the probe's thread)."""
-        now = time.monotonic()
-        stalled = now - self._last_turn
-        if stalled > self._stalled_after:
-            return f"the worker's loop has not turned for {stalled:.0f} s"
-        for loop in self._event_loops():
-            blocked_for = loop.blocked_for
-            if blocked_for > self.config.loop_block_limit:
-                culprit = loop.blocked_by
-                return (
-                    f"the event loop has been blocked for {blocked_for:.0f} s"
-                    + (f" by the handler of task {culprit.id}" if culprit is not None else "")
-                    + (" (a new loop runs the other async handlers)" if loop.retired else "")
-                )
-        abandoned = self._abandoned_threads()
-        if abandoned >= self.config.max_abandoned_threads:
-            return (
-                f"{abandoned} handler threads are left behind, still running (--max-abandoned-threads"
-                f" {self.config.max_abandoned_threads}): not claiming until one returns"
-            )
-        retry_at = self._thread_retry_at
-        if retry_at is not None and now < retry_at:
-            return "a handler thread could not start (the process is at its thread limit): not claiming for now"
-        return None
-
-    def _event_loops(self) -> list[EventLoopThread]:
+    def event_loops(self) -> list[EventLoopThread]:
         """The current event loop, if any, and the replaced ones whose thread still lives."""
         current, batch = self._event_loop, self._batch and self._batch.event_loop
         return [loop for loop in (current, batch, *self._retired_loops) if loop is not None and loop.alive]
 
-    def _event_loop_lag(self) -> float:
-        """The metric: the longest lag of the worker's event loops, 0 with none."""
-        return max((loop.lag for loop in self._event_loops()), default=0.0)
-
-    def _abandoned_threads(self) -> int:
+    def abandoned_threads(self) -> int:
         """Handler threads still running for attempts already ended: sync handlers left behind,
         and the threads of replaced event loops."""
         return len(self._left_behind) + sum(loop.alive for loop in self._retired_loops)
-
-    def readiness(self) -> str | None:
-        """/readyz: None when the database answers with a schema this worker can use (on a
-        connection of its own, each probe) and the listener has not been down longer than
-        LISTENER_UNREADY_AFTER_SECONDS, else why not."""
-        if self.stopping:
-            return "the worker is stopping"
-        probe = Database(
-            self.config.database_url,
-            application_name=f"pyworker {self.config.worker_id} probe",
-            call_timeout=PROBE_TIMEOUT_SECONDS,
-            connect_timeout=PROBE_CONNECT_TIMEOUT,
-        )
-        try:
-            probe.check_schema()
-        except TaskpoolError as error:
-            return str(error)
-        finally:
-            probe.close()
-        down_for = self._listener.down_for()
-        if down_for > LISTENER_UNREADY_AFTER_SECONDS:
-            since = time.strftime("%H:%M:%S UTC", time.gmtime(self._listener.since))
-            return (
-                f"the listener has not been listening for {down_for:.0f} s (since {since}; not ready past"
-                f" {LISTENER_UNREADY_AFTER_SECONDS:g} s): {self._listener.reason}"
-            )
-        return None
 
     def _start(self) -> bool:
         """Check the schema, register, check the role's settings: fail fast on what a retry
@@ -505,9 +376,13 @@ class Worker:
         self._retrying("connect", self.db.check_schema)
         if self.stopping:
             return False
-        self._retrying("compare the role declarations", self._check_declarations)
-        if self.stopping:
-            return False
+        declarations = [self.registry.declaration(role) for role in self.roles]
+        declared = [declaration for declaration in declarations if declaration is not None]
+        if declared and self._compare_declarations is not None:
+            compare = self._compare_declarations
+            self._retrying("compare the role declarations", lambda: compare(self.db, declared))
+            if self.stopping:
+                return False
         try:
             registrations = self._retrying(
                 "register",
@@ -537,56 +412,13 @@ class Worker:
             self._dispatched_roles = tuple(role for role in self.roles if role not in self._batch.roles)
             self._concurrency -= sum(map(config.share, self._batch.roles))
             self.capacity = max(self._concurrency, config.prefetch)
-        if len(self.roles) == 1:
-            log.info("Starting worker %s for role: %s", config.worker_id, self.roles[0], extra=event("worker_started"))
-        else:
-            log.info(
-                "Starting worker %s for roles: %s (up to %d tasks at once)",
-                config.worker_id,
-                ", ".join(map(str, config.roles)),
-                config.concurrency,
-                extra=event("worker_started"),
-            )
+        serves = (
+            f"role: {self.roles[0]}"
+            if len(self.roles) == 1
+            else f"roles: {', '.join(map(str, config.roles))} (up to {config.concurrency} tasks at once)"
+        )
+        log.info("Starting worker %s for %s", config.worker_id, serves, extra=event("worker_started"))
         return True
-
-    def _check_declarations(self) -> None:
-        """Compare the roles the handlers declare with the database's (diff_role): a role missing
-        there refuses the start, a role whose settings differ is warned about; either way saying
-        the command that applies the declarations. The worker runs by the database's settings."""
-        missing: list[tuple[handlers.RoleDeclaration, NotFound]] = []
-        for role in self.roles:
-            declaration = self.registry.declaration(role)
-            if declaration is None:
-                continue
-            try:
-                differences = self.db.diff_role(role, **declaration.settings())
-            except NotFound as error:
-                missing.append((declaration, error))
-                continue
-            except InvalidInput as error:
-                raise ConfigurationError(f"role {role!r}, declared in {declaration.module}: {error}") from error
-            if differences:
-                log.warning(
-                    "Role %s differs from its declaration in %s: %s. This worker runs by the database's"
-                    " settings; apply the declaration with `%s`",
-                    role,
-                    declaration.module,
-                    "; ".join(
-                        f"{row['field']} is {row['in_database']} in the database, {row['declared']} declared"
-                        for row in differences
-                    ),
-                    handlers.sync_command([declaration]),
-                    extra=event("role_declaration_differs"),
-                )
-        if missing:
-            # diff_role's own words first (the role, and the roles there are), then what to run.
-            unknown = "; ".join(str(error) for _, error in missing)
-            declarations = [declaration for declaration, _ in missing]
-            raise ConfigurationError(
-                f"{unknown}: the handlers declare {'it' if len(missing) == 1 else 'them'}; create"
-                f" {'it' if len(missing) == 1 else 'them'} with `{handlers.sync_command(declarations)}`,"
-                " then start the worker again"
-            )
 
     def _check_settings(self, registration: dict[str, Any]) -> None:
         """A handler for the role, and a heartbeat that keeps its tasks fresh."""
@@ -653,6 +485,10 @@ class Worker:
     def stopping(self) -> bool:
         return self._stop_requested_at is not None
 
+    def running(self, role: str) -> int:
+        """How many tasks of the role run now (read from the probes' threads)."""
+        return self._role_states[role].running
+
     @property
     def roles_with_work(self) -> list[str]:
         """The roles whose last claim found tasks (a drain stopped at its timeout names them)."""
@@ -665,7 +501,7 @@ class Worker:
         while True:
             # Drained before looking, so that whatever rings after the look wakes the wait below.
             self._doorbell.drain()
-            now = self._last_turn = time.monotonic()
+            now = self.last_turn = time.monotonic()
             if self._batch is not None and self._batch.failed is not None:
                 raise self._batch.failed
             self._collect(now)
@@ -722,16 +558,16 @@ class Worker:
 
     @property
     def _claiming_paused(self) -> bool:
-        return self._saturated or self._thread_retry_at is not None
+        return self._saturated or self.thread_retry_at is not None
 
     def _check_threads(self, now: float) -> None:
         """Stop claiming while --max-abandoned-threads handler threads are left behind, or for a
         poll interval after a handler thread failed to start, handing back the tasks not begun:
         a worker at its thread limit would otherwise die with the tasks it just claimed."""
         self._retired_loops = [loop for loop in self._retired_loops if loop.alive]
-        if self._thread_retry_at is not None and now >= self._thread_retry_at:
-            self._thread_retry_at = None
-        abandoned = self._abandoned_threads()
+        if self.thread_retry_at is not None and now >= self.thread_retry_at:
+            self.thread_retry_at = None
+        abandoned = self.abandoned_threads()
         saturated = abandoned >= self.config.max_abandoned_threads
         if saturated and not self._saturated:
             log.error(
@@ -915,7 +751,7 @@ class Worker:
                 self._event_loop = EventLoopThread(self.config.loop_block_limit, self._on_loop_blocked)
         except RuntimeError as error:
             # "can't start new thread": the process is at its thread limit.
-            self._thread_retry_at = now + self.config.poll_interval
+            self.thread_retry_at = now + self.config.poll_interval
             log.error(
                 "Task %s: no thread could start for its handler (%s): handing it back and claiming"
                 " no more for %g s",
@@ -981,7 +817,7 @@ class Worker:
         )
         self._event_loop = None
         self._retired_loops = [*self._retired_loops, blocked]
-        self.metrics.event_loops_replaced.inc()
+        self.metrics.event_loop_replaced()
         for attempt in [attempt for attempt in self._running.values() if attempt.event_loop is blocked]:
             task = attempt.task
             # Its coroutine keeps what it borrowed until the blocked loop lets it go.
@@ -1005,11 +841,7 @@ class Worker:
 
     def _collect(self, now: float) -> None:
         """Record the outcomes the handlers queued, and start the wind-down of aborted attempts."""
-        while True:
-            try:
-                attempt, outcome = self._outcomes.get_nowait()
-            except queue.Empty:
-                break
+        for attempt, outcome in drained(self._outcomes):
             # An attempt left behind or handed back has its outcome already.
             if self._running.get(attempt.task.id) is attempt:
                 self._end(attempt, outcome, now)
@@ -1018,18 +850,10 @@ class Worker:
                 self._left_behind.discard(attempt)
             if attempt.future is None:
                 # A pool thread is idle: the next sync handler needs no new one.
-                self._thread_retry_at = None
-        while True:
-            try:
-                blocked = self._blocked_loops.get_nowait()
-            except queue.Empty:
-                break
+                self.thread_retry_at = None
+        for blocked in drained(self._blocked_loops):
             self._loop_blocked(blocked, now)
-        while True:
-            try:
-                task_id = self._aborted.get_nowait()
-            except queue.Empty:
-                break
+        for task_id in drained(self._aborted):
             attempt = self._running.get(task_id)
             if attempt is not None:
                 self._wind_down(attempt, now)
@@ -1091,8 +915,8 @@ class Worker:
     def _sleep_time(self, now: float) -> float:
         """Until the next thing to watch: a run deadline, a wind-down, the grace, the poll."""
         deadlines = [attempt.wind_down_until for attempt in self._winding_down.values()]
-        if self._thread_retry_at is not None:
-            deadlines.append(self._thread_retry_at)
+        if self.thread_retry_at is not None:
+            deadlines.append(self.thread_retry_at)
         if self._claims_deferred(now):
             deadlines.append(self._claim_retry_at)
         for attempt in self._running.values():
@@ -1142,7 +966,7 @@ class Worker:
         as a turn of the loop for /healthz: a dispatcher waiting out an outage is alive."""
 
         def turn() -> T:
-            self._last_turn = time.monotonic()
+            self.last_turn = time.monotonic()
             return call()
 
         return retry_while_unavailable(what, turn, stopping=(lambda: self.stopping) if interruptible else None)
@@ -1150,13 +974,7 @@ class Worker:
     # Background threads
 
     def _heartbeat_loop(self) -> None:
-        db = Database(
-            self.config.database_url,
-            application_name=f"pyworker {self.config.worker_id} heartbeat",
-            pooled=self.config.pooled,
-            on_reconnect=self.metrics.reconnected("heartbeat"),
-            call_timeout=self.config.call_timeout,
-        )
+        db = worker_database(self.config, self.metrics, "heartbeat")
         try:
             while True:
                 self._beat_now.wait(self.config.heartbeat_interval)
@@ -1166,11 +984,11 @@ class Worker:
                 try:
                     self._beat(db)
                 except DatabaseReadOnly as error:
-                    self.metrics.heartbeat_failures.inc()
+                    self.metrics.heartbeat_failed()
                     read_only_notice.seen("heartbeat", error, self.config.heartbeat_interval)
                     continue
                 except TaskpoolError as error:
-                    self.metrics.heartbeat_failures.inc()
+                    self.metrics.heartbeat_failed()
                     log.warning("Heartbeat failed: %s", error, extra=event("heartbeat_failed"))
                 else:
                     read_only_notice.cleared()
@@ -1251,7 +1069,7 @@ class Worker:
             self._listen()
         finally:
             if not self._exiting.is_set():
-                self._listener.lost("the listener thread stopped on an unexpected error")
+                self.metrics.listener_lost("the listener thread stopped on an unexpected error")
 
     def _listen(self) -> None:
         backoff = Backoff()
@@ -1269,7 +1087,7 @@ class Worker:
                     if self.config.call_timeout:
                         deadline = CallDeadline(conn, self.config.call_timeout)
                     if connected_before:
-                        self.metrics.reconnects.labels("listener").inc()
+                        self.metrics.reconnected("listener")()
                     connected_before = True
                     with bounded(deadline):
                         # A standby takes no LISTEN, and no task is enqueued on a read-only server:
@@ -1277,14 +1095,14 @@ class Worker:
                         require_writable(conn)
                         channel = conn.execute(WORKER_WAKE_CHANNEL, {"worker_id": self.config.worker_id}).fetchone()[0]
                         conn.execute(listen_query(channel))
-                    self._listener.connected()
+                    self.metrics.listener_connected()
                     # Whatever was enqueued while nobody listened: look once.
                     self._notify(self.roles)
                     backoff.reset()
                     checked = time.monotonic()
                     while not self._exiting.is_set():
                         for notification in conn.notifies(timeout=1.0):
-                            self._listener.heard()
+                            self.metrics.listener_heard()
                             if notification.payload.startswith(TASK_TAKEN_PREFIX):
                                 self._beat_now.set()
                                 continue
@@ -1296,7 +1114,7 @@ class Worker:
                         if suspect or time.monotonic() - checked >= LISTENER_CHECK_SECONDS:
                             with bounded(deadline):
                                 conn.execute("SELECT 1")
-                            self._listener.heard()
+                            self.metrics.listener_heard()
                             checked = time.monotonic()
             except (psycopg.Error, DatabaseReadOnly) as error:
                 if self._exiting.is_set():
@@ -1304,11 +1122,11 @@ class Worker:
                 pause = backoff.pause()
                 translated = translate(error) if isinstance(error, psycopg.Error) else error
                 if isinstance(translated, DatabaseReadOnly):
-                    self._listener.lost(str(translated))
+                    self.metrics.listener_lost(str(translated))
                     read_only_notice.seen("listener", translated, pause)
                 else:
                     reason = deadline.reason if deadline is not None and deadline.passed else str(error).strip()
-                    self._listener.lost(reason)
+                    self.metrics.listener_lost(reason)
                     log.warning(
                         "Listener: %s; reconnecting in %.1f s",
                         reason,
@@ -1327,18 +1145,22 @@ class Worker:
 
 
 def run_worker(
-    config: WorkerConfig, serve_probes: ProbeServing | None = None, batch_runtime: Callable[[Worker], Any] | None = None
+    config: WorkerConfig,
+    serve_probes: ProbeServing | None = None,
+    batch_runtime: Callable[[Worker], Any] | None = None,
+    compare_declarations: DeclarationCheck | None = None,
 ) -> int:
-    """Load the handlers, then run one worker until it is told to stop; the exit code."""
-    logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
-    warn_if_pid_1()
+    """Load the handlers, then run one worker until it is told to stop; the exit code. The
+    process's logging is its caller's to set up (the command line: pyworker.admin.logs)."""
     # Handlers (and the commands they run) that need the database find the worker's own here,
     # however it was given (--database-url or the environment).
     os.environ["DATABASE_URL"] = config.database_url
     environment.export(WORKER_ID_ENVVAR, config.worker_id)
     environment.export(POOLED_ENVVAR, "1" if config.pooled else None)
     handlers.load(config.handler_modules)
-    worker = Worker(config, serve_probes=serve_probes, batch_runtime=batch_runtime)
+    worker = Worker(
+        config, serve_probes=serve_probes, batch_runtime=batch_runtime, compare_declarations=compare_declarations
+    )
     try:
         return worker.run()
     except Exception as error:
@@ -1346,6 +1168,15 @@ def run_worker(
             raise
         # Not a refusal to start: the CLI logs it as the failure of a running worker.
         raise WorkerFailed(f"worker {config.worker_id} stopped on an error: {describe(error)}") from error
+
+
+def drained(waiting: queue.SimpleQueue[T]) -> Iterator[T]:
+    """What `waiting` holds now, taken without waiting for more."""
+    while True:
+        try:
+            yield waiting.get_nowait()
+        except queue.Empty:
+            return
 
 
 def log_claimed(tasks: list[Task]) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
-from pyworker.config import database_url_for
+from pyworker.admin.schema import database_url_for
 from pyworker.testing.database import LIBPQ_ENV, libpq_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

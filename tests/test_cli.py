@@ -189,7 +189,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     calls = types.SimpleNamespace(code=0, error=None, run_worker=[], run_workers=[])
     module = types.ModuleType("pyworker.worker")
 
-    def run_worker(config: Any, serve_probes: Any = None, batch_runtime: Any = None) -> int:
+    def run_worker(config: Any, serve_probes: Any = None, batch_runtime: Any = None, **hooks: Any) -> int:
         calls.run_worker.append(config)
         if calls.error:
             raise calls.error
@@ -221,7 +221,7 @@ def test_role_runs_one_worker_with_the_options(fake_worker: types.SimpleNamespac
     assert result.exit_code == 0, result.output
     (config,) = fake_worker.run_worker
     assert config.database_url == "postgresql://db.example/tp"
-    assert config.role == "product_resync"
+    assert config.role_names == ("product_resync",)
     assert config.worker_id == "w-7"
     assert config.poll_interval == 0.25
     assert config.heartbeat_interval == 1.5
@@ -246,7 +246,7 @@ def test_worker_options_come_from_the_environment(fake_worker: types.SimpleNames
     assert result.exit_code == 0, result.output
     (config,) = fake_worker.run_worker
     assert config.database_url == "postgresql://env.example/tp"
-    assert config.role == "store_discovery"
+    assert config.role_names == ("store_discovery",)
     assert (config.poll_interval, config.heartbeat_interval) == (0.1, 2.0)
     assert config.handler_modules == ("one.mod", "two.mod")
     assert config.command == ()
@@ -274,7 +274,7 @@ def test_processes_runs_several_workers_and_returns_their_code(
     )
     assert result.exit_code == 3
     ((config, processes),) = fake_worker.run_workers
-    assert (config.role, processes, config.concurrency) == ("store_discovery", 4, 8)
+    assert (config.role_names, processes, config.concurrency) == (("store_discovery",), 4, 8)
     assert fake_worker.run_worker == []
 
 

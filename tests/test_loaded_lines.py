@@ -1,6 +1,6 @@
 """How much of pyworker a process loads: a handler module only the names it imports (Task, the
-decorators, the errors), a worker the core and the CLI's group, none of the operator commands
-(they load by noun) nor the extras (docs/architecture.md). Counted in lines of code: docstrings,
+decorators, the errors), a worker the core, the CLI's group and the logging it sets up for its
+process, none of the operator commands (they load by noun) nor the extras (docs/architecture.md). Counted in lines of code: docstrings,
 comments and blank lines are left out, so that explaining a module never costs its budget."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import tokenize
 from pathlib import Path
 
 # What `pyworker --role R` imports before its loop: the CLI's group, whose callback imports the
-# worker (the core imports nothing lazily on its run path: tests/test_import_graph.py).
+# worker. What a worker loads only for a feature it uses (typed payloads, roles declared in code,
+# --metrics-port, --batch-runtime) is not counted here.
 WORKER_STARTUP = "from pyworker.admin.cli import main\nimport pyworker.worker\n"
 HANDLER_MODULE = '''\
 from pyworker import Completion, PermanentError, Snooze, Task, handler
@@ -26,12 +27,13 @@ def send_welcome(task: Task) -> Completion:
         raise PermanentError("no payload")
     return Completion({"sent": True})
 '''
-# Each bound is the figure when it was last set, with a little headroom: 492 lines for a handler
-# module (issue 27 asks for about 500), 3,891 for a worker (about 3,500; the batch runtime's hooks and the deadlines'
-# lead check came after) and 3,442 for the core room, pyworker/*.py but the client and __main__ (at most 3,000).
-HANDLER_MODULE_MAX_LINES = 510
-WORKER_MAX_LINES = 3_900
-CORE_MAX_LINES = 3_450
+# Each bound is the figure when it was last set, with a little headroom: 435 lines for a handler
+# module (issue 27 asks for about 500), 3,545 for a worker (about 3,500) and 3,062 for the core
+# room, pyworker/*.py but the client and __main__ (at most about 3,000: the deadlines' lead check
+# for a frozen primary behind a multi-host URL came after the core was cut to 2,994).
+HANDLER_MODULE_MAX_LINES = 450
+WORKER_MAX_LINES = 3_560
+CORE_MAX_LINES = 3_075
 PACKAGE = Path(__file__).resolve().parent.parent / "pyworker"
 
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
@@ -67,14 +69,24 @@ def loaded_modules(statements: str, cwd: Path) -> dict[str, int]:
 def test_a_handler_module_loads_the_handler_s_names_only(tmp_path: Path) -> None:
     (tmp_path / "welcome_handlers.py").write_text(HANDLER_MODULE)
     loaded = loaded_modules("import welcome_handlers", tmp_path)
-    assert set(loaded) == {"pyworker", "pyworker.errors", "pyworker.handlers", "pyworker.payloads", "pyworker.task"}
+    assert set(loaded) == {"pyworker", "pyworker.errors", "pyworker.handlers", "pyworker.task"}
     assert sum(loaded.values()) <= HANDLER_MODULE_MAX_LINES, loaded
+
+
+def test_a_handler_module_that_declares_a_payload_type_loads_the_payload_reader_too(tmp_path: Path) -> None:
+    (tmp_path / "typed_handlers.py").write_text(
+        "import dataclasses\nfrom pyworker import Task, handler\n\n\n@dataclasses.dataclass\nclass Welcome:\n"
+        "    to: str\n\n\n@handler('typed_welcome', payload_type=Welcome)\ndef welcome(task: Task, payload: Welcome) -> None:\n"
+        "    pass\n"
+    )
+    assert "pyworker.payloads" in loaded_modules("import typed_handlers", tmp_path)
 
 
 def test_a_worker_loads_the_core_and_the_cli_s_group_only(tmp_path: Path) -> None:
     loaded = loaded_modules(WORKER_STARTUP, tmp_path)
     outer = sorted(name for name in loaded if name.startswith(("pyworker.contrib", "pyworker.testing", "pyworker.client")))
-    operator = sorted(name for name in loaded if name.startswith("pyworker.admin.") and name != "pyworker.admin.cli")
+    cli = ("pyworker.admin.cli", "pyworker.admin.logs")
+    operator = sorted(name for name in loaded if name.startswith("pyworker.admin.") and name not in cli)
     assert (outer, operator) == ([], [])
     assert sum(loaded.values()) <= WORKER_MAX_LINES, sorted(loaded.items(), key=lambda item: -item[1])
 

@@ -248,3 +248,30 @@ def test_a_worker_in_drain_mode_returns_when_nothing_is_ready(taskpool: Taskpool
     assert worker.run() == 0
     assert worker.taken == 5
     assert [report.result for report in taskpool.tasks()] == [{"n": n} for n in range(5)]
+
+
+def test_a_completion_the_database_refuses_fails_its_attempt_alone_and_the_rest_of_its_batch_completes(
+    taskpool: TaskpoolDatabase, registry: Registry
+):
+    """complete_tasks records a batch in one call; a follow-up it refuses (an unknown role) refuses
+    the call, and the recorder records the batch's completions one by one: that one fails its
+    attempt, saying why, the others complete."""
+    taskpool.add_role("fan", max_retries=0)
+    together = threading.Barrier(4, timeout=10)
+
+    @registry.handler("fan")
+    def fan(task):
+        together.wait()
+        role = "no_such_role" if task.payload["i"] == 1 else "fan_done"
+        return Completion({"i": task.payload["i"]}, follow_ups=[{"role": role}] if task.payload["i"] < 2 else [])
+
+    taskpool.add_role("fan_done", max_retries=0)
+    ids = [taskpool.enqueue("fan", {"i": i}) for i in range(4)]
+    done = taskpool.drain(registry, roles=["fan"], concurrency=4)
+
+    statuses = {done.task(task_id).payload["i"]: done.task(task_id).status for task_id in ids}
+    assert statuses == {0: "completed", 1: "failed", 2: "completed", 3: "completed"}
+    refused = done.task(ids[1])
+    assert refused.error.startswith("the outcome could not be stored: "), refused.error
+    assert "no_such_role" in refused.error
+    assert done.task(ids[0]).result == {"i": 0}

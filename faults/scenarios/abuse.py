@@ -117,7 +117,7 @@ def privileges(ctx: Context, result: Result) -> None:
     cron_db = ctx.scalar("SELECT nullif(current_setting('cron.database_name', true), '')")
     has_cron = False
     if cron_db:
-        from pyworker.config import database_url_for
+        from pyworker.admin.schema import database_url_for
 
         with psycopg.connect(database_url_for(ctx.url, cron_db), autocommit=True) as admin:
             has_cron = admin.execute("SELECT to_regclass('cron.job') IS NOT NULL").fetchone()[0]

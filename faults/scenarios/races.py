@@ -365,7 +365,7 @@ def ticks_racing(ctx: Context, result: Result) -> None:
 
 def cron_runs(ctx: Context, since: Any) -> int:
     """Runs of this database's tick job in pg_cron since `since` (pg_cron lives in cron.database_name)."""
-    from pyworker.config import database_url_for
+    from pyworker.admin.schema import database_url_for
 
     cron_db = ctx.scalar("SELECT current_setting('cron.database_name', true)")
     with psycopg.connect(database_url_for(ctx.url, cron_db), autocommit=True) as cron:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pyworker.config import database_url_for
+from pyworker.admin.schema import database_url_for
 from pyworker.db import Database
 from pyworker.errors import DatabaseUnavailable, TaskpoolError
 

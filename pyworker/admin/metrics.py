@@ -1,6 +1,6 @@
 """The pool's metrics for Prometheus, read from the database at scrape time: the samples of
 `taskpool_metrics()` (one query) in the Prometheus text format, through `DatabaseCollector`. The
-dashboard serves them at `/metrics`; a worker serves only its own (pyworker.metrics).
+dashboard serves them at `/metrics`; a worker serves only its own (pyworker.admin.worker_metrics).
 
 docs/metrics.md lists every metric, its labels and what to alert on.
 """

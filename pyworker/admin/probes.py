@@ -1,7 +1,7 @@
 """A worker's probes over HTTP, served only when `pyworker --metrics-port N` asks: `/metrics`
 (the worker's own counters, on its registry, not prometheus_client's global one), `/healthz`
-(the dispatcher loop turns: Worker.liveness) and `/readyz` (the database answers with the schema
-version the worker needs, and its listener is not down for long: Worker.readiness).
+(the dispatcher loop turns: liveness) and `/readyz` (the database answers with the schema
+version the worker needs, and its listener is not down for long: readiness).
 
 The worker reaches this module only through its hook (`run_worker(config, serve_probes=serve)`,
 which the CLI passes when the option is given): a worker that serves no probes loads no HTTP
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -21,9 +22,12 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from pyworker.deadlines import PROBE_TIMEOUT_SECONDS
-from pyworker.errors import ConfigurationError, DatabaseUnavailable
+from pyworker.admin.worker_metrics import ListenerState, PrometheusMetrics
+from pyworker.db import Database
+from pyworker.deadlines import DEFAULT_CONNECT_TIMEOUT, PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT_SECONDS
+from pyworker.errors import ConfigurationError, DatabaseUnavailable, TaskpoolError
 from pyworker.logs import event
+from pyworker.runtime import BACKOFF_MAX
 
 if TYPE_CHECKING:
     from pyworker.worker import Worker
@@ -32,15 +36,33 @@ log = logging.getLogger("pyworker")
 
 T = TypeVar("T")
 
+# /healthz answers 503 once the dispatcher has not turned for this long: longer than its longest
+# sleep, and than a database call retried while the database is away or frozen (a call's deadline,
+# a connect timeout and a backoff between tries), so that an outage alone never fails liveness.
+LOOP_STALLED_AFTER_SECONDS = 60.0
+# /readyz answers 503 once the listener has not been listening for this long (the worker still
+# polls, every --poll-interval-ms, but wakes no sooner). Longer than a reconnection that goes well
+# after a failover: a backoff pause (at most 10 s) then a connect that may wait out a dead first
+# host of a multi-host URL (its connect_timeout, 10 s).
+LISTENER_UNREADY_AFTER_SECONDS = 30.0
 
-@contextmanager
-def serve(worker: Worker) -> Iterator[ProbeServer]:
-    """Serve the worker's probes on its --metrics-port while the block runs (the worker's run)."""
+
+def serve(worker: Worker) -> AbstractContextManager[ProbeServer]:
+    """Count the worker's metrics from now on (they become its `metrics`), and serve them with
+    its probes on its --metrics-port while the block runs (the worker's run)."""
     port = worker.config.metrics_port
     if port is None:
         raise ConfigurationError("the worker has no metrics port to serve its probes on")
+    metrics = worker.metrics = PrometheusMetrics(worker)
+    return _serving(worker, port, metrics)
+
+
+@contextmanager
+def _serving(worker: Worker, port: int, metrics: PrometheusMetrics) -> Iterator[ProbeServer]:
     try:
-        probes = ProbeServer(port, worker.metrics.registry, worker.liveness, worker.readiness)
+        probes = ProbeServer(
+            port, metrics.registry, lambda: liveness(worker), lambda: readiness(worker, metrics.listener)
+        )
     except OSError as error:
         raise ConfigurationError(f"cannot serve metrics on port {port}: {error.strerror}") from error
     probes.start()
@@ -48,6 +70,64 @@ def serve(worker: Worker) -> Iterator[ProbeServer]:
         yield probes
     finally:
         probes.stop()
+
+
+def liveness(worker: Worker) -> str | None:
+    """/healthz: None while the worker's dispatcher turns, no event loop is blocked past the
+    limit, and the worker may claim, else why not (read from the probe's thread)."""
+    config = worker.config
+    now = time.monotonic()
+    stalled = now - worker.last_turn
+    # A call may take its deadline, then a connect its timeout, then the backoff its pause.
+    if stalled > max(LOOP_STALLED_AFTER_SECONDS, config.call_timeout + DEFAULT_CONNECT_TIMEOUT + BACKOFF_MAX + 10):
+        return f"the worker's loop has not turned for {stalled:.0f} s"
+    for loop in worker.event_loops():
+        blocked_for = loop.blocked_for
+        if blocked_for > config.loop_block_limit:
+            culprit = loop.blocked_by
+            return (
+                f"the event loop has been blocked for {blocked_for:.0f} s"
+                + (f" by the handler of task {culprit.id}" if culprit is not None else "")
+                + (" (a new loop runs the other async handlers)" if loop.retired else "")
+            )
+    abandoned = worker.abandoned_threads()
+    if abandoned >= config.max_abandoned_threads:
+        return (
+            f"{abandoned} handler threads are left behind, still running (--max-abandoned-threads"
+            f" {config.max_abandoned_threads}): not claiming until one returns"
+        )
+    retry_at = worker.thread_retry_at
+    if retry_at is not None and now < retry_at:
+        return "a handler thread could not start (the process is at its thread limit): not claiming for now"
+    return None
+
+
+def readiness(worker: Worker, listener: ListenerState) -> str | None:
+    """/readyz: None when the database answers with a schema the worker can use (on a
+    connection of its own, each probe) and its `listener` has not been down longer than
+    LISTENER_UNREADY_AFTER_SECONDS, else why not."""
+    if worker.stopping:
+        return "the worker is stopping"
+    probe = Database(
+        worker.config.database_url,
+        application_name=f"pyworker {worker.config.worker_id} probe",
+        call_timeout=PROBE_TIMEOUT_SECONDS,
+        connect_timeout=PROBE_CONNECT_TIMEOUT,
+    )
+    try:
+        probe.check_schema()
+    except TaskpoolError as error:
+        return str(error)
+    finally:
+        probe.close()
+    down_for = listener.down_for()
+    if down_for > LISTENER_UNREADY_AFTER_SECONDS:
+        since = time.strftime("%H:%M:%S UTC", time.gmtime(listener.since))
+        return (
+            f"the listener has not been listening for {down_for:.0f} s (since {since}; not ready past"
+            f" {LISTENER_UNREADY_AFTER_SECONDS:g} s): {listener.reason}"
+        )
+    return None
 
 
 class ProbeServer:

@@ -15,7 +15,8 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pyworker.db import ROLE_FIELDS, Database, dump_json
+from pyworker.admin.declarations import ROLE_FIELDS, diff_role
+from pyworker.db import Database, dump_json
 from pyworker.errors import NotFound
 
 # Stores (the mutual-exclusion keys tasks name)
@@ -324,6 +325,11 @@ class AdminDatabase(Database):
     def update_role(self, role: str, **fields: Any) -> dict[str, Any]:
         """update_role(role, ...): the ROLE_FIELDS given change, None keeps a value."""
         return self._one(*call_with_fields("update_role", {"role": role}, fields, ROLE_FIELDS))
+
+    def diff_role(self, role: str, **fields: Any) -> list[dict[str, Any]]:
+        """diff_role(role, ...): a row (field, in_database, declared) per ROLE_FIELD given that
+        differs from the database's; NotFound for an unknown role."""
+        return diff_role(self, role, **fields)
 
     def remove_role(self, role: str, force: bool = False) -> dict[str, Any]:
         """remove_role(role, force): the removed role's row; Refused while it has live tasks or

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from pyworker.admin.declarations import declared_settings
 from pyworker.admin.queries import AdminDatabase
 from pyworker.errors import InvalidInput, TaskpoolError
 from pyworker.handlers import RoleDeclaration
@@ -71,7 +72,7 @@ def sync_roles(
 
 
 def _apply(db: AdminDatabase, declaration: RoleDeclaration, existing: set[str]) -> RoleChange:
-    role, settings = declaration.role, declaration.settings()
+    role, settings = declaration.role, declared_settings(declaration)
     if role not in existing:
         _refused_naming(role, declaration.module, lambda: db.create_role(role, **settings))
         fields = [{"field": name, "in_database": None, "declared": _text(value)} for name, value in settings.items()]
@@ -94,7 +95,7 @@ def _refused_naming(role: str, module: str, call: Any) -> Any:
 def _check_intervals(db: AdminDatabase, declaration: RoleDeclaration) -> None:
     """InvalidInput naming the role and the setting when an interval given as text is not one
     PostgreSQL reads (a call with it would fail with no field named)."""
-    settings = declaration.settings()
+    settings = declared_settings(declaration)
     for name in INTERVAL_SETTINGS:
         value = settings.get(name)
         if isinstance(value, str):

@@ -20,14 +20,16 @@ import signal
 import time
 from typing import Any
 
-from pyworker import logs
+from pyworker.admin.logs import setup as setup_logs
 from pyworker.admin.queries import AdminDatabase
-from pyworker.db import SCHEDULES_SCHEMA_VERSION
 from pyworker.errors import TaskpoolError
 from pyworker.logs import event
 from pyworker.runtime import BACKOFF_FIRST, BACKOFF_MAX, Doorbell, retry_while_unavailable, stop_signals
 
 log = logging.getLogger("pyworker")
+
+# The schedules, the tick, resync planning and capacity came with this schema version.
+SCHEDULES_SCHEMA_VERSION = (0, 2, 0)
 
 
 class Scheduler:
@@ -177,6 +179,6 @@ def run_scheduler(
     *, pooled: bool = False,
 ) -> int:
     """Log as the worker does (tagged with `scheduler_id`), then tick once, or until told to stop."""
-    logs.setup(log_format, log_level, scheduler_id)
+    setup_logs(log_format, log_level, scheduler_id)
     scheduler = Scheduler(database_url, interval, scheduler_id, pooled=pooled)
     return scheduler.tick_once() if once else scheduler.run()

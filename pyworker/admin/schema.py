@@ -34,10 +34,11 @@ from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import click
 import psycopg
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
 from pyworker.config import default_database_url
@@ -51,6 +52,18 @@ REGISTRY_RELEASE = 1.1
 # The advisory lock every Sqitch deploy and revert holds (App::Sqitch::Engine::pg try_lock).
 SQITCH_LOCK = 75474063
 LOCK_TIMEOUT_SECONDS = 60
+
+
+def database_url_for(url: str, dbname: str) -> str:
+    """The same server, user and options as `url` (a URL or a key=value string), another database."""
+    if "://" in url:
+        # Not urlunsplit(): it drops the "//" of an empty host (postgresql:///db?host=/socket).
+        parts = urlsplit(url)
+        # A dbname query parameter would override the path: drop it.
+        params = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"]
+        query = f"?{urlencode(params, safe='/', quote_via=quote)}" if params else ""
+        return f"{parts.scheme}://{parts.netloc}/{quote(dbname, safe='')}{query}"
+    return make_conninfo(url, dbname=dbname)
 
 
 class SchemaRefused(Refused):

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pyworker import logs
+from pyworker.admin.logs import setup as setup_logs, warn_if_pid_1
 from pyworker.config import POOLED_ENVVAR, WORKER_ID_ENVVAR, WorkerConfig
 from pyworker.environment import lookup
 from pyworker.errors import ConfigurationError
 from pyworker.logs import event
-from pyworker.runtime import Doorbell, stop_signals, warn_if_pid_1
+from pyworker.runtime import Doorbell, stop_signals
 
 if TYPE_CHECKING:
     from pyworker.admin.cli import Settings
@@ -52,7 +52,7 @@ def run_workers(config: WorkerConfig, processes: int, environment: dict[str, str
     if config.metrics_port:
         for number, env in enumerate(envs):
             env["TASKPOOL_METRICS_PORT"] = str(config.metrics_port + number)
-    logs.setup(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+    setup_logs(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
     warn_if_pid_1()
     return Supervisor(envs, SupervisorSettings.from_environ()).run()
 

@@ -36,10 +36,10 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pyworker import handlers
-from pyworker.config import database_url_for, default_database_url
+from pyworker.config import default_database_url
 from pyworker.db import dump_json
 from pyworker.errors import ConfigurationError, TaskpoolError, translate
-from pyworker.admin.schema import Deployer, Plan, packaged_project
+from pyworker.admin.schema import Deployer, Plan, database_url_for, packaged_project
 from pyworker.testing.draining import drain
 
 SERVER_ENV = "TASKPOOL_TEST_DATABASE_URL"

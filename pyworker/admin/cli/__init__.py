@@ -32,6 +32,7 @@ import click
 from click.core import ParameterSource
 
 from pyworker import __version__, environment, logs
+from pyworker.admin.logs import setup as setup_logs, warn_if_pid_1
 from pyworker.config import (
     DEFAULT_LOOP_BLOCK_LIMIT,
     DEFAULT_MAX_ABANDONED_THREADS,
@@ -54,6 +55,8 @@ from pyworker.logs import LEVELS as LOG_LEVELS
 
 if TYPE_CHECKING:
     from pyworker.admin.queries import AdminDatabase
+    from pyworker.db import Database
+    from pyworker.handlers import RoleDeclaration
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -229,7 +232,7 @@ class TaskpoolGroup(SharedOptionsGroup):
             # A worker logging JSON says why it cannot run in JSON too: a log shipper reading its
             # stderr gets no line it cannot parse.
             worker = settings.worker
-            logs.setup(worker["log_format"], worker["log_level"], worker["worker_id"], " ".join(worker["role"]))
+            setup_logs(worker["log_format"], worker["log_level"], worker["worker_id"], " ".join(worker["role"]))
             failed = isinstance(error.__cause__, WorkerFailed)
             logs.log.error(
                 error.format_message(), extra=logs.event("worker_failed" if failed else "worker_refused_to_start")
@@ -526,13 +529,22 @@ def main(ctx: click.Context, database_url: str, pooled: bool, verbose: bool, wid
         )
     # Imported here: the operator commands need none of the worker's machinery.
     if worker["processes"] == 1:
+        setup_logs(config.log_format, config.log_level, config.worker_id, " ".join(config.role_names))
+        warn_if_pid_1()
         # The probes' HTTP server only when asked for: a worker without it loads none.
         serve_probes = importlib.import_module("pyworker.admin.probes").serve if config.metrics_port is not None else None
         batch_runtime = (
             importlib.import_module("pyworker.admin.batches").start_batch_runtime if worker["batch_runtime"] else None
         )
-        code = importlib.import_module("pyworker.worker").run_worker(config, serve_probes, batch_runtime)
+        code = importlib.import_module("pyworker.worker").run_worker(
+            config, serve_probes, batch_runtime, compare_declarations=_compare_declarations
+        )
     else:
         supervisor = importlib.import_module("pyworker.admin.supervisor")
         code = supervisor.run_workers(config, worker["processes"], supervisor.worker_environment(settings, ctx))
     ctx.exit(code)
+
+
+def _compare_declarations(db: Database, declarations: list[RoleDeclaration]) -> None:
+    """The worker's check of its declared roles, loaded only for a worker that has some."""
+    importlib.import_module("pyworker.admin.declarations").compare_declarations(db, declarations)
