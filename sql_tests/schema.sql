@@ -184,9 +184,9 @@ SELECT results_eq(
          '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
     'Should make every worker_tasks index partial, on exactly the documented statuses');
 SELECT is((SELECT array_agg(indoption[k] & 1 ORDER BY k)
-           FROM pg_index, generate_series(0, 5) AS k
+           FROM pg_index, generate_series(0, 6) AS k
            WHERE indexrelid = 'worker_tasks_claim_order_idx'::regclass),
-          ARRAY[0, 0, 1, 0, 0, 0],
+          ARRAY[0, 0, 0, 1, 0, 0, 0],
           'Should sort priority DESC, and only it, in the claim-order index (the claim walks it in order)');
 
 /****************************************************************************/
