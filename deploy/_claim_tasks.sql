@@ -407,8 +407,7 @@ BEGIN
                     claimed_at = v_now,
                     started_at = CASE WHEN _claim_tasks.start THEN v_now END,
                     last_heartbeat_at = v_now,
-                    error_message = NULL,
-                    concurrency_slotted = CASE WHEN t.id = ANY (v_capped_ids) THEN true END
+                    error_message = NULL
                 WHERE t.id = ANY (v_chosen)
                   AND (t.dispensary_id IS NULL
                        OR NOT EXISTS (SELECT FROM worker_tasks busy

@@ -49,10 +49,4 @@ COMMENT ON TABLE concurrency_slots IS
     'The running count of each capped key: a row per slot, held (task_id) by a claimed or running '
     'task. Slots are made by the claim and set_concurrency_limit; recount_concurrency() repairs them.';
 
--- A task holds slots: its move out of claimed/running frees them (_900_release_concurrency_slots).
--- NULL is false, so that a row restored from the history (which has no such column) holds none.
-ALTER TABLE worker_tasks ADD COLUMN concurrency_slotted boolean;
-COMMENT ON COLUMN worker_tasks.concurrency_slotted IS
-    'true while the task holds slots of concurrency_slots (set by the claim).';
-
 COMMIT;

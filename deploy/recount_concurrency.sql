@@ -77,8 +77,6 @@ BEGIN
             SELECT v_held.kind, v_held.key, max(s.slot) + 1, v_held.id
             FROM concurrency_slots s WHERE s.kind = v_held.kind AND s.key = v_held.key;
         END IF;
-        UPDATE worker_tasks t SET concurrency_slotted = true
-        WHERE t.id = v_held.id AND t.concurrency_slotted IS NOT TRUE;
         v_changed := v_changed + 1;
     END LOOP;
     RETURN v_changed;

@@ -29,17 +29,17 @@ $$;
 
 REVOKE ALL ON FUNCTION tg_worker_tasks__release_concurrency_slots() FROM PUBLIC;
 
--- Row-level with a WHEN clause: only a task the claim gave slots fires it.
+-- Row-level with a WHEN clause: heartbeats, claims and starts never fire it. An attempt's end
+-- does, limits or not: one probe of concurrency_slots_task_idx (no row when nothing is capped).
 CREATE TRIGGER _900_release_concurrency_slots
     AFTER UPDATE OF status ON worker_tasks
     FOR EACH ROW
-    WHEN (OLD.concurrency_slotted AND OLD.status IN ('claimed', 'running')
-          AND NEW.status NOT IN ('claimed', 'running'))
+    WHEN (OLD.status IN ('claimed', 'running') AND NEW.status NOT IN ('claimed', 'running'))
     EXECUTE FUNCTION tg_worker_tasks__release_concurrency_slots();
 CREATE TRIGGER _900_release_concurrency_slots_of_deleted
     AFTER DELETE ON worker_tasks
     FOR EACH ROW
-    WHEN (OLD.concurrency_slotted AND OLD.status IN ('claimed', 'running'))
+    WHEN (OLD.status IN ('claimed', 'running'))
     EXECUTE FUNCTION tg_worker_tasks__release_concurrency_slots();
 
 COMMIT;

@@ -2,7 +2,6 @@
 
 BEGIN;
 
-ALTER TABLE worker_tasks DROP COLUMN concurrency_slotted;
 DROP TABLE concurrency_slots;
 DROP TABLE concurrency_limits;
 

@@ -4,6 +4,5 @@ BEGIN;
 
 SELECT kind, key, max_running, updated_at FROM concurrency_limits WHERE false;
 SELECT kind, key, slot, task_id FROM concurrency_slots WHERE false;
-SELECT concurrency_slotted FROM worker_tasks WHERE false;
 
 ROLLBACK;
