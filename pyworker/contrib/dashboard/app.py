@@ -684,7 +684,7 @@ LIMIT_KINDS = ("platform", "proxy", "role", "key", "store")
 
 def set_limit(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
     # Blank inputs go as NULL: the database names what is missing.
-    return db.set_concurrency_limit(given_text(fields, "kind"), given_text(fields, "key"), fields.get("max_running"))
+    return db.set_concurrency_limit(given_text(fields, "kind"), given_text(fields, "key"), given_text(fields, "max_running"))
 
 
 def cleared_limit(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
