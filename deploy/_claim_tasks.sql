@@ -142,6 +142,10 @@ BEGIN
     -- single claims alternate, while a higher priority still goes first. Then max_tasks of them
     -- are locked in rank order (rows and stores other claimers hold skipped), so a claim locks
     -- no more rows than it may claim.
+    -- Concurrency keys. The task's own key (its header concurrency_key, '' for none) is the
+    -- index's third key: what is walked apart is a (platform, key) pair, found by the same loose
+    -- scan, and a pair's walk reads no more than the room under its platform's cap and its key's
+    -- (none when either is full: a full key's queue is never read). A turn is a pair's.
     WITH RECURSIVE pairs AS (
         SELECT first.platform, first.ckey
         FROM (SELECT coalesce(t.platform, '') AS platform, coalesce(t.headers ->> 'concurrency_key', '') AS ckey

@@ -45,6 +45,9 @@ CREATE TABLE concurrency_slots (
     PRIMARY KEY (kind, key, slot)
 );
 CREATE UNIQUE INDEX concurrency_slots_task_idx ON concurrency_slots (task_id, kind) WHERE task_id IS NOT NULL;
+-- A key's held slots, counted by the claim (its room) without reading the free ones: a key
+-- capped at 1,000 with 8 running reads 8 entries, not 1,000 rows.
+CREATE INDEX concurrency_slots_held_idx ON concurrency_slots (kind, key) WHERE task_id IS NOT NULL;
 COMMENT ON TABLE concurrency_slots IS
     'The running count of each capped key: a row per slot, held (task_id) by a claimed or running '
     'task. Slots are made by the claim and set_concurrency_limit; recount_concurrency() repairs them.';
