@@ -20,6 +20,18 @@ CREATE OR REPLACE VIEW v_waiting_tasks AS
 WITH
 clock AS (
     SELECT taskpool_now() AS now
+),
+-- the keys whose running tasks fill their limit: only a key with slots can be one, so this reads
+-- concurrency_slots once, not a limit per task
+full_keys AS (
+    SELECT h.kind, h.key, h.running, lim.max_running
+    FROM (SELECT s.kind, s.key, count(s.task_id)::integer AS running
+          FROM concurrency_slots s
+          GROUP BY s.kind, s.key) AS h
+    CROSS JOIN LATERAL (SELECT l.max_running FROM concurrency_limits l
+                        WHERE l.kind = h.kind AND l.key IN (h.key, '*')
+                        ORDER BY l.key = '*' LIMIT 1) AS lim
+    WHERE h.running >= lim.max_running
 )
 SELECT t.id, t.role, t.status, t.dispensary_id, t.platform, t.worker_id, t.attempt,
        t.retry_count, t.max_retries,
@@ -52,14 +64,11 @@ LEFT JOIN platform_governance off ON off.platform = t.platform AND NOT off.enabl
 LEFT JOIN worker_task_attempts a ON a.task_id = t.id AND a.attempt = t.attempt
 -- its first key (role, platform, its own) whose running tasks fill its limit, for a pending task
 LEFT JOIN LATERAL (
-    SELECT k.kind, k.key, held.running, lim.max_running
+    SELECT f.kind, f.key, f.running, f.max_running
     FROM _concurrency_keys_of(t.role, t.platform, t.headers) WITH ORDINALITY AS k(kind, key, n)
-    CROSS JOIN LATERAL (SELECT l.max_running FROM concurrency_limits l
-                        WHERE l.kind = k.kind AND l.key IN (k.key, '*')
-                        ORDER BY l.key = '*' LIMIT 1) AS lim
-    CROSS JOIN LATERAL (SELECT count(s.task_id)::integer AS running FROM concurrency_slots s
-                        WHERE s.kind = k.kind AND s.key = k.key) AS held
-    WHERE t.status = 'pending' AND held.running >= lim.max_running
+    JOIN full_keys f ON f.kind = k.kind AND f.key = k.key
+    -- no key full (the usual case): not looked up per task at all
+    WHERE t.status = 'pending' AND EXISTS (SELECT FROM full_keys)
     ORDER BY k.n
     LIMIT 1
 ) AS cap ON true
