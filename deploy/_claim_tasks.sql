@@ -53,7 +53,7 @@ DECLARE
     v_claims_token boolean;
     v_chosen       bigint[];
     v_spent        bigint[];
-    v_platforms_met bigint;
+    v_lanes_met bigint;
     v_token_platforms text[];
     v_served       text[];
     v_pair_platforms text[];
@@ -145,7 +145,9 @@ BEGIN
     -- Concurrency keys. The task's own key (its header concurrency_key, '' for none) is the
     -- index's third key: what is walked apart is a (platform, key) pair, found by the same loose
     -- scan, and a pair's walk reads no more than the room under its platform's cap and its key's
-    -- (none when either is full: a full key's queue is never read). A turn is a pair's.
+    -- (none when either is full: a full key's queue is never read). A turn is a pair's: its row
+    -- of task_claim_turns is named by the platform, then U+001F and the key when it has one, so
+    -- that single claims alternate between keys as between platforms.
     WITH RECURSIVE pairs AS (
         SELECT first.platform, first.ckey
         FROM (SELECT coalesce(t.platform, '') AS platform, coalesce(t.headers ->> 'concurrency_key', '') AS ckey
@@ -167,7 +169,7 @@ BEGIN
 
     FOR v_try IN 1..5 LOOP
       IF v_pair_platforms IS NULL THEN
-        v_platforms_met := 1;
+        v_lanes_met := 1;
         WITH
         candidates AS (
             SELECT t.id, t.dispensary_id, t.priority, t.created_at, t.attempt
@@ -257,14 +259,15 @@ BEGIN
                    row_number() OVER (PARTITION BY s.platform, s.ckey, s.priority ORDER BY s.created_at, s.id) AS turn
             FROM one_per_store s
             LEFT JOIN task_claim_turns turns
-                   ON turns.role = _claim_tasks.role AND turns.platform = coalesce(s.platform, '')
+                   ON turns.role = _claim_tasks.role
+                  AND turns.platform = coalesce(s.platform, '') || CASE WHEN s.ckey = '' THEN '' ELSE E'\x1f' || s.ckey END
         )
         SELECT (SELECT array_agg(r.id ORDER BY r.priority DESC, r.turn, r.platform_served_at NULLS FIRST,
                                                r.created_at, r.id)
                 FROM ranked r),
                (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt),
-               (SELECT count(DISTINCT coalesce(c.platform, '')) FROM candidates c)
-        INTO v_ranked, v_spent, v_platforms_met;
+               (SELECT count(DISTINCT (coalesce(c.platform, ''), c.ckey)) FROM candidates c)
+        INTO v_ranked, v_spent, v_lanes_met;
         v_lost_race := false;
 
         -- Lock max_tasks of them in rank order: the LIMIT stops the locking once it has them.
@@ -441,7 +444,7 @@ BEGIN
             WHERE s.kind = free.kind AND s.key = free.key AND s.slot = free.slot;
         END IF;
 
-        IF v_claimed > 0 AND (v_token_platforms IS NOT NULL OR v_platforms_met > 1) THEN
+        IF v_claimed > 0 AND (v_token_platforms IS NOT NULL OR v_lanes_met > 1) THEN
             -- What this claim took (its rows, locked and no longer pending), per platform:
             -- one token each from the buckets locked above, and the platforms' turn.
             IF v_token_platforms IS NOT NULL THEN
@@ -455,10 +458,12 @@ BEGIN
                       GROUP BY t.platform) AS taken
                 WHERE g.platform = taken.platform;
             END IF;
-            IF v_platforms_met > 1 THEN
+            IF v_lanes_met > 1 THEN
                 -- A turn another claim is writing at this moment is left to it (SKIP LOCKED): it
                 -- writes about the same time, and waiting for its commit would queue the claims.
-                SELECT array_agg(DISTINCT coalesce(t.platform, '')) INTO v_served
+                SELECT array_agg(DISTINCT coalesce(t.platform, '')
+                                          || coalesce(E'\x1f' || (t.headers ->> 'concurrency_key'), ''))
+                INTO v_served
                 FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.status <> 'pending';
                 UPDATE task_claim_turns turns
                 SET claimed_at = _platform_clock()

@@ -4,7 +4,7 @@
 -- repair of a drifted count, and v_waiting_tasks. Races between claimers are tested with real
 -- workers in tests/test_concurrency_limits.py.
 BEGIN;
-SELECT plan(59);
+SELECT plan(60);
 
 INSERT INTO task_roles (role) VALUES ('ccl_plat'), ('ccl_role'), ('ccl_key'), ('ccl_proxy'), ('ccl_default'),
                                      ('ccl_head'), ('ccl_tr'), ('ccl_free');
@@ -137,6 +137,20 @@ SELECT set_concurrency_limit('role', 'ccl_free', 2);
 SELECT is(pg_temp.running('role', 'ccl_free'), 3, 'Should count the tasks that ran before the limit');
 SELECT pg_temp.enqueue('ccl_free', 1);
 SELECT is((SELECT count(*) FROM claim_tasks('ccl_free', 'ccl-w8', 3)), 0::bigint, 'Should claim none while more than the limit run');
+
+-- Without a limit, single claims alternate between keys at equal priority, as between platforms.
+INSERT INTO task_roles (role) VALUES ('ccl_turns');
+SELECT pg_temp.enqueue('ccl_turns', 4, '{"headers": {"concurrency_key": "ccl_ka"}}');
+SELECT pg_temp.enqueue('ccl_turns', 2, '{"headers": {"concurrency_key": "ccl_kb"}}');
+CREATE TEMP TABLE turns_taken (n serial, key text);
+INSERT INTO turns_taken (key) SELECT headers ->> 'concurrency_key' FROM claim_task('ccl_turns', 'ccl-w10');
+INSERT INTO turns_taken (key) SELECT headers ->> 'concurrency_key' FROM claim_task('ccl_turns', 'ccl-w10');
+INSERT INTO turns_taken (key) SELECT headers ->> 'concurrency_key' FROM claim_task('ccl_turns', 'ccl-w10');
+INSERT INTO turns_taken (key) SELECT headers ->> 'concurrency_key' FROM claim_task('ccl_turns', 'ccl-w10');
+INSERT INTO turns_taken (key) SELECT headers ->> 'concurrency_key' FROM claim_task('ccl_turns', 'ccl-w10');
+SELECT is((SELECT array_agg(key ORDER BY n) FROM turns_taken),
+    ARRAY['ccl_ka', 'ccl_kb', 'ccl_ka', 'ccl_kb', 'ccl_ka'],
+    'Should alternate single claims between two keys of a role, then serve the one left');
 
 /****************************************************************************/
 -- The running counts through every way out of claimed/running

@@ -121,6 +121,27 @@ def test_a_kinds_default_caps_each_key_apart(pool: psycopg.Connection, workers: 
     assert most_at_once(runs(pool, every)) == 3
 
 
+def test_slots_rotate_between_keys_at_equal_priority_without_a_limit(
+    pool: psycopg.Connection, workers: Workers
+) -> None:
+    busy = enqueue(pool, 16, headers={"concurrency_key": "ck_busy"})
+    quiet = enqueue(pool, 4, headers={"concurrency_key": "ck_quiet"})
+    worker = workers.start("test_work", "ck-w3", concurrency=2)
+
+    wait_for(lambda: completed(pool, busy + quiet), 60, "every task", also=worker.describe)
+
+    order = [
+        row[0]
+        for row in pool.execute(
+            "SELECT headers ->> 'concurrency_key' FROM worker_tasks WHERE id = ANY(%s) ORDER BY started_at, id",
+            (busy + quiet,),
+        )
+    ]
+    # The quiet key's four tasks, enqueued after the busy key's sixteen, ran among the first ten:
+    # a long queue of one key does not take every slot, limit or not.
+    assert order[:10].count("ck_quiet") == 4, order
+
+
 def test_the_client_names_the_key_as_the_header(db_url: str, conn: psycopg.Connection) -> None:
     with Client.connect(db_url) as client:
         task = client.enqueue("analytics_refresh", concurrency_key="tenant-7", headers={"traceparent": "00-a"})
