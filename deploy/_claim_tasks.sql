@@ -5,13 +5,17 @@
 -- requires: task_claim_turns
 -- requires: task_roles_claims_platform_token
 -- requires: worker_tasks_claim_order_by_platform
+-- requires: concurrency_limits
+-- requires: _concurrency_room
+-- requires: _concurrency_keys_of
 
 BEGIN;
 SET client_min_messages = 'warning';
 
 -- _claim_tasks
 -- The claim behind claim_tasks and claim_and_start_tasks: up to max_tasks ready tasks of a role,
--- at most one per store, claimed for a worker and, when start is true, started too.
+-- at most one per store and none past a concurrency cap, claimed for a worker and, when start is
+-- true, started too.
 CREATE OR REPLACE FUNCTION _claim_tasks(role text, worker_id text, max_tasks integer, start boolean)
 RETURNS SETOF worker_tasks
 LANGUAGE plpgsql
@@ -34,6 +38,11 @@ AS $$
 -- claims_platform_token, those of a platform whose token bucket holds no whole token: the claim
 -- takes one token for each task it hands out (the request the task makes), counted in
 -- requests_total. At equal priority the claim rotates between platforms (task_claim_turns).
+-- Concurrency caps (concurrency_limits): a task is handed out only with a free slot
+-- (concurrency_slots) of each capped key it has: its role, its platform, its own key (the header
+-- concurrency_key: kind key, or kind proxy for 'proxy:NAME'). The role's room bounds the batch,
+-- and a (platform, key) whose room is spent is not walked. Without any cap but the stores' the
+-- claim reads no slot at all.
 -- A task whose attempt counter is spent (attempt at the largest integer) fails here, alone,
 -- rather than making the claim overflow for the whole role.
 DECLARE
@@ -44,10 +53,22 @@ DECLARE
     v_claims_token boolean;
     v_chosen       bigint[];
     v_spent        bigint[];
-    v_platforms_met bigint;
+    v_lanes_met bigint;
     v_token_platforms text[];
     v_served       text[];
-    v_pending_platforms text[];
+    v_pair_platforms text[];
+    v_pair_keys    text[];
+    v_capped       boolean;
+    v_max          integer := _claim_tasks.max_tasks;
+    v_role_room    integer;
+    v_capped_ids   bigint[];
+    v_capped_kinds text[];
+    v_capped_keys  text[];
+    v_capped_caps  integer[];
+    v_capped_ranks bigint[];
+    v_free_kinds   text[];
+    v_free_keys    text[];
+    v_free_slots   integer[];
     v_ranked       bigint[];
     v_lost_race    boolean := false;
     v_clock        timestamptz;
@@ -78,6 +99,16 @@ BEGIN
     END IF;
     IF v_paused THEN
         RETURN;
+    END IF;
+
+    -- The role's own cap bounds the whole claim: at its cap, nothing is read.
+    v_capped := EXISTS (SELECT FROM concurrency_limits l WHERE l.kind <> 'store');
+    IF v_capped THEN
+        v_role_room := _concurrency_room('role', _claim_tasks.role);
+        IF v_role_room <= 0 THEN
+            RETURN;
+        END IF;
+        v_max := least(v_max, v_role_room);
     END IF;
 
     -- Per-store exclusion, without a subtransaction. Two statements, each with its own snapshot
@@ -111,22 +142,34 @@ BEGIN
     -- single claims alternate, while a higher priority still goes first. Then max_tasks of them
     -- are locked in rank order (rows and stores other claimers hold skipped), so a claim locks
     -- no more rows than it may claim.
-    WITH RECURSIVE platforms AS (
-        SELECT (SELECT t.platform FROM worker_tasks t
-                WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND coalesce(t.platform, '') > ''
-                ORDER BY coalesce(t.platform, '') LIMIT 1) AS platform
+    -- Concurrency keys. The task's own key (its header concurrency_key, '' for none) is the
+    -- index's third key: what is walked apart is a (platform, key) pair, found by the same loose
+    -- scan, and a pair's walk reads no more than the room under its platform's cap and its key's
+    -- (none when either is full: a full key's queue is never read). A turn is a pair's: its row
+    -- of task_claim_turns is named by the platform, then U+001F and the key when it has one, so
+    -- that single claims alternate between keys as between platforms.
+    WITH RECURSIVE pairs AS (
+        SELECT first.platform, first.ckey
+        FROM (SELECT coalesce(t.platform, '') AS platform, coalesce(t.headers ->> 'concurrency_key', '') AS ckey
+              FROM worker_tasks t
+              WHERE t.role = _claim_tasks.role AND t.status = 'pending'
+                AND (coalesce(t.platform, ''), coalesce(t.headers ->> 'concurrency_key', '')) > ('', '')
+              ORDER BY 1, 2 LIMIT 1) AS first
         UNION ALL
-        SELECT (SELECT t.platform FROM worker_tasks t
-                WHERE t.role = _claim_tasks.role AND t.status = 'pending' AND coalesce(t.platform, '') > p.platform
-                ORDER BY coalesce(t.platform, '') LIMIT 1)
-        FROM platforms p
-        WHERE p.platform IS NOT NULL
+        SELECT next.platform, next.ckey
+        FROM pairs p
+        CROSS JOIN LATERAL (
+            SELECT coalesce(t.platform, '') AS platform, coalesce(t.headers ->> 'concurrency_key', '') AS ckey
+            FROM worker_tasks t
+            WHERE t.role = _claim_tasks.role AND t.status = 'pending'
+              AND (coalesce(t.platform, ''), coalesce(t.headers ->> 'concurrency_key', '')) > (p.platform, p.ckey)
+            ORDER BY 1, 2 LIMIT 1) AS next
     )
-    SELECT array_agg(p.platform) INTO v_pending_platforms FROM platforms p WHERE p.platform IS NOT NULL;
+    SELECT array_agg(p.platform), array_agg(p.ckey) INTO v_pair_platforms, v_pair_keys FROM pairs p;
 
     FOR v_try IN 1..5 LOOP
-      IF v_pending_platforms IS NULL THEN
-        v_platforms_met := 1;
+      IF v_pair_platforms IS NULL THEN
+        v_lanes_met := 1;
         WITH
         candidates AS (
             SELECT t.id, t.dispensary_id, t.priority, t.created_at, t.attempt
@@ -134,6 +177,7 @@ BEGIN
             WHERE t.role = _claim_tasks.role
               AND t.status = 'pending'
               AND coalesce(t.platform, '') = ''
+              AND coalesce(t.headers ->> 'concurrency_key', '') = ''
               AND t.scheduled_for <= v_now
               AND (t.dispensary_id IS NULL
                    -- OFFSET 0 keeps this a probe of the store's entry in
@@ -146,7 +190,7 @@ BEGIN
                        -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
                        AND pg_try_advisory_xact_lock(1952543595, t.dispensary_id)))
             ORDER BY t.priority DESC, t.created_at, t.id
-            LIMIT _claim_tasks.max_tasks
+            LIMIT v_max
             FOR UPDATE OF t SKIP LOCKED
         ),
         -- one task per store, so a batch obeys the store rule too
@@ -165,27 +209,33 @@ BEGIN
         v_walk_clock := _platform_clock();
         WITH
         walks AS (
-            SELECT p.platform,
-                   CASE WHEN g.open_until > v_now OR NOT g.enabled THEN 0
-                        -- a platform without a governance row yet has the defaults' full bucket
-                        WHEN v_claims_token THEN greatest(0, least(_claim_tasks.max_tasks,
-                            floor(coalesce(_platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
-                                                            greatest(v_walk_clock, g.tokens_at)),
-                                           _claim_tasks.max_tasks))))::integer
-                        ELSE _claim_tasks.max_tasks END AS quota
-            -- '' is the key of the tasks without a platform: no row governs it, no limit holds it
-            FROM unnest(v_pending_platforms || ''::text) AS p(platform)
+            SELECT p.platform, p.ckey,
+                   least(CASE WHEN g.open_until > v_now OR NOT g.enabled THEN 0
+                              -- a platform without a governance row yet has the defaults' full bucket
+                              WHEN v_claims_token THEN greatest(0, least(v_max,
+                                  floor(coalesce(_platform_tokens(g.tokens, g.tokens_at, g.requests_per_minute,
+                                                                  greatest(v_walk_clock, g.tokens_at)),
+                                                 v_max))))::integer
+                              ELSE v_max END,
+                         -- the room under the platform's cap and the key's (NULL: uncapped)
+                         CASE WHEN v_capped AND p.platform <> '' THEN _concurrency_room('platform', p.platform) END,
+                         CASE WHEN v_capped AND p.ckey LIKE 'proxy:%' THEN _concurrency_room('proxy', substr(p.ckey, 7))
+                              WHEN v_capped AND p.ckey <> '' THEN _concurrency_room('key', p.ckey) END) AS quota
+            -- '' is the key of the tasks without a platform (or without a concurrency key): no
+            -- row governs it, no limit holds it
+            FROM unnest(v_pair_platforms || ''::text, v_pair_keys || ''::text) AS p(platform, ckey)
             LEFT JOIN platform_governance g ON g.platform = p.platform
         ),
         candidates AS (
             SELECT c.*
             FROM walks w
             CROSS JOIN LATERAL (
-                SELECT t.id, t.platform, t.dispensary_id, t.priority, t.created_at, t.attempt
+                SELECT t.id, t.platform, w.ckey, t.dispensary_id, t.priority, t.created_at, t.attempt
                 FROM worker_tasks t
                 WHERE t.role = _claim_tasks.role
                   AND t.status = 'pending'
                   AND coalesce(t.platform, '') = w.platform
+                  AND coalesce(t.headers ->> 'concurrency_key', '') = w.ckey
                   AND t.scheduled_for <= v_now
                   AND (t.dispensary_id IS NULL
                        OR NOT EXISTS (SELECT FROM worker_tasks busy
@@ -206,17 +256,18 @@ BEGIN
         ),
         ranked AS (
             SELECT s.id, s.priority, s.created_at, turns.claimed_at AS platform_served_at,
-                   row_number() OVER (PARTITION BY s.platform, s.priority ORDER BY s.created_at, s.id) AS turn
+                   row_number() OVER (PARTITION BY s.platform, s.ckey, s.priority ORDER BY s.created_at, s.id) AS turn
             FROM one_per_store s
             LEFT JOIN task_claim_turns turns
-                   ON turns.role = _claim_tasks.role AND turns.platform = coalesce(s.platform, '')
+                   ON turns.role = _claim_tasks.role
+                  AND turns.platform = coalesce(s.platform, '') || CASE WHEN s.ckey = '' THEN '' ELSE E'\x1f' || s.ckey END
         )
         SELECT (SELECT array_agg(r.id ORDER BY r.priority DESC, r.turn, r.platform_served_at NULLS FIRST,
                                                r.created_at, r.id)
                 FROM ranked r),
                (SELECT array_agg(c.id) FROM candidates c WHERE c.attempt = c_last_attempt),
-               (SELECT count(DISTINCT coalesce(c.platform, '')) FROM candidates c)
-        INTO v_ranked, v_spent, v_platforms_met;
+               (SELECT count(DISTINCT (coalesce(c.platform, ''), c.ckey)) FROM candidates c)
+        INTO v_ranked, v_spent, v_lanes_met;
         v_lost_race := false;
 
         -- Lock max_tasks of them in rank order: the LIMIT stops the locking once it has them.
@@ -235,7 +286,7 @@ BEGIN
                     FOR UPDATE OF t SKIP LOCKED) AS l
               -- 1952543595 = 'task' in ASCII: taskpool's advisory-lock namespace
               WHERE l.dispensary_id IS NULL OR pg_try_advisory_xact_lock(1952543595, l.dispensary_id)
-              LIMIT _claim_tasks.max_tasks) AS taken;
+              LIMIT v_max) AS taken;
         -- Candidates, but every one locked or claimed by a rival meanwhile: worth another try,
         -- unless the walks read no more than the platforms' tokens, which the rival then took
         -- (the worker hears of the next token from platform_token_wait).
@@ -292,6 +343,63 @@ BEGIN
                OR (r.governed = ANY (v_token_platforms) AND r.nth <= r.tokens AND r.takes);
         END IF;
 
+        -- The caps, exactly: the walks read the rooms without a lock. Each chosen task needs a
+        -- free slot of every capped key it has; the free slots are locked SKIP LOCKED (one a
+        -- rival or a task's end holds is skipped, as a row), as many per key as its tasks need
+        -- and its room allows, and a task keeps its place only if its rank among the chosen of
+        -- each of its keys is within the slots taken there: a batch of 10 of a key capped at 3
+        -- takes 3.
+        v_capped_ids := NULL;
+        IF v_capped AND v_chosen IS NOT NULL THEN
+            SELECT array_agg(k.id ORDER BY k.kind, k.key, k.rank), array_agg(k.kind ORDER BY k.kind, k.key, k.rank),
+                   array_agg(k.key ORDER BY k.kind, k.key, k.rank), array_agg(k.cap ORDER BY k.kind, k.key, k.rank),
+                   array_agg(k.rank ORDER BY k.kind, k.key, k.rank)
+            INTO v_capped_ids, v_capped_kinds, v_capped_keys, v_capped_caps, v_capped_ranks
+            FROM (SELECT c.id, c.rank, k.kind, k.key, lim.max_running AS cap
+                  FROM unnest(v_chosen) WITH ORDINALITY AS c(id, rank)
+                  JOIN worker_tasks t ON t.id = c.id
+                  CROSS JOIN LATERAL _concurrency_keys_of(t.role, t.platform, t.headers) AS k
+                  CROSS JOIN LATERAL (SELECT l.max_running FROM concurrency_limits l
+                                      WHERE l.kind = k.kind AND l.key IN (k.key, '*')
+                                      ORDER BY l.key = '*' LIMIT 1) AS lim
+                 ) AS k;
+        END IF;
+        IF v_capped_ids IS NOT NULL THEN
+            -- a key's slots 1..N are made together, so slot N present means all are
+            INSERT INTO concurrency_slots (kind, key, slot)
+            SELECT k.kind, k.key, n
+            FROM (SELECT DISTINCT u.kind, u.key, u.cap FROM unnest(v_capped_kinds, v_capped_keys, v_capped_caps) AS u(kind, key, cap)) AS k
+            CROSS JOIN generate_series(1, k.cap) AS n
+            WHERE NOT EXISTS (SELECT FROM concurrency_slots e WHERE e.kind = k.kind AND e.key = k.key AND e.slot = k.cap)
+            ORDER BY k.kind, k.key, n
+            ON CONFLICT DO NOTHING;
+            SELECT array_agg(f.kind ORDER BY f.kind, f.key, f.slot), array_agg(f.key ORDER BY f.kind, f.key, f.slot),
+                   array_agg(f.slot ORDER BY f.kind, f.key, f.slot)
+            INTO v_free_kinds, v_free_keys, v_free_slots
+            FROM (SELECT u.kind, u.key, min(u.cap) AS cap, count(*) AS wanted
+                  FROM unnest(v_capped_kinds, v_capped_keys, v_capped_caps) AS u(kind, key, cap)
+                  GROUP BY u.kind, u.key) AS k
+            CROSS JOIN LATERAL (
+                SELECT s.kind, s.key, s.slot
+                FROM concurrency_slots s
+                WHERE s.kind = k.kind AND s.key = k.key AND s.slot <= k.cap AND s.task_id IS NULL
+                ORDER BY s.slot
+                -- the room: a limit lowered below the slots held leaves some held above it
+                LIMIT greatest(0, least(k.wanted, k.cap - (SELECT count(*) FROM concurrency_slots h
+                                                           WHERE h.kind = k.kind AND h.key = k.key
+                                                             AND h.task_id IS NOT NULL)))
+                FOR UPDATE OF s SKIP LOCKED) AS f;
+            SELECT array_agg(c.id ORDER BY c.rank) INTO v_chosen
+            FROM unnest(v_chosen) WITH ORDINALITY AS c(id, rank)
+            WHERE NOT EXISTS (
+                SELECT FROM (SELECT u.id, u.kind, u.key,
+                                    row_number() OVER (PARTITION BY u.kind, u.key ORDER BY u.rank) AS nth
+                             FROM unnest(v_capped_ids, v_capped_kinds, v_capped_keys, v_capped_ranks) AS u(id, kind, key, rank)) AS k
+                WHERE k.id = c.id
+                  AND k.nth > (SELECT count(*) FROM unnest(v_free_kinds, v_free_keys) AS f(kind, key)
+                               WHERE f.kind = k.kind AND f.key = k.key));
+        END IF;
+
         IF v_chosen IS NOT NULL THEN
             -- the claim itself: a new attempt, owned by this worker
             RETURN QUERY
@@ -319,7 +427,24 @@ BEGIN
             GET DIAGNOSTICS v_claimed = ROW_COUNT;
         END IF;
 
-        IF v_claimed > 0 AND (v_token_platforms IS NOT NULL OR v_platforms_met > 1) THEN
+        -- The claimed tasks take their slots: of each key, its n-th claimed task (in rank order)
+        -- the n-th free slot locked above.
+        IF v_claimed > 0 AND v_capped_ids IS NOT NULL THEN
+            UPDATE concurrency_slots s
+            SET task_id = a.id
+            FROM (SELECT k.id, k.kind, k.key,
+                         row_number() OVER (PARTITION BY k.kind, k.key ORDER BY k.rank) AS nth
+                  FROM unnest(v_capped_ids, v_capped_kinds, v_capped_keys, v_capped_ranks) AS k(id, kind, key, rank)
+                  JOIN worker_tasks t ON t.id = k.id
+                  WHERE t.id = ANY (v_chosen) AND t.status <> 'pending') AS a
+            JOIN (SELECT f.kind, f.key, f.slot,
+                         row_number() OVER (PARTITION BY f.kind, f.key ORDER BY f.slot) AS nth
+                  FROM unnest(v_free_kinds, v_free_keys, v_free_slots) AS f(kind, key, slot)) AS free
+              ON free.kind = a.kind AND free.key = a.key AND free.nth = a.nth
+            WHERE s.kind = free.kind AND s.key = free.key AND s.slot = free.slot;
+        END IF;
+
+        IF v_claimed > 0 AND (v_token_platforms IS NOT NULL OR v_lanes_met > 1) THEN
             -- What this claim took (its rows, locked and no longer pending), per platform:
             -- one token each from the buckets locked above, and the platforms' turn.
             IF v_token_platforms IS NOT NULL THEN
@@ -333,10 +458,12 @@ BEGIN
                       GROUP BY t.platform) AS taken
                 WHERE g.platform = taken.platform;
             END IF;
-            IF v_platforms_met > 1 THEN
+            IF v_lanes_met > 1 THEN
                 -- A turn another claim is writing at this moment is left to it (SKIP LOCKED): it
                 -- writes about the same time, and waiting for its commit would queue the claims.
-                SELECT array_agg(DISTINCT coalesce(t.platform, '')) INTO v_served
+                SELECT array_agg(DISTINCT coalesce(t.platform, '')
+                                          || coalesce(E'\x1f' || (t.headers ->> 'concurrency_key'), ''))
+                INTO v_served
                 FROM worker_tasks t WHERE t.id = ANY (v_chosen) AND t.status <> 'pending';
                 UPDATE task_claim_turns turns
                 SET claimed_at = _platform_clock()
@@ -358,6 +485,7 @@ BEGIN
         -- or spent tasks are worth another try.
         EXIT WHEN v_claimed > 0 OR (v_chosen IS NULL AND v_spent IS NULL AND NOT v_lost_race);
         v_token_platforms := NULL;
+        v_free_kinds := NULL;
     END LOOP;
 
     -- A worker that was waiting for the role is at work on it again: the next enqueue need not

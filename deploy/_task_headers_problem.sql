@@ -1,8 +1,9 @@
 -- Deploy taskpool:_task_headers_problem to pg
--- requires: worker_tasks_headers
+-- requires: _task_headers_problem@v0.8.0
 
--- _task_headers_problem's home: its live body, unchanged from worker_tasks_headers.
--- Change _task_headers_problem here, with `sqitch rework _task_headers_problem`.
+
+-- The header concurrency_key names the task's own concurrency key (concurrency_limits): it is
+-- checked here, as every header, so that a bad one is refused at enqueue with the spec's name.
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -50,6 +51,15 @@ BEGIN
         END IF;
         RETURN format('header %s must be a string, not %s', left(to_jsonb(v_bad.key)::text, 60),
                       jsonb_typeof(v_bad.value));
+    END IF;
+    IF headers ->> 'concurrency_key' IS NOT NULL THEN
+        IF length(headers ->> 'concurrency_key') NOT BETWEEN 1 AND 200
+           OR btrim(headers ->> 'concurrency_key') <> headers ->> 'concurrency_key'
+           OR headers ->> 'concurrency_key' IN ('*', 'proxy:', 'proxy:*') THEN
+            RETURN format('header "concurrency_key" must have 1 to 200 characters, no spaces at an end, '
+                          'and not be ''*'' (every key) or name no proxy, not %s',
+                          left(to_jsonb(headers ->> 'concurrency_key')::text, 60));
+        END IF;
     END IF;
     RETURN NULL;
 END;

@@ -17,7 +17,8 @@ CREATE TABLE task_claim_turns (
 );
 
 COMMENT ON TABLE task_claim_turns IS
-    'Per role and platform ('''' for tasks without one): when a claim last handed out such a task while '
-    'other platforms had ready tasks too. The claim rotates between platforms at equal priority by it.';
+    'Per role and platform ('''' for tasks without one; a task''s concurrency key follows its platform '
+    'after U+001F): when a claim last handed out such a task while other platforms or keys had ready '
+    'tasks too. The claim rotates between them at equal priority by it.';
 
 COMMIT;

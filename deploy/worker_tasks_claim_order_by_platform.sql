@@ -1,5 +1,6 @@
 -- Deploy taskpool:worker_tasks_claim_order_by_platform to pg
 -- requires: worker_tasks
+-- requires: worker_tasks_headers
 
 BEGIN;
 SET client_min_messages = 'warning';
@@ -12,12 +13,15 @@ SET client_min_messages = 'warning';
 -- the key, which a btree returns in the order of the next keys (platform IS NULL is not, and the
 -- generic plan sorted every pending task of the role instead). Rebuilt, not added: a
 -- second index over every pending task would cost each enqueue and each claim one more entry.
+-- The task's own concurrency key (the header concurrency_key, '' for none) is the third key, for
+-- the same reasons: the claim walks each (platform, key) apart, so that a key at its cap
+-- (concurrency_limits) is not walked at all, however many of its tasks wait.
 DROP INDEX worker_tasks_claim_order_idx;
 CREATE INDEX worker_tasks_claim_order_idx
-    ON worker_tasks (role, (coalesce(platform, '')), priority DESC, created_at, id, scheduled_for)
+    ON worker_tasks (role, (coalesce(platform, '')), (coalesce(headers ->> 'concurrency_key', '')), priority DESC, created_at, id, scheduled_for)
     WHERE status = 'pending';
 COMMENT ON INDEX worker_tasks_claim_order_idx IS
-    'Serves claim_tasks: a role''s ready tasks of each platform (and those without one) in priority DESC, '
-    'created_at order, and the platforms a role''s pending tasks name.';
+    'Serves claim_tasks: a role''s ready tasks of each platform and concurrency key (and those without) '
+    'in priority DESC, created_at order, and the (platform, key) pairs a role''s pending tasks name.';
 
 COMMIT;

@@ -107,6 +107,7 @@ SPEC_KEYS = frozenset(
         "dedupe_by_content",
         "max_retries",
         "headers",
+        "concurrency_key",
         "backoff_base",
         "backoff_cap",
     }
@@ -335,6 +336,15 @@ def _spec(
         "payload": {} if payload is None else payload,
         "headers": {} if headers is None else dict(headers) if isinstance(headers, Mapping) else headers,
     }
+    # The task's own concurrency key travels as its header of that name (concurrency_limits).
+    concurrency_key = options.get("concurrency_key")
+    if concurrency_key is not None:
+        if not isinstance(spec["headers"], dict):
+            raise ValueError("give concurrency_key with headers as a mapping, or as its header alone")
+        named = spec["headers"].get("concurrency_key")
+        if named is not None and named != concurrency_key:
+            raise ValueError("give the concurrency key as concurrency_key or as its header, not both")
+        spec["headers"]["concurrency_key"] = concurrency_key
     for key in ("platform", "priority", "dedupe_key", "max_retries"):
         if options.get(key) is not None:
             spec[key] = options[key]
@@ -615,13 +625,16 @@ class Client:
         headers: Mapping[str, str] | None = None,
         backoff_base: float | timedelta | None = None,
         backoff_cap: float | timedelta | None = None,
+        concurrency_key: str | None = None,
     ) -> TaskInfo:
         """Enqueue one task in the connection's current transaction (enqueue_task); the new task,
         or the task that holds its dedupe key already: the key's active task, or with
         `dedupe_window` (seconds or a timedelta) the task of the key made in the window's
         period, finished or not. `dedupe_by_content=True` makes the key of the role, store and
         payload (task_spec_hash). backoff_base and backoff_cap (seconds or a timedelta) give the
-        task its own retry backoff; None, the role's.
+        task its own retry backoff; None, the role's. `concurrency_key` names the task's own
+        key of concurrency_limits (its header of that name; "proxy:NAME" is proxy NAME): no more
+        of the key's tasks run at once than its limit.
 
         `role` may be the handler itself (a function @handler declared): then a payload type it
         declares checks the payload here, and a ValueError naming the field refuses one that does
@@ -631,6 +644,7 @@ class Client:
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
             "dedupe_window": dedupe_window, "dedupe_by_content": dedupe_by_content,
             "max_retries": max_retries, "headers": headers, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
+            "concurrency_key": concurrency_key,
         }
         spec = _spec(role, payload, options, self.hooks)
         return TaskInfo.from_row(self._rows(ENQUEUE_TASK, _enqueue_params(spec))[0])
@@ -821,6 +835,7 @@ class AsyncClient:
         headers: Mapping[str, str] | None = None,
         backoff_base: float | timedelta | None = None,
         backoff_cap: float | timedelta | None = None,
+        concurrency_key: str | None = None,
     ) -> TaskInfo:
         """As Client.enqueue."""
         options = {
@@ -828,6 +843,7 @@ class AsyncClient:
             "scheduled_for": scheduled_for, "delay": delay, "dedupe_key": dedupe_key,
             "dedupe_window": dedupe_window, "dedupe_by_content": dedupe_by_content,
             "max_retries": max_retries, "headers": headers, "backoff_base": backoff_base, "backoff_cap": backoff_cap,
+            "concurrency_key": concurrency_key,
         }
         spec = _spec(role, payload, options, self.hooks)
         return TaskInfo.from_row((await self._rows(ENQUEUE_TASK, _enqueue_params(spec)))[0])

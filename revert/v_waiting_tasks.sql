@@ -5,7 +5,9 @@ SET client_min_messages = 'warning';
 
 -- v_waiting_tasks
 -- Every pending, claimed or running task and what it waits for: why a pending task is not claimed yet.
-CREATE OR REPLACE VIEW v_waiting_tasks AS
+-- Dropped, not replaced: the concurrency columns cannot be dropped from a view in place.
+DROP VIEW v_waiting_tasks;
+CREATE VIEW v_waiting_tasks AS
 WITH
 clock AS (
     SELECT taskpool_now() AS now

@@ -140,8 +140,9 @@ SELECT indexes_are('worker_tasks', ARRAY[
     'worker_tasks_one_per_dedupe_period_idx'],
     'Should give worker_tasks exactly the documented indexes');
 SELECT has_index('worker_tasks', 'worker_tasks_claim_order_idx',
-                 ARRAY['role', 'COALESCE(platform, ''''::text)', 'priority', 'created_at', 'id', 'scheduled_for'],
-                 'Should index worker_tasks in claim order, each platform apart ('''' for none)');
+                 ARRAY['role', 'COALESCE(platform, ''''::text)', 'COALESCE((headers ->> ''concurrency_key''::text), ''''::text)',
+                       'priority', 'created_at', 'id', 'scheduled_for'],
+                 'Should index worker_tasks in claim order, each platform and concurrency key apart ('''' for none)');
 SELECT has_index('worker_tasks', 'worker_tasks_one_active_per_dispensary_idx', ARRAY['dispensary_id'],
                  'Should index the active tasks by store');
 SELECT index_is_unique('public', 'worker_tasks', 'worker_tasks_one_active_per_dispensary_idx',
@@ -184,9 +185,9 @@ SELECT results_eq(
          '((status = ''pending''::text) AND (dispensary_id IS NOT NULL))')$$,
     'Should make every worker_tasks index partial, on exactly the documented statuses');
 SELECT is((SELECT array_agg(indoption[k] & 1 ORDER BY k)
-           FROM pg_index, generate_series(0, 5) AS k
+           FROM pg_index, generate_series(0, 6) AS k
            WHERE indexrelid = 'worker_tasks_claim_order_idx'::regclass),
-          ARRAY[0, 0, 1, 0, 0, 0],
+          ARRAY[0, 0, 0, 1, 0, 0, 0],
           'Should sort priority DESC, and only it, in the claim-order index (the claim walks it in order)');
 
 /****************************************************************************/
@@ -271,7 +272,7 @@ SELECT col_has_check('worker_task_attempts', 'outcome', 'Should check worker_tas
 
 SELECT triggers_are('worker_tasks', ARRAY[
     '_500_enforce_transition', '_600_after_status_change', '_900_notify_cancel_requested', '_900_notify_enqueued',
-    '_950_publish_changed', '_950_publish_deleted', '_950_publish_enqueued'],
+    '_900_release_concurrency_slots', '_900_release_concurrency_slots_of_deleted', '_950_publish_changed', '_950_publish_deleted', '_950_publish_enqueued'],
     'Should have exactly the documented triggers on worker_tasks');
 SELECT hasnt_trigger('worker_tasks', '_100_touch_updated_at',
                      'Should stamp updated_at in _500_enforce_transition, not a trigger of its own');
@@ -300,6 +301,8 @@ SELECT results_eq(
              ('_600_after_status_change', 1 + 16),
              ('_900_notify_cancel_requested', 1 + 16),
              ('_900_notify_enqueued', 4),
+             ('_900_release_concurrency_slots', 1 + 16),
+             ('_900_release_concurrency_slots_of_deleted', 1 + 8),
              ('_950_publish_changed', 16),
              ('_950_publish_deleted', 8),
              ('_950_publish_enqueued', 4)$$,

@@ -43,7 +43,8 @@ SELECT status AS cancelled FROM cancel_task((SELECT id FROM tests.fx WHERE name 
 SELECT has_view('v_waiting_tasks', 'Should have view v_waiting_tasks');
 SELECT columns_are('v_waiting_tasks', ARRAY[
     'id', 'role', 'status', 'dispensary_id', 'platform', 'worker_id', 'attempt', 'retry_count',
-    'max_retries', 'waiting_for', 'ready_at', 'error_message'],
+    'max_retries', 'waiting_for', 'ready_at', 'error_message', 'concurrency_kind', 'concurrency_key',
+    'concurrency_running', 'concurrency_limit'],
     'Should give v_waiting_tasks exactly its columns');
 
 /****************************************************************************/

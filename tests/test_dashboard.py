@@ -517,6 +517,54 @@ def test_an_operator_pauses_and_resumes_a_role_and_disables_a_platform(
     assert http(dashboard.url + "/api/roles/product_refresh/pause", method="POST").status == 401
 
 
+def test_an_operator_sets_and_clears_a_concurrency_limit(
+    browser: Any, dashboard: Dashboard, db: psycopg.Connection
+) -> None:
+    browser.delete_all_cookies()
+    page(browser, dashboard, "/platforms")
+    assert text_of(browser, "tr[data-kind=store] .max-running") == "1"
+    assert not all_of(browser, "#set-limit")
+    log_in(browser, dashboard, next_path="/platforms")
+    fill(browser, "#set-limit", {"kind": "platform", "key": "calm", "max_running": "3"})
+    click(browser, "#set-limit button.set")
+    assert "platform calm: at most 3 running at once" in messages(browser), messages(browser)
+    assert text_of(browser, "tr[data-kind=platform][data-key=calm] .max-running") == "3"
+    assert text_of(browser, "tr[data-kind=platform][data-key=calm] .running") == "0"
+    assert scalar(db, "SELECT max_running FROM concurrency_limits WHERE kind = 'platform' AND key = 'calm'") == 3
+
+    # Refused by the database: its own message, and nothing changed.
+    fill(browser, "#set-limit", {"kind": "platform", "key": "calm", "max_running": "0"})
+    click(browser, "#set-limit button.set")
+    expected = refusal(db, "SELECT set_concurrency_limit('platform', 'calm', 0)")
+    assert any(expected in m for m in messages(browser)), (expected, messages(browser))
+    fill(browser, "#set-limit", {"kind": "key", "key": " ", "max_running": "2"})
+    click(browser, "#set-limit button.set")
+    expected = refusal(db, "SELECT set_concurrency_limit('key', NULL, 2)")
+    assert any(expected in m for m in messages(browser)), (expected, messages(browser))
+    assert db.execute("SELECT kind, key, max_running FROM concurrency_limits ORDER BY kind").fetchall() == [
+        ("platform", "calm", 3), ("store", "*", 1)]
+    assert not all_of(browser, "tr[data-kind=store] button.clear")
+
+    click(browser, "tr[data-kind=platform][data-key=calm] button.clear")
+    assert "platform calm: limit cleared" in messages(browser), messages(browser)
+    assert not all_of(browser, "tr[data-kind=platform][data-key=calm]")
+    assert scalar(db, "SELECT count(*) FROM concurrency_limits WHERE kind = 'platform'") == 0
+
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    made = http(dashboard.url + "/api/limits/set", method="POST", headers=bearer,
+                data={"kind": "role", "key": "image_download", "max_running": 2})
+    assert made.status == 200 and made.json()["max_running"] == 2
+    listed = http(dashboard.url + "/api/platforms").json()["limits"]
+    assert {"kind": "role", "key": "image_download", "max_running": 2, "running": 0} in [
+        {k: row[k] for k in ("kind", "key", "max_running", "running")} for row in listed]
+    bad = http(dashboard.url + "/api/limits/set", method="POST", headers=bearer,
+               data={"kind": "tenant", "key": "a", "max_running": 2})
+    assert bad.status == 400 and bad.json()["error"].startswith("unknown concurrency kind 'tenant'")
+    cleared = http(dashboard.url + "/api/limits/clear", method="POST", headers=bearer,
+                   data={"kind": "role", "key": "image_download"})
+    assert cleared.status == 200 and cleared.json()["cleared"] is True
+
+
 def test_an_operator_creates_updates_and_deletes_a_schedule(
     browser: Any, dashboard: Dashboard, db: psycopg.Connection
 ) -> None:

@@ -308,7 +308,8 @@ def test_every_route_is_covered_by_the_hostile_parameter_test(seeded: dict[str, 
     assert {route.path for route in routes if "GET" in (route.methods or ())} == set(GET_ROUTES)
     api_actions = {re.sub(r"\{[^}]+\}", "{}", route.path) for route in routes
                    if "POST" in (route.methods or ()) and route.path.startswith("/api/")}
-    assert api_actions == {*ACTION_PATHS, "/api/schedules/create", *TASK_ACTION_PATHS, *WRITE_API_PATHS}
+    assert api_actions == {*ACTION_PATHS, "/api/schedules/create", *TASK_ACTION_PATHS, *LIMIT_ACTION_PATHS,
+                           *WRITE_API_PATHS}
 
 
 def test_hostile_query_parameters_get_a_400_naming_them_never_a_500(seeded: dict[str, Any]) -> None:
@@ -347,6 +348,11 @@ TASK_ACTION_PATHS = {
     "/api/tasks/bulk-retry": ("role", "status", "store", "error"),
     "/api/tasks/recover-stale": ("threshold_minutes",),
     "/api/tasks/create": ("role", "payload", "store", "priority", "scheduled_for", "dedupe_key", "max_retries"),
+}
+# The concurrency limits' actions and their fields (a limit of a key of its own, set then cleared).
+LIMIT_ACTION_PATHS = {
+    "/api/limits/set": ("kind", "key", "max_running"),
+    "/api/limits/clear": ("kind", "key"),
 }
 # The write API (write_api.py, the crawler's enqueue-state) and the fields of the JSON it takes.
 TASK_SPEC_FIELDS = (
@@ -392,6 +398,17 @@ def test_hostile_action_fields_and_names_get_a_4xx_never_a_500(seeded: dict[str,
                     fields = {"role": "analytics_refresh", "store": -1, name: value} if "bulk" in path else {"role": "analytics_refresh", name: value}
                     answer = api.post(path, json=fields, headers=bearer)
                     assert answer.status_code < 500, (path, name, value, answer.text[:300])
+        for path, names in LIMIT_ACTION_PATHS.items():
+            unknown = api.post(path, json={"bogus_field": "1"}, headers=bearer)
+            assert unknown.status_code == 400 and "bogus_field" in error_of(unknown), path
+            for name in names:
+                for value in [*HOSTILE, *WRONG_TYPES, True, 2**40, -(2**70)]:
+                    fields = {"kind": "key", "key": "hostile_limit", "max_running": 2, name: value}
+                    answer = api.post(path, json=fields, headers=bearer)
+                    assert answer.status_code < 500, (path, name, value, answer.text[:300])
+                    if answer.status_code == 400:
+                        assert name.split("_")[0] in error_of(answer) or "kind" in error_of(answer), (
+                            path, name, value, answer.text[:300])
         for value in [*HOSTILE, *WRONG_TYPES]:
             answer = api.post("/api/roles/analytics_refresh/pause", json={"reason": value}, headers=bearer)
             assert answer.status_code < 500, (value, answer.text[:300])

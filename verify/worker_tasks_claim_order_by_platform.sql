@@ -3,6 +3,6 @@
 BEGIN;
 
 SELECT 1 / (pg_get_indexdef('worker_tasks_claim_order_idx'::regclass)
-            LIKE '%(role, COALESCE(platform, ''''::text), priority DESC, created_at, id, scheduled_for)%')::integer;
+            LIKE '%(role, COALESCE(platform, ''''::text), COALESCE((headers ->> ''concurrency_key''::text), ''''::text), priority DESC, created_at, id, scheduled_for)%')::integer;
 
 ROLLBACK;

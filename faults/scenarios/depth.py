@@ -43,6 +43,7 @@ CLAIM_PLAN = """
 EXPLAIN (FORMAT JSON)
 SELECT t.id FROM worker_tasks t
 WHERE t.role = 'fault_work' AND t.status = 'pending' AND coalesce(t.platform, '') = ''
+  AND coalesce(t.headers ->> 'concurrency_key', '') = ''
   AND t.scheduled_for <= now()
 ORDER BY t.priority DESC, t.created_at, t.id
 LIMIT 1 FOR UPDATE OF t SKIP LOCKED

@@ -159,6 +159,15 @@ ENABLE_PLATFORM = (
 )
 
 PLATFORMS = "SELECT * FROM v_platforms ORDER BY platform"
+CONCURRENCY_LIMITS = (
+    "SELECT kind, key, max_running, running, limit_source, updated_at FROM v_concurrency_limits"
+    " ORDER BY kind, key = '*' DESC, key"
+)
+SET_CONCURRENCY_LIMIT = (
+    "SELECT kind, key, max_running, updated_at"
+    " FROM set_concurrency_limit(%(kind)s::text, %(key)s::text, %(max_running)s::integer)"
+)
+CLEAR_CONCURRENCY_LIMIT = "SELECT clear_concurrency_limit(%(kind)s::text, %(key)s::text) AS cleared"
 PLATFORM_EVENTS = (
     "SELECT id, platform, event, at, consecutive_failures, error_message FROM platform_events"
     " ORDER BY at DESC, id DESC LIMIT %(limit)s::integer"
@@ -431,6 +440,20 @@ class AdminDatabase(Database):
     def enable_platform(self, platform: str) -> dict[str, Any]:
         """enable_platform(platform): the platform's governance row, enabled."""
         return self._one(ENABLE_PLATFORM, {"platform": platform})
+
+    def concurrency_limits(self) -> list[dict[str, Any]]:
+        """v_concurrency_limits: each limit (key '*': its kind's default) and each key running
+        under a default, with how many of its tasks run now."""
+        return self._rows(CONCURRENCY_LIMITS)
+
+    def set_concurrency_limit(self, kind: str, key: str, max_running: int) -> dict[str, Any]:
+        """set_concurrency_limit(kind, key, max_running): the limit's row. InvalidInput for an
+        unknown kind, an empty key, a limit below 1 (the database's message says which)."""
+        return self._one(SET_CONCURRENCY_LIMIT, {"kind": kind, "key": key, "max_running": max_running})
+
+    def clear_concurrency_limit(self, kind: str, key: str) -> bool:
+        """clear_concurrency_limit(kind, key): whether the limit was set."""
+        return bool(self._one(CLEAR_CONCURRENCY_LIMIT, {"kind": kind, "key": key})["cleared"])
 
 
 def call_with_fields(

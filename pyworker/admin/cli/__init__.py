@@ -4,8 +4,8 @@ One click group. Its options (or their environment variables) land in a `Setting
 `ctx.obj`, with the invocation's one `Database`; the global ones (GLOBAL_OPTIONS) are taken after
 any command's name as well. Each operator verb is one command that calls one or two `Database`
 methods and prints a table for people (fitted to the terminal), or one JSON document with `--json`
-(pyworker.admin.output). The verbs live in a module per noun (tasks, retention, fleet, schedules;
-the schema's in pyworker.admin.schema), loaded when one of them runs. Other packages add commands through the `pyworker.commands` entry points
+(pyworker.admin.output). The verbs live in a module per noun (tasks, retention, fleet, schedules,
+limits; the schema's in pyworker.admin.schema), loaded when one of them runs. Other packages add commands through the `pyworker.commands` entry points
 (TaskpoolGroup.load_plugins): the crawler's payloads, resync and simulator come that way.
 
 Exit codes: 0 done; 1 refused: the database will not do it to something that exists (a finished
@@ -162,6 +162,7 @@ OPERATOR_COMMANDS = {
         "pyworker.admin.cli.fleet",
     ),
     **dict.fromkeys(("schedules", "cron", "scheduler"), "pyworker.admin.cli.schedules"),
+    "limits": "pyworker.admin.cli.limits",
     "schema": "pyworker.admin.schema",
 }
 # Where a command's function is not named as the command.

@@ -400,8 +400,12 @@ def schedules(request: Request) -> Response:
 def platforms(request: Request) -> Response:
     check_params(request)
     with open_database(request) as db:
-        data = {"platforms": db.platforms(), "events": db.platform_events(PLATFORM_EVENTS_SHOWN)}
-    return respond(request, data, "platforms.html", data)
+        data = {
+            "platforms": db.platforms(),
+            "events": db.platform_events(PLATFORM_EVENTS_SHOWN),
+            "limits": db.concurrency_limits(),
+        }
+    return respond(request, data, "platforms.html", {**data, "limit_kinds": LIMIT_KINDS})
 
 
 def health(request: Request) -> Response:
@@ -574,6 +578,7 @@ FIELD_KINDS = {
     "max_retries": "integer",
     "scheduled_for": "timestamptz",
     "threshold_minutes": "integer",
+    "max_running": "integer",
 }
 # What a field of each SCHEDULE_FIELDS type must be, in a refusal.
 KIND_WORDS = {
@@ -671,6 +676,20 @@ def updated_schedule(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any
     if not changes:
         raise InvalidInput("give at least one field to change")
     return db.update_schedule(fields["name"], **changes)
+
+
+# The kinds of concurrency_limits, as the platforms page's form offers them.
+LIMIT_KINDS = ("platform", "proxy", "role", "key", "store")
+
+
+def set_limit(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
+    # Blank inputs go as NULL: the database names what is missing.
+    return db.set_concurrency_limit(given_text(fields, "kind"), given_text(fields, "key"), given_text(fields, "max_running"))
+
+
+def cleared_limit(db: AdminDatabase, fields: dict[str, Any]) -> dict[str, Any]:
+    kind, key = given_text(fields, "kind"), given_text(fields, "key")
+    return {"kind": kind, "key": key, "cleared": db.clear_concurrency_limit(kind, key)}
 
 
 def since_text(moment: Any) -> str:
@@ -1028,6 +1047,20 @@ ACTIONS: dict[str, Action] = {
         said=lambda p, row: f"platform {row['platform']} disabled{since_text(row['disabled_at'])}: none of its tasks is handed out",
         fields=("reason",),
         confirm=confirm_disable_platform,
+    ),
+    # Concurrency limits (set_concurrency_limit, clear_concurrency_limit), on the platforms page.
+    "/limits/set": Action(
+        run=set_limit,
+        back=lambda p: "/platforms#limits",
+        said=lambda p, row: f"{row['kind']} {row['key']}: at most {row['max_running']} running at once",
+        fields=("kind", "key", "max_running"),
+    ),
+    "/limits/clear": Action(
+        run=cleared_limit,
+        back=lambda p: "/platforms#limits",
+        said=lambda p, row: (f"{row['kind']} {row['key']}: limit cleared" if row["cleared"]
+                             else f"{row['kind']} {row['key']} had no limit of its own"),
+        fields=("kind", "key"),
     ),
     "/platforms/{platform:path}/enable": Action(
         run=lambda db, p: db.enable_platform(p["platform"]),
