@@ -10,7 +10,8 @@ SET client_min_messages = 'warning';
 
 -- _enqueue
 -- The one enqueue path: checks every spec, then inserts them all, or raises on the first bad one
--- and writes nothing. enqueue_specs (typed batches), enqueue_task (one task) and _enqueue_specs
+-- and writes nothing. enqueue_specs (typed batches), enqueue_task (one task with a dedupe key, or
+-- refused; its usual call is the lean path below, written out in its body) and _enqueue_specs
 -- (JSON specs: enqueue_tasks, follow-ups, chains, schedules) are calls of it.
 -- label names a refused spec in the error (tasks[3]: ...; NULL, no prefix); the tasks get
 -- parent_id, the task whose completion enqueues them; given is the JSON the specs were read
@@ -54,14 +55,23 @@ BEGIN
     v_spec := _enqueue.specs[array_lower(_enqueue.specs, 1)];
     IF v_count = 1 AND v_spec.dedupe_key IS NULL AND v_spec.dedupe_window IS NULL
        AND v_spec.dedupe_by_content IS NOT TRUE THEN
-        -- One task without a dedupe key, enqueue_task's usual call, takes statements of its own:
+        -- One task without a dedupe key (a follow-up, a batch of one) takes statements of its own:
         -- the same checks, without the set-wide passes and joins that cost more than the insert.
-        -- Its store is locked first, as below.
+        -- Its store is locked first, as below. enqueue_task writes this path out in its own body.
         SELECT r.* INTO v_role FROM task_roles r WHERE r.role = v_spec.role;
         IF v_spec.dispensary_id IS NOT NULL THEN
             SELECT d.* INTO v_store FROM dispensaries d WHERE d.id = v_spec.dispensary_id FOR KEY SHARE;
         END IF;
-        v_problem := _task_spec_problem(v_spec, octet_length(v_spec.payload::text), v_role, v_store.id IS NOT NULL);
+        -- As in enqueue_task: without platform, headers and backoffs, their checks get constant
+        -- NULLs, which the planner drops from the expression that each transaction sets up anew.
+        IF num_nonnulls(v_spec.platform, v_spec.headers, v_spec.backoff_base, v_spec.backoff_cap) = 0 THEN
+            v_problem := _task_spec_problem(
+                ROW(v_spec.role, v_spec.payload, v_spec.dispensary_id, v_spec.priority, v_spec.scheduled_for,
+                    NULL, v_spec.max_retries, NULL, NULL, NULL, NULL, NULL, NULL)::task_spec,
+                octet_length(v_spec.payload::text), v_role, v_store.id IS NOT NULL);
+        ELSE
+            v_problem := _task_spec_problem(v_spec, octet_length(v_spec.payload::text), v_role, v_store.id IS NOT NULL);
+        END IF;
         IF v_problem IS NULL THEN
             INSERT INTO worker_tasks (role, dispensary_id, platform, priority, scheduled_for, payload,
                                       max_retries, headers, parent_id, backoff_base, backoff_cap)

@@ -11,7 +11,8 @@ SET client_min_messages = 'warning';
 -- payload_bytes is the payload's JSON text in bytes (the caller turns it into text once); role
 -- the spec's task_roles row (all NULL when there is none); store_found whether its
 -- dispensary_id names a store. A SQL function of one expression, so that the planner inlines it
--- into _enqueue's statements.
+-- into _enqueue's statements and enqueue_task's, and drops the checks of fields given as
+-- constant NULLs (each check passes a NULL field).
 -- What a worker can load (pyworker: Python's json, which refuses integers of more than 4300
 -- digits and recurses once per level): nesting up to 100 levels, numbers of up to 1000 digits
 -- before the decimal point. The walks only run on payloads long enough to break a bound: nesting

@@ -1,12 +1,15 @@
--- enqueue_fast_path: _enqueue takes one spec without a dedupe key (enqueue_task's usual call) on a
--- lean path of its own, and anything else on its set-wide path, which JSON specs (_enqueue_specs)
--- take whatever their number. Both paths must make the same task from the same arguments and
--- refuse the same input with the same error; the values at the edges of what a check takes are
--- the ones most likely to differ. The wake-ups: an enqueue, or an operator's INSERT, still wakes a
--- waiting worker, and one with no worker waiting leaves nothing behind.
+-- enqueue_fast_path: one task without a dedupe key takes a lean path, written out twice: in
+-- enqueue_task's body (its usual call) and in _enqueue for one spec (enqueue_specs of one, a
+-- follow-up, a JSON batch of one); anything else takes _enqueue's set-wide path, which JSON specs
+-- (_enqueue_specs) of more than one task take. All three must make the same task from the same
+-- arguments and refuse the same input with the same error; the values at the edges of what a
+-- check takes are the ones most likely to differ, and so are the optional fields (platform,
+-- headers, backoffs), whose checks the lean paths set up only when one is given. The wake-ups:
+-- an enqueue, or an operator's INSERT, still wakes a waiting worker, and one with no worker
+-- waiting leaves nothing behind.
 -- SET CONSTRAINTS ALL IMMEDIATE runs the commit-time wake-ups at the end of each statement.
 BEGIN;
-SELECT plan(47);
+SELECT plan(70);
 SET CONSTRAINTS ALL IMMEDIATE;
 
 INSERT INTO task_roles (role, requires_store, max_retries, max_payload_bytes, description) VALUES
@@ -17,26 +20,33 @@ INSERT INTO task_roles (role, requires_store, max_retries, max_payload_bytes, de
 SELECT tests.make_store(name := 'T38 Store', platform := 'dutchie') AS store_id \gset
 SELECT tests.make_store(name := 'T38 Bare Store', platform := NULL) AS bare_store_id \gset
 
--- pg_temp.paths: the task enqueue_task makes from these arguments (the lean path) and the one
--- _enqueue_specs makes from the same spec (built as the v0.5.0 enqueue_task built it) in a batch
--- of two (the set-wide path), as jsonb without what differs by nature (id, timestamps), so that a
--- test compares the two.
+-- pg_temp.paths: the task enqueue_task makes from these arguments (its lean path), the one
+-- enqueue_specs makes from the same spec alone (_enqueue's lean path) and the one _enqueue_specs
+-- makes from it (built as the v0.5.0 enqueue_task built it) in a batch of two (the set-wide path),
+-- as jsonb without what differs by nature (id, timestamps), so that a test compares the three.
 CREATE FUNCTION pg_temp.paths(role text, payload jsonb DEFAULT '{}', dispensary_id integer DEFAULT NULL,
                              priority integer DEFAULT 0, scheduled_for timestamptz DEFAULT NULL,
                              dedupe_key text DEFAULT NULL, max_retries integer DEFAULT NULL,
-                             platform text DEFAULT NULL)
+                             platform text DEFAULT NULL, headers jsonb DEFAULT NULL,
+                             backoff_base interval DEFAULT NULL, backoff_cap interval DEFAULT NULL)
 RETURNS jsonb[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_ignored constant text[] := ARRAY['id', 'created_at', 'updated_at'];
     v_lean  jsonb;
+    v_one   jsonb;
     v_specs jsonb;
 BEGIN
     SELECT to_jsonb(t) - c_ignored INTO v_lean
     FROM enqueue_task(paths.role, paths.payload, paths.dispensary_id, paths.priority, paths.scheduled_for,
-                      paths.dedupe_key, paths.max_retries, paths.platform) AS t;
-    -- A dedupe key is active once: the spec's copy gets its own key, of the same length.
+                      paths.dedupe_key, paths.max_retries, paths.platform, paths.headers, paths.backoff_base,
+                      paths.backoff_cap) AS t;
+    -- A dedupe key is active once: each copy gets its own key, of the same length.
+    SELECT to_jsonb(t) - c_ignored || jsonb_build_object('dedupe_key', paths.dedupe_key) INTO v_one
+    FROM enqueue_specs(ARRAY[ROW(paths.role, paths.payload, paths.dispensary_id, paths.priority, paths.scheduled_for,
+                                 '^' || substr(paths.dedupe_key, 2), paths.max_retries, paths.platform, paths.headers,
+                                 paths.backoff_base, paths.backoff_cap, NULL, NULL)::task_spec]) AS t;
     SELECT to_jsonb(t) - c_ignored || jsonb_build_object('dedupe_key', paths.dedupe_key) INTO v_specs
     FROM _enqueue_specs(
         -- a second spec, so that the first takes the set-wide path
@@ -48,16 +58,20 @@ BEGIN
                       ('scheduled_for', to_jsonb(paths.scheduled_for)),
                       ('dedupe_key',    to_jsonb('~' || substr(paths.dedupe_key, 2))),
                       ('max_retries',   to_jsonb(paths.max_retries)),
-                      ('platform',      to_jsonb(paths.platform))) AS f(name, value)
+                      ('platform',      to_jsonb(paths.platform)),
+                      ('headers',       paths.headers),
+                      -- in seconds, as JSON specs give them
+                      ('backoff_base',  to_jsonb(extract(epoch FROM paths.backoff_base))),
+                      ('backoff_cap',   to_jsonb(extract(epoch FROM paths.backoff_cap)))) AS f(name, value)
          WHERE f.value IS NOT NULL),
         NULL) AS t;
-    RETURN ARRAY[v_lean, v_specs];
+    RETURN ARRAY[v_lean, v_one, v_specs];
 END;
 $$;
 
--- pg_temp.agree: both paths make the same task.
+-- pg_temp.agree: the three paths make the same task.
 CREATE FUNCTION pg_temp.agree(tasks jsonb[], description text) RETURNS text LANGUAGE sql
-AS $$ SELECT is(tasks[1], tasks[2], description) $$;
+AS $$ SELECT is(tasks[2:3], ARRAY[tasks[1], tasks[1]], description) $$;
 
 -- pg_temp.refused_alike: enqueue_task and enqueue_tasks refuse the same input with the same error.
 CREATE FUNCTION pg_temp.refused_alike(single text, batch text, description text) RETURNS SETOF text
@@ -108,6 +122,17 @@ SELECT pg_temp.agree(pg_temp.paths('t38_free', dedupe_key := repeat('k', 255), p
     'The longest dedupe key and platform should be taken alike');
 SELECT pg_temp.agree(pg_temp.paths('t38_free', jsonb_build_object('x', repeat('a', 291))),
     'A payload of exactly the role''s limit should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', platform := 'jane'),
+    'A platform alone should be taken alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', headers := '{"traceparent": "00-abc", "tenant": "t38"}'),
+    'Headers should be kept alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', headers := '{}'),
+    'Empty headers should be no headers on every path');
+SELECT pg_temp.agree(pg_temp.paths('t38_free', backoff_base := '1.5 seconds', backoff_cap := '1 hour'),
+    'A task''s own backoff should be kept alike');
+SELECT pg_temp.agree(pg_temp.paths('t38_store', '{"n": 1}', :store_id, 7, '2030-01-01 00:00:00+00', NULL, 9, 'jane',
+                                   '{"k": "v"}', '1 second', '12 hours'),
+    'A task with every field but a dedupe key should be taken alike');
 
 /****************************************************************************/
 -- The same refusal, whichever path
@@ -129,6 +154,22 @@ SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', dedupe_key := '')
     $$SELECT enqueue_tasks('[{"role": "t38_free", "dedupe_key": ""}]')$$, 'an empty dedupe key');
 SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', priority := 101)$$,
     $$SELECT enqueue_tasks('[{"role": "t38_free", "priority": 101}]')$$, 'a priority out of range');
+-- with an optional field given, whose checks come after
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', priority := 101, platform := 'jane')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "priority": 101, "platform": "jane"}]')$$,
+    'a priority out of range beside a platform');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', platform := '')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "platform": ""}]')$$, 'an empty platform');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', headers := '{"n": 1}')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "headers": {"n": 1}}]')$$, 'a header that is not a string');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', backoff_base := '0 seconds')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "backoff_base": 0}]')$$, 'a backoff of no time');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', backoff_base := '1 minute', backoff_cap := '1 second')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "backoff_base": 60, "backoff_cap": 1}]')$$,
+    'a backoff cap below its base');
+SELECT pg_temp.refused_alike($$SELECT enqueue_task('t38_free', headers := '{"traceparent": "00-abc"}', backoff_cap := '2 years')$$,
+    $$SELECT enqueue_tasks('[{"role": "t38_free", "headers": {"traceparent": "00-abc"}, "backoff_cap": 63115200}]')$$,
+    'a backoff cap over a year beside good headers');
 
 /****************************************************************************/
 -- Dedupe keys
