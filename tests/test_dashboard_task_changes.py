@@ -84,6 +84,20 @@ def test_an_open_page_shows_a_change_made_in_sql_without_a_reload(
     WebDriverWait(browser, BEFORE_THE_POLL_SECONDS).until(lambda b: status_of(b) == "completed")
 
 
+def test_a_page_left_behind_closes_its_stream(dashboard: Dashboard, browser: Any, pool: psycopg.Connection) -> None:
+    # An open stream holds one of the browser's six connections to the dashboard: pages left with
+    # theirs open (the back-forward cache keeps them) made every fifth page wait about a minute.
+    task_id = enqueue(pool, "test_outcome", {"raise": "nothing"})
+    browser.get(dashboard.url + f"/tasks/{task_id}")
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return changeStream !== null && changeStream.readyState === EventSource.OPEN"))
+    wait_for(lambda: following(pool), 30, "the dashboard to follow the stream of task changes")
+    browser.get("about:blank")
+    wait_for(lambda: not following(pool), 30, "the dashboard to stop following once no page is open")
+    browser.back()
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return changeStream !== null && changeStream.readyState === EventSource.OPEN"))
+    wait_for(lambda: following(pool), 30, "the page back from the cache to follow the stream again")
+
+
 def log_in(browser: Any, dashboard: Dashboard) -> None:
     browser.get(dashboard.url + "/login?next=/")
     browser.find_element(By.CSS_SELECTOR, "#token").send_keys(TOKEN)

@@ -82,6 +82,17 @@ function showLivePause() {
   button.hidden = false;
 }
 
+// A page left behind (navigated away from, or kept in the back-forward cache) closes its stream:
+// an open one holds one of the browser's few connections to the dashboard (six over HTTP/1.1),
+// and a few pages later the next page waited about a minute for a connection.
+window.addEventListener("pagehide", () => {
+  if (changeStream !== null) changeStream.close();
+  changeStream = null;
+});
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted) followTaskChanges();
+});
+
 document.addEventListener("DOMContentLoaded", () => {
   const button = document.getElementById("live-pause");
   const note = document.getElementById("live-note");
