@@ -22,27 +22,33 @@ that may block without --batch-runtime.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import inspect
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from psycopg.rows import RowMaker
 
 from pyworker.attempts import (
     ABORT_WIND_DOWN_SECONDS,
     EventLoopThread,
     Outcome,
     async_outcome,
-    run_attempt_async,
+    end_lease,
 )
-from pyworker.db import Database, UnreadableJson
+from pyworker.db import CLAIM_AND_START_TASKS, Database, UnreadableJson
+from pyworker.deadlines import bounded
 from pyworker import handlers
 from pyworker.errors import ConfigurationError, DatabaseUnavailable, NotFound
 from pyworker.logs import event
 from pyworker.outcomes import COMPLETION_BATCH_MAX, OutcomeRecorder
 from pyworker.runtime import Unavailability
-from pyworker.task import Task
+from pyworker.task import TASK_COLUMNS, AbortSignal, Task
 
 from pyworker.worker import Worker, log_claimed, log_left_behind
 
@@ -89,8 +95,8 @@ class BatchRuntime:
         self.failed: BaseException | None = None
         self._stopped = False
 
-        def database(purpose: str) -> Database:
-            return Database(
+        def database(purpose: str, kind: type[Database] = Database) -> Database:
+            return kind(
                 config.database_url,
                 application_name=f"pyworker {config.worker_id} {purpose}",
                 pooled=config.pooled,
@@ -98,7 +104,7 @@ class BatchRuntime:
                 call_timeout=config.call_timeout,
             )
 
-        self._claims_db = database("batch claims")
+        self._claims_db = database("batch claims", ClaimsDatabase)
         self._recorder = OutcomeRecorder(
             config, database("batch recorder"), worker._held, worker._run_timeout_of, worker._doorbell, worker.metrics
         )
@@ -225,6 +231,7 @@ class BatchRuntime:
         self._in_hand[role] += len(tasks)
         log_claimed(tasks)
         batch = Batch(len(tasks))
+        state = worker._role_states[role]
         for task in tasks:
             worker._held[task.id] = task
             attempt = Running(task, now, batch)
@@ -233,12 +240,36 @@ class BatchRuntime:
                 self._end(attempt, Outcome(refused=refused, duration=0.0), ran=False)
                 continue
             task.lease = worker._connections.lease()
-            attempt.future = self.loop.create_task(run_attempt_async(worker.registry, task))
-            attempt.future.add_done_callback(lambda future, attempt=attempt: self._done(attempt, future))
             self.running[task.id] = attempt
-        worker._role_states[role].running += batch.left
+            state.running += 1
+            self._start(attempt)
         if batch.left:
             batch.timer = self.loop.call_later(worker._run_timeout_of(role), self._time_out, batch)
+
+    def _start(self, attempt: Running) -> None:
+        """Run the handler's first step at once, as Python 3.12's eager tasks do: a handler that
+        never waits (most of a drain's) ends here, without an asyncio task or a turn of the loop;
+        one that waits goes on in an asyncio task from where it stopped."""
+        task = attempt.task
+        context = contextvars.copy_context()
+        context.run(handlers.current_task.set, task)
+        coroutine = _attempt(self.worker.registry, task)
+        # What the loop's watchdog reads to name a handler that blocks it (as StepTracker notes).
+        tracker = self.event_loop
+        tracker.running, tracker.last_step_edge = task, time.monotonic()
+        try:
+            waits_on = context.run(coroutine.send, None)
+        except StopIteration as returned:
+            outcome = Outcome(result=returned.value)
+        except BaseException as error:  # noqa: BLE001 - every failure is recorded, as run_attempt's
+            outcome = Outcome(error=error)
+        else:
+            attempt.future = self.loop.create_task(_resume(coroutine, waits_on), context=context)
+            attempt.future.add_done_callback(lambda future: self._done(attempt, future))
+            return
+        finally:
+            tracker.running, tracker.last_step_edge = None, time.monotonic()
+        self._end(attempt, outcome)
 
     def _done(self, attempt: Running, future: asyncio.Task) -> None:
         if self.running.get(attempt.task.id) is attempt:
@@ -349,6 +380,102 @@ class BatchRuntime:
             loop.blocked_at,
             extra=event("event_loop_blocked"),
         )
+
+
+class LazyAbortSignal(AbortSignal):
+    """An abort signal whose threading.Event is made at the first wait: an Event (a condition and
+    its locks) a task was about a quarter of the claims thread's Python time in a drain, and the
+    runtime aborts its tasks by cancelling them, so most end with nothing waiting on their signal."""
+
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._event: threading.Event | None = None  # type: ignore[assignment]
+        self.reason: str | None = None
+
+    def fire(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+                if self._event is not None:
+                    self._event.set()
+
+    @property
+    def fired(self) -> bool:
+        return self.reason is not None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._lock:
+            if self.reason is not None:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
+
+
+def _tasks(cursor: Any) -> RowMaker[Task]:
+    """A claim's rows (worker_tasks') made Tasks straight from their values: no dict a row."""
+    names = [column.name for column in cursor.description or ()]
+    at = [names.index(name) for name in TASK_COLUMNS if name not in ("headers", "parent_id")]
+    headers_at, parent_at = names.index("headers"), names.index("parent_id")
+
+    def task(values: Any) -> Task:
+        # Task's fields in their order: the columns, then headers, parent_id and the abort signal
+        # (mypy cannot count a starred list)
+        fields = [values[index] for index in at]
+        return Task(*fields, dict(values[headers_at] or {}), values[parent_at], LazyAbortSignal())  # type: ignore[call-arg]
+
+    return task
+
+
+class ClaimsDatabase(Database):
+    """The runtime's claims connection: Database's claim, its tasks built for a drain."""
+
+    def claim_and_start_tasks(self, role: str, worker_id: str, max_tasks: int) -> list[Task]:
+        conn = self.connect()
+        with self._translated(), bounded(self._deadline):
+            cursor = conn.cursor(row_factory=_tasks)
+            return cursor.execute(CLAIM_AND_START_TASKS, {"role": role, "worker_id": worker_id, "max_tasks": max_tasks}).fetchall()
+
+
+async def _attempt(registry: handlers.Registry, task: Task) -> Any:
+    """The handler through the middlewares (its first step run by BatchRuntime._start)."""
+    try:
+        result = registry.run(task)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    finally:
+        end_lease(task)
+
+
+class _Resumed:
+    """Awaits the rest of a coroutine whose first step ran already and waits on `waits_on`:
+    each later step as `await` would run it (a value sent in, an error thrown in)."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], waits_on: Any) -> None:
+        self.coroutine = coroutine
+        self.waits_on = waits_on
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, waits_on = self.coroutine, self.waits_on
+        while True:
+            try:
+                value, step = (yield waits_on), coroutine.send
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # noqa: BLE001 - thrown into the coroutine, as `await` does
+                value, step = error, coroutine.throw
+            try:
+                waits_on = step(value)
+            except StopIteration as returned:
+                return returned.value
+
+
+async def _resume(coroutine: Coroutine[Any, Any, Any], waits_on: Any) -> Any:
+    return await _Resumed(coroutine, waits_on)
 
 
 def start_batch_runtime(worker: Worker) -> BatchRuntime:
