@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from psycopg.rows import RowMaker
 
+from pyworker.admin.batch_handlers import batch_function_of, run_batch
 from pyworker.attempts import (
     ABORT_WIND_DOWN_SECONDS,
     EventLoopThread,
@@ -71,6 +72,16 @@ class Running:
     batch: Batch
     future: asyncio.Task = field(init=False)
     winding_down: bool = False
+    # The batch handler's call the attempt is part of (None: the attempt has a handler of its own).
+    call: Call | None = None
+
+
+@dataclass(eq=False)
+class Call:
+    """One call of a batch handler, for the attempts of a claim."""
+
+    attempts: list[Running]
+    future: asyncio.Task = field(init=False)
 
 
 class BatchRuntime:
@@ -232,6 +243,8 @@ class BatchRuntime:
         log_claimed(tasks)
         batch = Batch(len(tasks))
         state = worker._role_states[role]
+        batch_function = batch_function_of(worker.registry.get(role))
+        in_call: list[Running] = []
         for task in tasks:
             worker._held[task.id] = task
             attempt = Running(task, now, batch)
@@ -242,7 +255,12 @@ class BatchRuntime:
             task.lease = worker._connections.lease()
             self.running[task.id] = attempt
             state.running += 1
-            self._start(attempt)
+            if batch_function is None:
+                self._start(attempt)
+            else:
+                in_call.append(attempt)
+        if batch_function is not None and in_call:
+            self._call_batch(batch_function, in_call)
         if batch.left:
             batch.timer = self.loop.call_later(worker._run_timeout_of(role), self._time_out, batch)
 
@@ -270,6 +288,28 @@ class BatchRuntime:
         finally:
             tracker.running, tracker.last_step_edge = None, time.monotonic()
         self._end(attempt, outcome)
+
+    def _call_batch(self, function: Callable[[list[Task]], Any], attempts: list[Running]) -> None:
+        """One call of the role's batch handler for these attempts (their tasks in claim order)."""
+        call = Call(attempts)
+        for attempt in attempts:
+            attempt.call = call
+        call.future = self.loop.create_task(run_batch(function, [attempt.task for attempt in attempts]))
+        call.future.add_done_callback(lambda future: self._call_done(call, future))
+
+    def _call_done(self, call: Call, future: asyncio.Task) -> None:
+        """Each attempt of the call still running ends with its own outcome of the answer."""
+        if future.cancelled():
+            outcomes: list[Any] = [handlers.Aborted("every task of the call was aborted")] * len(call.attempts)
+        elif future.exception() is not None:
+            outcomes = [future.exception()] * len(call.attempts)
+        else:
+            outcomes = future.result()
+        for attempt, outcome in zip(call.attempts, outcomes):
+            end_lease(attempt.task)
+            if self.running.get(attempt.task.id) is attempt:
+                ended = Outcome(error=outcome) if isinstance(outcome, BaseException) else Outcome(result=outcome)
+                self._end(attempt, ended)
 
     def _done(self, attempt: Running, future: asyncio.Task) -> None:
         if self.running.get(attempt.task.id) is attempt:
@@ -340,7 +380,16 @@ class BatchRuntime:
             self._wind_down(attempt)
 
     def _wind_down(self, attempt: Running) -> None:
-        """Cancel the handler; its attempt ends as its abort says, with it or ABORT_WIND_DOWN_SECONDS later."""
+        """Cancel the handler; its attempt ends as its abort says, with it or ABORT_WIND_DOWN_SECONDS later.
+        An attempt in a batch handler's call ends at once (the call goes on for the others, and
+        is cancelled when none is left)."""
+        call = attempt.call
+        if call is not None:
+            if self.running.get(attempt.task.id) is attempt:
+                self._end(attempt, Outcome(error=handlers.Aborted(attempt.task.abort.reason)))
+            if not any(self.running.get(other.task.id) is other for other in call.attempts):
+                call.future.cancel()
+            return
         if not attempt.winding_down:
             attempt.winding_down = True
             attempt.future.cancel()
