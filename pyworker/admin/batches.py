@@ -1,11 +1,15 @@
 """The batch runtime (`pyworker --role R --batch-runtime`): a worker's async roles on one event
-loop that claims up to a role's share of tasks a call, runs their handlers as asyncio tasks and
-records their outcomes once per turn of the loop, with no thread hand-off per task.
+loop that claims up to a role's share of tasks a call, runs their handlers and records their
+outcomes once per turn of the loop, with no thread hand-off per task. A handler's first step runs
+at once (one that never waits ends there, with no asyncio task); the rest of it, if it waits, in
+an asyncio task. A batch handler (pyworker/admin/batch_handlers.py) gets a claim's tasks in one call.
 
-The loop hands its database calls to two threads of its own, one call a batch: claims (and the
-marks that ask for a wake-up) to one, outcomes to the other (an OutcomeRecorder of its own: the
-completions in one complete_tasks call, failures and snoozes one by one as the threaded runtime
-records them). A claim and a recording overlap, and the loop runs handlers while either waits.
+The loop hands its database calls to threads of its own, one call a batch: claims (and the marks
+that ask for a wake-up) to CLAIM_CONNECTIONS threads, each with its connection, so that the
+claims of a drain follow each other without a gap; outcomes to one more (an OutcomeRecorder of
+its own: the completions in one complete_tasks call, failures and snoozes one by one as the
+threaded runtime records them). Claims and a recording overlap, and the loop runs handlers while
+they wait.
 The worker (pyworker/worker.py) keeps its contract for these roles as for its others: its
 heartbeat thread beats their tasks (held with the others' until recorded) and aborts them
 through abort(); its listener wakes them through wake(); its dispatcher stops them (stop(), at
@@ -54,6 +58,8 @@ from pyworker.task import TASK_COLUMNS, AbortSignal, Task
 from pyworker.worker import Worker, log_claimed, log_left_behind
 
 log = logging.getLogger("pyworker")
+# A role's claims run on this many connections at once (see BatchRuntime.__init__).
+CLAIM_CONNECTIONS = 2
 T = TypeVar("T")
 
 
@@ -115,11 +121,15 @@ class BatchRuntime:
                 call_timeout=config.call_timeout,
             )
 
-        self._claims_db = database("batch claims", ClaimsDatabase)
+        # Claims on CLAIM_CONNECTIONS connections, each its own thread: while the database runs
+        # one claim, the other's tasks are parsed and begun (a drain's claims follow back to back).
+        self._claimers = [
+            (ThreadPoolExecutor(1, thread_name_prefix=f"batch-claims-{n}"), database("batch claims", ClaimsDatabase))
+            for n in range(CLAIM_CONNECTIONS)
+        ]
         self._recorder = OutcomeRecorder(
             config, database("batch recorder"), worker._held, worker._run_timeout_of, worker._doorbell, worker.metrics
         )
-        self._claims = ThreadPoolExecutor(1, thread_name_prefix="batch-claims")
         self._records = ThreadPoolExecutor(1, thread_name_prefix="batch-recorder")
         self.event_loop = EventLoopThread(config.loop_block_limit, self._on_blocked)
         self.loop = self.event_loop.loop
@@ -162,10 +172,12 @@ class BatchRuntime:
             self._main.result(timeout=self.worker.config.call_timeout + ABORT_WIND_DOWN_SECONDS)
         except Exception:  # noqa: BLE001 - the dispatcher raised it already (self.failed)
             pass
-        self._claims.shutdown()
+        for claims, _db in self._claimers:
+            claims.shutdown()
         self._records.shutdown()
         self.event_loop.retire()
-        self._claims_db.close()
+        for _claims, db in self._claimers:
+            db.close()
         self._recorder.db.close()
 
     # On the loop
@@ -173,22 +185,25 @@ class BatchRuntime:
     async def _serve_all(self) -> None:
         self._wakes = {role: asyncio.Event() for role in self.roles}
         self._room = asyncio.Event()
-        await asyncio.gather(*(self._serve(role) for role in self.roles))
+        self._asked = dict.fromkeys(self.roles, 0)
+        await asyncio.gather(*(self._serve(role, *claimer) for role in self.roles for claimer in self._claimers))
 
     def _ended_on_error(self, main: Any) -> None:
         if not main.cancelled() and main.exception() is not None:
             self.failed = main.exception()
             self.worker._doorbell.ring()
 
-    async def _serve(self, role: str) -> None:
-        """Claim the role's tasks while it has room, and begin them; when none is ready, wait
-        for a wake-up or the poll interval."""
+    async def _serve(self, role: str, claims: ThreadPoolExecutor, db: Database) -> None:
+        """Claim the role's tasks on `db` while it has room, and begin them; when none is ready,
+        wait for a wake-up or the poll interval. A role has a _serve for each claims connection,
+        each asking for what the role has room for, less what the others' claims ask."""
         worker, config = self.worker, self.worker.config
         state = worker._role_states[role]
         share = config.share(role)
         unavailable = Unavailability("claim")
         while True:
-            want = min(share - state.running, share + 2 * COMPLETION_BATCH_MAX - self._in_hand[role])
+            asked = self._asked[role]
+            want = min(share - state.running - asked, share + 2 * COMPLETION_BATCH_MAX - self._in_hand[role] - asked)
             if want <= 0 and not self._stopping:
                 self._room.clear()
                 await self._room.wait()
@@ -202,11 +217,12 @@ class BatchRuntime:
                 state.idle = state.notified = False
                 self._wakes[role].clear()
                 state.held_at_claim = bool(worker._held)
+                self._asked[role] += want
                 try:
-                    tasks = await self._call(self._claims, self._claims_db.claim_and_start_tasks, role, config.worker_id, want)
-                    if not tasks and worker._wakeable and await self._call(self._claims, self._mark_waiting, role):
+                    tasks = await self._call(claims, db.claim_and_start_tasks, role, config.worker_id, want)
+                    if not tasks and worker._wakeable and await self._call(claims, self._mark_waiting, role, db):
                         # A task committed just before the mark found no one waiting: look once more.
-                        tasks = await self._call(self._claims, self._claims_db.claim_and_start_tasks, role, config.worker_id, want)
+                        tasks = await self._call(claims, db.claim_and_start_tasks, role, config.worker_id, want)
                 except DatabaseUnavailable as error:
                     pause = unavailable.met(error)
                 else:
@@ -218,6 +234,7 @@ class BatchRuntime:
                         self._begin(role, tasks)
             finally:
                 self.claiming -= 1
+                self._asked[role] -= want
             worker._doorbell.ring()
             if pause is not None:
                 try:
@@ -228,10 +245,10 @@ class BatchRuntime:
     async def _call(self, executor: ThreadPoolExecutor, call: Callable[..., T], *args: Any) -> T:
         return await self.loop.run_in_executor(executor, call, *args)
 
-    def _mark_waiting(self, role: str) -> bool:
-        """Ask to be woken for the role's next task; True when newly asked (in the claims' thread)."""
+    def _mark_waiting(self, role: str, db: Database) -> bool:
+        """Ask to be woken for the role's next task; True when newly asked (in a claims thread)."""
         try:
-            return bool(self._claims_db.mark_worker_waiting(self.worker.config.worker_id, role))
+            return bool(db.mark_worker_waiting(self.worker.config.worker_id, role))
         except NotFound:
             return False  # unregistered meanwhile (the heartbeat registers again): poll until then
 
