@@ -96,3 +96,31 @@ def test_without_the_batch_runtime_it_gets_one_task_a_call(many_role: psycopg.Co
     wait_for(lambda: all_completed(pool, task_ids), 15, "the tasks to complete", also=worker.describe)
     assert {task_row(pool, task_id)["result"]["size"] for task_id in task_ids} == {1}
     assert wait_for_status(pool, failed, "failed", 10, also=worker.describe)["error_message"] == "ValueError: alone"
+
+
+def test_the_decorator_refuses_a_payload_type_and_registers_nothing() -> None:
+    from pyworker.admin.batch_handlers import batch_handler
+    from pyworker.errors import ConfigurationError
+    from pyworker.handlers import Registry
+
+    target = Registry()
+    with pytest.raises(ConfigurationError, match=r"batch_handler\('typed_batch'\) takes no payload_type"):
+        batch_handler("typed_batch", target=target, payload_type=dict)
+    assert target.get("typed_batch") is None
+
+
+def test_outside_a_worker_it_runs_one_task_a_call() -> None:
+    from pyworker.admin.batch_handlers import batch_handler
+    from pyworker.handlers import Registry
+    from pyworker.testing import make_task, run_handler
+
+    target = Registry()
+    calls: list[int] = []
+
+    @batch_handler("plain_batch", target=target)
+    def sizes(tasks: list[object]) -> list[dict[str, int]]:
+        calls.append(len(tasks))
+        return [{"size": len(tasks)}]
+
+    outcome = run_handler("plain_batch", make_task("plain_batch"), registry=target)
+    assert (outcome.status, outcome.result, calls) == ("completed", {"size": 1}, [1])

@@ -27,6 +27,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pyworker.errors import ConfigurationError
 from pyworker.handlers import Registry, registry as default_registry
 from pyworker.task import Task
 
@@ -42,7 +43,12 @@ class NoOutcome(Exception):
 
 def batch_handler(role: str, *, target: Registry = default_registry, **declaration: Any) -> Callable[[BatchT], BatchT]:
     """Decorator: `fn(tasks)` handles the tasks of `role` many a call; `declaration`: @handler's
-    settings (max_retries, run_timeout, ...). The function is returned unchanged."""
+    settings (max_retries, run_timeout, ...) but payload_type. The function is returned unchanged."""
+    if "payload_type" in declaration:
+        raise ConfigurationError(
+            f"batch_handler({role!r}) takes no payload_type: a batch function gets the tasks, and reads"
+            " each task's payload (task.payload)"
+        )
 
     def register(fn: BatchT) -> BatchT:
         async def one_at_a_time(task: Task) -> Any:
